@@ -1,0 +1,13 @@
+/* quanta.h — the public API of libquanta. Every public name starts with qt_ / QT_.
+ *
+ * One header per subsystem under quanta/; this one includes them all.
+ */
+#ifndef QUANTA_H
+#define QUANTA_H
+
+#include "quanta/core.h"
+#include "quanta/num.h"
+#include "quanta/quant.h"
+#include "quanta/model.h"
+
+#endif

@@ -1,0 +1,102 @@
+/* quanta/quant.h — tensor element types and the one traits table.
+ *
+ * Every weight/activation storage format is one row of the traits table
+ * (lib/quant/traits.c): name, ggml type id, elements and bytes per block,
+ * dequantize, reference quantize (with optional per-column importance
+ * weights), and the kernels the engine uses. Every loop over formats goes
+ * through this table; adding a format is adding a row plus its tests.
+ *
+ * Type ids equal ggml's `enum ggml_type` (formats.md §3.1) so they can be
+ * written to GGUF unchanged.
+ */
+#ifndef QUANTA_QUANT_H
+#define QUANTA_QUANT_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum qt_type {
+    QT_TYPE_F32 = 0,
+    QT_TYPE_F16 = 1,
+    QT_TYPE_Q4_0 = 2,
+    QT_TYPE_Q4_1 = 3,
+    QT_TYPE_Q5_0 = 6,
+    QT_TYPE_Q5_1 = 7,
+    QT_TYPE_Q8_0 = 8,
+    QT_TYPE_Q8_1 = 9,
+    QT_TYPE_Q2_K = 10,
+    QT_TYPE_Q3_K = 11,
+    QT_TYPE_Q4_K = 12,
+    QT_TYPE_Q5_K = 13,
+    QT_TYPE_Q6_K = 14,
+    QT_TYPE_Q8_K = 15,
+    QT_TYPE_IQ2_XXS = 16,
+    QT_TYPE_IQ2_XS = 17,
+    QT_TYPE_IQ3_XXS = 18,
+    QT_TYPE_IQ1_S = 19,
+    QT_TYPE_IQ4_NL = 20,
+    QT_TYPE_IQ3_S = 21,
+    QT_TYPE_IQ2_S = 22,
+    QT_TYPE_IQ4_XS = 23,
+    QT_TYPE_I8 = 24,
+    QT_TYPE_I16 = 25,
+    QT_TYPE_I32 = 26,
+    QT_TYPE_I64 = 27,
+    QT_TYPE_F64 = 28,
+    QT_TYPE_IQ1_M = 29,
+    QT_TYPE_BF16 = 30,
+    QT_TYPE_TQ1_0 = 34,
+    QT_TYPE_TQ2_0 = 35,
+    QT_TYPE_MXFP4 = 39,
+    QT_TYPE_COUNT = 40  /* one past the largest ggml id we know */
+} qt_type;
+
+/* Dequantize n elements (n a multiple of block_elems). */
+typedef void (*qt_to_float_fn)(const void *src, float *dst, int64_t n);
+/* Quantize one row of n elements (n a multiple of block_elems).
+ * imatrix: NULL, or n per-column importance weights (llama.cpp's imatrix). */
+typedef void (*qt_from_float_fn)(const float *src, void *dst, int64_t n, const float *imatrix);
+/* Dot product of one quantized row x (type T) with one row y already
+ * quantized to the type's vec_dot_type; n elements. */
+typedef float (*qt_vec_dot_fn)(const void *x, const void *y, int64_t n);
+
+typedef struct qt_type_traits {
+    const char *name;          /* ggml's name: "f32", "q4_0", "q4_K", "iq4_nl", ... */
+    qt_type type;
+    int64_t block_elems;       /* elements per block (1 for plain types) */
+    size_t block_bytes;        /* bytes per block */
+    bool is_quantized;
+    bool runtime_only;         /* Q8_1, Q8_K: activation types, never stored by llama-quantize */
+    bool imatrix_aware;        /* the reference quantizer uses importance weights */
+    qt_to_float_fn to_float;       /* dispatched (fastest for this CPU) */
+    qt_to_float_fn to_float_ref;   /* scalar reference */
+    qt_from_float_fn from_float;   /* reference quantizer, bit-exact with ggml */
+    qt_type vec_dot_type;          /* activation type for vec_dot */
+    qt_vec_dot_fn vec_dot;         /* NULL until the engine supplies one */
+} qt_type_traits;
+
+/* NULL for ids that are not (or no longer) a type. */
+const qt_type_traits *qt_type_get(qt_type t);
+/* By ggml name, case-insensitive ("Q4_K", "q4_k", "f16"). NULL if unknown. */
+const qt_type_traits *qt_type_by_name(const char *name);
+double qt_type_bits_per_weight(qt_type t);
+
+/* Bytes of one row of n elements; 0 with an error set if n is not a multiple
+ * of the block size or the type is unknown. */
+size_t qt_row_size(qt_type t, int64_t n);
+
+/* Checked wrappers around the traits: refuse rows whose length is not a
+ * multiple of the block size ("row of 172 elements is not a multiple of
+ * q4_0's block size 32"), unknown types and types without a codec. */
+qt_status qt_quantize_rows(qt_type t, const float *src, void *dst,
+                           int64_t n_rows, int64_t n_per_row, const float *imatrix);
+qt_status qt_dequantize_rows(qt_type t, const void *src, float *dst,
+                             int64_t n_rows, int64_t n_per_row);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,100 @@
+/* lib/core/cpu.c — CPU feature detection, done once.
+ *
+ * AMX tiles need the kernel's permission before first use: without
+ * arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) the first tile
+ * instruction faults (this is why llama.cpp's AMX path crashes on machines
+ * like ours). We ask once here and report `amx_usable`; each thread that runs
+ * tile code must still load its own tile configuration (ldtilecfg).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quanta/core.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define ARCH_GET_XCOMP_PERM 0x1022
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+
+static uint64_t xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static void detect(qt_cpu_features *f) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    f->sse42 = (c >> 20) & 1;
+    f->fma = (c >> 12) & 1;
+    f->f16c = (c >> 29) & 1;
+    bool osxsave = (c >> 27) & 1, avx_hw = (c >> 28) & 1;
+    uint64_t xcr0 = osxsave ? xgetbv0() : 0;
+    bool ymm_os = (xcr0 & 0x6) == 0x6;
+    bool zmm_os = (xcr0 & 0xE6) == 0xE6;
+    bool amx_os = (xcr0 & (3u << 17)) == (3u << 17);
+    f->avx = avx_hw && ymm_os;
+    if (!f->avx) { f->fma = f->f16c = false; }
+    if (__get_cpuid_max(0, NULL) < 7) return;
+    __cpuid_count(7, 0, a, b, c, d);
+    f->avx2 = f->avx && ((b >> 5) & 1);
+    f->avx512f = zmm_os && ((b >> 16) & 1);
+    f->avx512dq = f->avx512f && ((b >> 17) & 1);
+    f->avx512bw = f->avx512f && ((b >> 30) & 1);
+    f->avx512vl = f->avx512f && ((b >> 31) & 1);
+    f->avx512_vnni = f->avx512f && ((c >> 11) & 1);
+    f->amx_bf16 = amx_os && ((d >> 22) & 1);
+    f->amx_tile = amx_os && ((d >> 24) & 1);
+    f->amx_int8 = amx_os && ((d >> 25) & 1);
+    __cpuid_count(7, 1, a, b, c, d);
+    f->avx_vnni = f->avx2 && ((a >> 4) & 1);
+    f->avx512_bf16 = f->avx512f && ((a >> 5) & 1);
+    if (f->amx_tile) {
+        unsigned long bits = 0;
+        if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 &&
+            syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM, &bits) == 0)
+            f->amx_usable = (bits >> XFEATURE_XTILEDATA) & 1;
+    }
+}
+#else
+static void detect(qt_cpu_features *f) { (void)f; }
+#endif
+
+static qt_cpu_features features;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* QUANTA_CPU caps the level so the fallbacks can be tested on a big machine. */
+static void cap_from_env(qt_cpu_features *f) {
+    const char *cap = getenv("QUANTA_CPU");
+    if (!cap) return;
+    if (!strcmp(cap, "scalar")) {
+        memset(f, 0, sizeof *f);
+    } else if (!strcmp(cap, "avx2")) {
+        f->avx512f = f->avx512bw = f->avx512vl = f->avx512dq = f->avx512_vnni = f->avx512_bf16 = false;
+        f->amx_tile = f->amx_int8 = f->amx_bf16 = f->amx_usable = false;
+    } else if (!strcmp(cap, "avx512")) {
+        f->amx_tile = f->amx_int8 = f->amx_bf16 = f->amx_usable = false;
+    }
+}
+
+static void init(void) {
+    detect(&features);
+    cap_from_env(&features);
+}
+
+const qt_cpu_features *qt_cpu(void) {
+    pthread_once(&once, init);
+    return &features;
+}
+
+const char *qt_cpu_level_name(void) {
+    const qt_cpu_features *f = qt_cpu();
+    if (f->avx512f && f->avx512bw && f->avx512vl) return "avx512";
+    if (f->avx2 && f->fma && f->f16c) return "avx2";
+    return "scalar";
+}

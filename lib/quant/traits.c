@@ -1,0 +1,261 @@
+/* lib/quant/traits.c — THE traits table: one row per tensor element type.
+ *
+ * Sizes are ggml's (formats.md §3.2). Function fields left NULL mean "no codec":
+ * the checked wrappers in quant.c refuse such types with QT_ERR_UNSUPPORTED.
+ * SIMD variants of to_float are patched in once, at first use, by
+ * qt_quant_dispatch_init() (lib/quant/dispatch.c) from the CPU features.
+ */
+#include "traits_internal.h"
+
+qt_type_traits qt__traits[QT_TYPE_COUNT] = {
+    [QT_TYPE_F32] = {
+        .name = "f32", .type = QT_TYPE_F32,
+        .block_elems = 1, .block_bytes = 4,
+        .is_quantized = false, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_F32,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_F16] = {
+        .name = "f16", .type = QT_TYPE_F16,
+        .block_elems = 1, .block_bytes = 2,
+        .is_quantized = false, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_F16,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_Q4_0] = {
+        .name = "q4_0", .type = QT_TYPE_Q4_0,
+        .block_elems = 32, .block_bytes = 18,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_Q4_0,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_Q4_1] = {
+        .name = "q4_1", .type = QT_TYPE_Q4_1,
+        .block_elems = 32, .block_bytes = 20,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_Q4_1,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_Q5_0] = {
+        .name = "q5_0", .type = QT_TYPE_Q5_0,
+        .block_elems = 32, .block_bytes = 22,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_Q5_0,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_Q5_1] = {
+        .name = "q5_1", .type = QT_TYPE_Q5_1,
+        .block_elems = 32, .block_bytes = 24,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_Q5_1,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_Q8_0] = {
+        .name = "q8_0", .type = QT_TYPE_Q8_0,
+        .block_elems = 32, .block_bytes = 34,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_Q8_0,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_Q8_1] = {
+        .name = "q8_1", .type = QT_TYPE_Q8_1,
+        .block_elems = 32, .block_bytes = 36,
+        .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_Q8_1,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_Q2_K] = {
+        .name = "q2_K", .type = QT_TYPE_Q2_K,
+        .block_elems = 256, .block_bytes = 84,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_Q2_K,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_Q3_K] = {
+        .name = "q3_K", .type = QT_TYPE_Q3_K,
+        .block_elems = 256, .block_bytes = 110,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_Q3_K,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_Q4_K] = {
+        .name = "q4_K", .type = QT_TYPE_Q4_K,
+        .block_elems = 256, .block_bytes = 144,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_Q4_K,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_Q5_K] = {
+        .name = "q5_K", .type = QT_TYPE_Q5_K,
+        .block_elems = 256, .block_bytes = 176,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_Q5_K,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_Q6_K] = {
+        .name = "q6_K", .type = QT_TYPE_Q6_K,
+        .block_elems = 256, .block_bytes = 210,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_Q6_K,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_Q8_K] = {
+        .name = "q8_K", .type = QT_TYPE_Q8_K,
+        .block_elems = 256, .block_bytes = 292,
+        .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_IQ4_NL] = {
+        .name = "iq4_nl", .type = QT_TYPE_IQ4_NL,
+        .block_elems = 32, .block_bytes = 18,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_IQ4_NL,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_IQ4_XS] = {
+        .name = "iq4_xs", .type = QT_TYPE_IQ4_XS,
+        .block_elems = 256, .block_bytes = 136,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_IQ4_XS,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_I8] = {
+        .name = "i8", .type = QT_TYPE_I8,
+        .block_elems = 1, .block_bytes = 1,
+        .is_quantized = false, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_I8,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_I16] = {
+        .name = "i16", .type = QT_TYPE_I16,
+        .block_elems = 1, .block_bytes = 2,
+        .is_quantized = false, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_I16,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_I32] = {
+        .name = "i32", .type = QT_TYPE_I32,
+        .block_elems = 1, .block_bytes = 4,
+        .is_quantized = false, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_I32,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_I64] = {
+        .name = "i64", .type = QT_TYPE_I64,
+        .block_elems = 1, .block_bytes = 8,
+        .is_quantized = false, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_I64,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_F64] = {
+        .name = "f64", .type = QT_TYPE_F64,
+        .block_elems = 1, .block_bytes = 8,
+        .is_quantized = false, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_F64,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_BF16] = {
+        .name = "bf16", .type = QT_TYPE_BF16,
+        .block_elems = 1, .block_bytes = 2,
+        .is_quantized = false, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_BF16,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_TQ1_0] = {
+        .name = "tq1_0", .type = QT_TYPE_TQ1_0,
+        .block_elems = 256, .block_bytes = 54,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_TQ1_0,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_TQ2_0] = {
+        .name = "tq2_0", .type = QT_TYPE_TQ2_0,
+        .block_elems = 256, .block_bytes = 66,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_TQ2_0,
+        .vec_dot = NULL,
+    },
+
+    [QT_TYPE_MXFP4] = {
+        .name = "mxfp4", .type = QT_TYPE_MXFP4,
+        .block_elems = 32, .block_bytes = 17,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = NULL,
+        .from_float = NULL,
+        .vec_dot_type = QT_TYPE_MXFP4,
+        .vec_dot = NULL,
+    },
+
+};

@@ -1,0 +1,92 @@
+/* tools/quanta/main.c — `quanta <verb> [options]`.
+ *
+ * The verb table below is the whole CLI surface; each verb lives in its own
+ * file (cmd_<verb>.c), parses its own options, and prints `--help`.
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const cli_verb verbs[] = {
+    {"formats", "list every weight format: bits per weight, block size, use, engines", cmd_formats},
+};
+static const int n_verbs = (int)(sizeof verbs / sizeof verbs[0]);
+
+static void print_help(FILE *out) {
+    fprintf(out,
+            "quanta %s — plan, quantize and verify large language models\n\n"
+            "usage: quanta <verb> [options]\n"
+            "       quanta <verb> --help\n\n"
+            "verbs:\n",
+            qt_version());
+    for (int i = 0; i < n_verbs; i++) fprintf(out, "  %-12s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(out, "\noptions:\n  --help       this text\n  --version    print the version\n");
+}
+
+static void on_sigint(int sig) {
+    (void)sig;
+    qt_request_cancel();
+    /* A second Ctrl-C during cleanup falls through to the default action. */
+    signal(SIGINT, SIG_DFL);
+}
+
+int cli_fail(qt_status s) {
+    const char *msg = qt_last_error();
+    fprintf(stderr, "quanta: error: %s\n", (msg && *msg) ? msg : qt_status_name(s));
+    return CLI_FAIL;
+}
+
+int cli_usage(const char *verb, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "quanta %s: ", verb);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\ntry 'quanta %s --help'\n", verb);
+    va_end(ap);
+    return CLI_USAGE;
+}
+
+int cli_parse_int(const char *verb, const char *opt, const char *s, long long lo, long long hi, long long *out) {
+    char *end;
+    if (!s || !*s) return cli_usage(verb, "%s needs a value", opt);
+    long long v = strtoll(s, &end, 10);
+    if (*end) return cli_usage(verb, "%s: '%s' is not an integer", opt, s);
+    if (v < lo || v > hi) return cli_usage(verb, "%s: %lld is out of range [%lld, %lld]", opt, v, lo, hi);
+    *out = v;
+    return CLI_OK;
+}
+
+int cli_parse_double(const char *verb, const char *opt, const char *s, double lo, double hi, double *out) {
+    char *end;
+    if (!s || !*s) return cli_usage(verb, "%s needs a value", opt);
+    double v = strtod(s, &end);
+    if (*end || v != v) return cli_usage(verb, "%s: '%s' is not a number", opt, s);
+    if (v < lo || v > hi) return cli_usage(verb, "%s: %g is out of range [%g, %g]", opt, v, lo, hi);
+    *out = v;
+    return CLI_OK;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_help(stderr);
+        return CLI_USAGE;
+    }
+    const char *verb = argv[1];
+    if (!strcmp(verb, "--help") || !strcmp(verb, "-h") || !strcmp(verb, "help")) {
+        print_help(stdout);
+        return CLI_OK;
+    }
+    if (!strcmp(verb, "--version") || !strcmp(verb, "-V")) {
+        printf("quanta %s (kernels: %s)\n", qt_version(), qt_cpu_level_name());
+        return CLI_OK;
+    }
+    signal(SIGINT, on_sigint);
+    for (int i = 0; i < n_verbs; i++)
+        if (!strcmp(verb, verbs[i].name)) return verbs[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "quanta: unknown verb '%s'\n\n", verb);
+    print_help(stderr);
+    return CLI_USAGE;
+}
