@@ -7,7 +7,7 @@ static const qt_arch_info arch_table[] = {
     /* arch             gguf       HF class              model_type  bias   qknorm neox   permute tie */
     {QT_ARCH_LLAMA,   "llama",   "LlamaForCausalLM",   "llama",    false, false, false, true,  false},
     {QT_ARCH_QWEN2,   "qwen2",   "Qwen2ForCausalLM",   "qwen2",    true,  false, true,  false, false},
-    {QT_ARCH_QWEN3,   "qwen3",   "Qwen3ForCausalLM",   "qwen3",    false, true,  true,  false, true},
+    {QT_ARCH_QWEN3,   "qwen3",   "Qwen3ForCausalLM",   "qwen3",    false, true,  true,  false, false},
     /* llama.cpp converts Mistral checkpoints to arch "llama" GGUFs (permuted, pairs rope). */
     {QT_ARCH_MISTRAL, "llama",   "MistralForCausalLM", "mistral",  false, false, false, true,  false},
 };
