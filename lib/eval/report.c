@@ -31,6 +31,15 @@ static int label_width(const qt_eval_report *r) {
     return w < 8 ? 8 : w > 48 ? 48 : w;
 }
 
+static int kv_width(const qt_eval_report *r) {
+    int w = r->base.kv ? (int)strlen(r->base.kv) : 1;
+    for (int32_t i = 0; i < r->n_candidates; i++) {
+        int l = r->candidates[i].info.kv ? (int)strlen(r->candidates[i].info.kv) : 1;
+        if (l > w) w = l;
+    }
+    return w < 8 ? 8 : w > 40 ? 40 : w;
+}
+
 static bool any_bench(const qt_eval_report *r) {
     if (isfinite(r->base.decode_tps)) return true;
     for (int32_t i = 0; i < r->n_candidates; i++)
@@ -38,11 +47,11 @@ static bool any_bench(const qt_eval_report *r) {
     return false;
 }
 
-static void table_row_head(qt__sbuf *b, int w, const qt_eval_model_info *m, bool bench) {
+static void table_row_head(qt__sbuf *b, int w, int kw, const qt_eval_model_info *m, bool bench) {
     char size[32], bpw[32], tps[32];
     fmt_size(size, sizeof size, m->size_bytes);
     fmt_num(bpw, sizeof bpw, "%.2f", m->bpw);
-    qt__sb_printf(b, "%-*.*s  %-16.16s %6s %10s", w, w, qt__eval_basename(m->label), m->kv ? m->kv : "?", bpw, size);
+    qt__sb_printf(b, "%-*.*s  %-*.*s %6s %10s", w, w, qt__eval_basename(m->label), kw, kw, m->kv ? m->kv : "?", bpw, size);
     if (bench) {
         fmt_num(tps, sizeof tps, "%.1f", m->decode_tps);
         qt__sb_printf(b, " %9s", tps);
@@ -92,16 +101,16 @@ static void table_needle(qt__sbuf *b, const qt_eval_report *r) {
 
 qt_status qt_eval_report_table(const qt_eval_report *r, char **out) {
     qt__sbuf b = {0};
-    int w = label_width(r);
+    int w = label_width(r), kw = kv_width(r);
     bool bench = any_bench(r);
     const qt_eval_summary *s0 = r->n_candidates ? &r->candidates[0].summary : NULL;
     qt__sb_printf(&b, "%lld tokens scored in %d chunks of %d from %s\n\n", s0 ? (long long)s0->n_tokens : 0LL,
                   (int)r->n_chunks, (int)r->n_ctx, r->text_path ? r->text_path : "?");
-    qt__sb_printf(&b, "%-*s  %-16s %6s %10s", w, "model", "kv cache", "bpw", "size");
+    qt__sb_printf(&b, "%-*s  %-*s %6s %10s", w, "model", kw, "kv cache", "bpw", "size");
     if (bench) qt__sb_printf(&b, " %9s", "decode/s");
     qt__sb_printf(&b, " %18s %8s %18s %9s %9s %9s %7s %7s  %s\n", "ppl", "d-ppl%", "95% CI", "KLD mean", "KLD p99",
                   "KLD max", "top-1", "p-half", "verdict");
-    table_row_head(&b, w, &r->base, bench);
+    table_row_head(&b, w, kw, &r->base, bench);
     if (s0) qt__sb_printf(&b, " %9.4f +- %6.4f %8s\n", s0->base_ppl, s0->base_ppl_stderr, "base");
     else qt__sb_puts(&b, "\n");
     for (int32_t i = 0; i < r->n_candidates; i++) {
@@ -109,7 +118,7 @@ qt_status qt_eval_report_table(const qt_eval_report *r, char **out) {
         const qt_eval_summary *s = &c->summary;
         char ci[40];
         snprintf(ci, sizeof ci, "[%+.2f, %+.2f]", s->ppl_delta_pct_lo, s->ppl_delta_pct_hi);
-        table_row_head(&b, w, &c->info, bench);
+        table_row_head(&b, w, kw, &c->info, bench);
         qt__sb_printf(&b, " %9.4f +- %6.4f %+8.2f %18s %9.5f %9.5f %9.5f %6.2f%% %6.2f%%  %s\n", s->ppl, s->ppl_stderr,
                       s->ppl_delta_pct, ci, s->kld_mean, s->kld_p99, s->kld_max, 100 * s->top1, 100 * s->p_halved,
                       qt_verdict_name(c->verdict.verdict));
