@@ -8,6 +8,8 @@
 #include "quanta/core.h"
 #include "quanta/num.h"
 #include "quanta/quant.h"
+#include "quanta/ct.h"
+#include "quanta/metrics.h"
 #include "quanta/model.h"
 #include "quanta/tokenizer.h"
 
