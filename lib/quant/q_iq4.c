@@ -29,16 +29,24 @@
 static const int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                          1,    13,   25,  38,  53,  69,  89,  113};
 
+static const float kvalues_iq4nl_f[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
+/* kvalues_iq4nl[j-1] + kvalues_iq4nl[j] for j = 1..15 (index 0 unused):
+ * twice the midpoints, exact in float. */
+static const float kmid2_iq4nl[16] = {0,   -231, -187, -148, -114, -84, -57, -32,
+                                      -9,  14,   38,   63,   91,   122, 158, 202};
+
 /* Index of the table entry nearest to v; an exact midpoint goes to the upper
- * entry, values beyond the ends to the ends. Comparing 2v with the integer sum
- * of neighbours is exact, so the choice never depends on rounding. */
+ * entry, values beyond the ends to the ends. Comparing 2v with the doubled
+ * midpoints is exact, so the choice never depends on rounding (same result
+ * as ggml's best_index_int8). Branch-free binary search over 16 entries. */
 static inline int iq4_best_index(float v) {
     const float v2 = v + v;
-    int lo = 0;
-    for (int step = 8; step > 0; step >>= 1) {
-        const int j = lo + step;
-        if (v2 >= (float)(kvalues_iq4nl[j - 1] + kvalues_iq4nl[j])) lo = j;
-    }
+    int lo = (v2 >= kmid2_iq4nl[8]) << 3;
+    lo += (v2 >= kmid2_iq4nl[lo + 4]) << 2;
+    lo += (v2 >= kmid2_iq4nl[lo + 2]) << 1;
+    lo += v2 >= kmid2_iq4nl[lo + 1];
     return lo;
 }
 
@@ -61,7 +69,7 @@ static float iq4_subblock_scale(const float *xb, const float *w, uint8_t *L) {
     for (int j = 0; j < IQ4_SUB; j++) {
         const int l = iq4_best_index(id * xb[j]);
         L[j] = (uint8_t)l;
-        const float q = (float)kvalues_iq4nl[l];
+        const float q = kvalues_iq4nl_f[l];
         sumqx += w[j] * q * xb[j];
         sumq2 += w[j] * q * q;
     }
@@ -71,7 +79,7 @@ static float iq4_subblock_scale(const float *xb, const float *w, uint8_t *L) {
         id = (float)(itry + kvalues_iq4nl[0]) / max;
         sumqx = sumq2 = 0;
         for (int j = 0; j < IQ4_SUB; j++) {
-            const float q = (float)kvalues_iq4nl[iq4_best_index(id * xb[j])];
+            const float q = kvalues_iq4nl_f[iq4_best_index(id * xb[j])];
             sumqx += w[j] * q * xb[j];
             sumq2 += w[j] * q * q;
         }

@@ -9,6 +9,8 @@
  *    whole row, then a weighted symmetric scale search (Q4_0/Q5_0, ggml's
  *    make_qx_quants) or a weighted scale+min search (Q4_1/Q5_1, ggml's
  *    make_qkx3_quants).
+ * Float-to-integer casts go through qt__cvtt_i32 so blocks with fp32-subnormal
+ * scales (1/d = Inf) give x86 ggml's bytes instead of undefined behaviour.
  * Bit-exactness rests on evaluating every float expression in ggml's order
  * with separate roundings (the build uses -ffp-contract=off), on using the
  * fp32 scale to pick integers while storing fp16, and on sequential sums.
@@ -207,8 +209,8 @@ void qt__quantize_q4_0(const float *x, void *dst, int64_t n, const float *imatri
         for (int j = 0; j < 16; j++) {
             /* Truncation of x*id + 8.5 (round half up); the extreme maps to 0
              * and its negation to 16, clamped to 15. */
-            const int q0 = (int8_t)(xb[j] * id + 8.5f);
-            const int q1 = (int8_t)(xb[j + 16] * id + 8.5f);
+            const int q0 = (int8_t)qt__cvtt_i32(xb[j] * id + 8.5f);
+            const int q1 = (int8_t)qt__cvtt_i32(xb[j + 16] * id + 8.5f);
             y[ib].qs[j] = (uint8_t)((q0 < 15 ? q0 : 15) | (q1 < 15 ? q1 : 15) << 4);
         }
     }
@@ -258,8 +260,8 @@ void qt__quantize_q4_1(const float *x, void *dst, int64_t n, const float *imatri
         y[ib].d = qt_f32_to_fp16(d);
         y[ib].m = qt_f32_to_fp16(min);
         for (int j = 0; j < 16; j++) {
-            const int q0 = (int8_t)((xb[j] - min) * id + 0.5f);
-            const int q1 = (int8_t)((xb[j + 16] - min) * id + 0.5f);
+            const int q0 = (int8_t)qt__cvtt_i32((xb[j] - min) * id + 0.5f);
+            const int q1 = (int8_t)qt__cvtt_i32((xb[j + 16] - min) * id + 0.5f);
             y[ib].qs[j] = (uint8_t)((q0 < 15 ? q0 : 15) | (q1 < 15 ? q1 : 15) << 4);
         }
     }
@@ -304,7 +306,7 @@ void qt__quantize_q5_0(const float *x, void *dst, int64_t n, const float *imatri
         const float id = d != 0 ? 1.0f / d : 0.0f;
         y[ib].d = qt_f32_to_fp16(d);
         for (int j = 0; j < LEGACY_QK; j++) {
-            const int v = (int8_t)(xb[j] * id + 16.5f);
+            const int v = (int8_t)qt__cvtt_i32(xb[j] * id + 16.5f);
             q[j] = (uint8_t)(v < 31 ? v : 31);
         }
         pack_q5_high_bits(q, y[ib].qs, y[ib].qh);
@@ -359,7 +361,7 @@ void qt__quantize_q5_1(const float *x, void *dst, int64_t n, const float *imatri
         y[ib].d = qt_f32_to_fp16(d);
         y[ib].m = qt_f32_to_fp16(min);
         /* No clamp in ggml: (x-min)*id + 0.5 stays below 32 for finite input. */
-        for (int j = 0; j < LEGACY_QK; j++) q[j] = (uint8_t)((xb[j] - min) * id + 0.5f);
+        for (int j = 0; j < LEGACY_QK; j++) q[j] = (uint8_t)qt__cvtt_i32((xb[j] - min) * id + 0.5f);
         pack_q5_high_bits(q, y[ib].qs, y[ib].qh);
     }
 }
@@ -391,7 +393,7 @@ static float q8_block(const float *xb, int8_t *qs) {
     }
     const float d = amax / 127;
     const float id = d != 0 ? 1.0f / d : 0.0f;
-    for (int j = 0; j < LEGACY_QK; j++) qs[j] = (int8_t)roundf(xb[j] * id);
+    for (int j = 0; j < LEGACY_QK; j++) qs[j] = (int8_t)qt__cvtt_i32(roundf(xb[j] * id));
     return d;
 }
 

@@ -21,6 +21,16 @@ static inline int qt__nearest_int(float x) {
     return (bits & 0x007fffff) - 0x00400000;
 }
 
+/* C's float -> small-integer cast as x86-64 builds of ggml execute it
+ * (cvttss2si to int32, then keep the low byte): identical to the plain cast
+ * for in-range values, and defined for the +-Inf/NaN that 1/d produces when a
+ * block's scale is an fp32 subnormal (there the plain cast is undefined
+ * behaviour; x86 yields INT32_MIN, whose low byte is 0). Narrow the result
+ * with (int8_t)/(uint8_t). */
+static inline int32_t qt__cvtt_i32(float v) {
+    return (v >= -2147483648.0f && v < 2147483648.0f) ? (int32_t)v : INT32_MIN;
+}
+
 static inline int qt__clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 #endif

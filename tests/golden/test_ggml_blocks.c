@@ -306,6 +306,35 @@ static void test_zero_blocks(void) {
     free(q);
 }
 
+/* Far below the row-5 case: fp32-subnormal and 1e-30 inputs (fp16 scales
+ * underflow to zero, MXFP4 would need a negative exponent) stay finite and
+ * tiny for every type, with and without weights. */
+static void test_tiny_values(void) {
+    float *x = malloc(N_COLS * sizeof(float));
+    float *back = malloc(N_COLS * sizeof(float));
+    uint8_t *q = malloc(4 * N_COLS + 64);
+    const float scales[2] = {1e-40f, 1e-30f};
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < N_COLS; i++) x[i] = scales[k] * (float)((i * 37) % 11 - 5);
+        for (int s = 0; s < N_SCOPE; s++) {
+            const qt_type_traits *tr = qt_type_get(scope[s]);
+            for (int use_w = 0; use_w < 2; use_w++) {
+                CHECK_OK(qt_quantize_rows(tr->type, x, q, 1, N_COLS, use_w ? imatrix : NULL));
+                fill_nan(back, N_COLS);
+                CHECK_OK(qt_dequantize_rows(tr->type, q, back, 1, N_COLS));
+                for (int i = 0; i < N_COLS; i++)
+                    if (!(fabsf(back[i]) <= 1e-6f)) {
+                        QT_FAIL_AT("%s%s: %g -> %g", tr->name, use_w ? " (imatrix)" : "", x[i], back[i]);
+                        break;
+                    }
+            }
+        }
+    }
+    free(x);
+    free(back);
+    free(q);
+}
+
 int main(void) {
     load_manifest();
     input = read_f32("testvectors/ggml/input.f32", N_VALS);
@@ -323,6 +352,7 @@ int main(void) {
     QT_RUN(test_q8_1_round_trip);
     QT_RUN(test_refuses_ragged_rows);
     QT_RUN(test_zero_blocks);
+    QT_RUN(test_tiny_values);
 
     free(input);
     free(imatrix);
