@@ -9,5 +9,6 @@
 #include "quanta/num.h"
 #include "quanta/quant.h"
 #include "quanta/model.h"
+#include "quanta/tokenizer.h"
 
 #endif

@@ -7,6 +7,7 @@
  */
 #include "kernels.h"
 #include "traits_internal.h"
+#include "kernels_k.h"
 
 qt_type_traits qt__traits[QT_TYPE_COUNT] = {
     [QT_TYPE_F32] = {
@@ -93,8 +94,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .name = "q2_K", .type = QT_TYPE_Q2_K,
         .block_elems = 256, .block_bytes = 84,
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
-        .to_float_ref = NULL,
-        .from_float = NULL,
+        .to_float_ref = qt__dequantize_q2_K,
+        .from_float = qt__quantize_q2_K,
         .vec_dot_type = QT_TYPE_Q2_K,
         .vec_dot = NULL,
     },
@@ -103,8 +104,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .name = "q3_K", .type = QT_TYPE_Q3_K,
         .block_elems = 256, .block_bytes = 110,
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
-        .to_float_ref = NULL,
-        .from_float = NULL,
+        .to_float_ref = qt__dequantize_q3_K,
+        .from_float = qt__quantize_q3_K,
         .vec_dot_type = QT_TYPE_Q3_K,
         .vec_dot = NULL,
     },
@@ -113,8 +114,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .name = "q4_K", .type = QT_TYPE_Q4_K,
         .block_elems = 256, .block_bytes = 144,
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
-        .to_float_ref = NULL,
-        .from_float = NULL,
+        .to_float_ref = qt__dequantize_q4_K,
+        .from_float = qt__quantize_q4_K,
         .vec_dot_type = QT_TYPE_Q4_K,
         .vec_dot = NULL,
     },
@@ -123,8 +124,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .name = "q5_K", .type = QT_TYPE_Q5_K,
         .block_elems = 256, .block_bytes = 176,
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
-        .to_float_ref = NULL,
-        .from_float = NULL,
+        .to_float_ref = qt__dequantize_q5_K,
+        .from_float = qt__quantize_q5_K,
         .vec_dot_type = QT_TYPE_Q5_K,
         .vec_dot = NULL,
     },
@@ -133,8 +134,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .name = "q6_K", .type = QT_TYPE_Q6_K,
         .block_elems = 256, .block_bytes = 210,
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
-        .to_float_ref = NULL,
-        .from_float = NULL,
+        .to_float_ref = qt__dequantize_q6_K,
+        .from_float = qt__quantize_q6_K,
         .vec_dot_type = QT_TYPE_Q6_K,
         .vec_dot = NULL,
     },
@@ -143,8 +144,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .name = "q8_K", .type = QT_TYPE_Q8_K,
         .block_elems = 256, .block_bytes = 292,
         .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
-        .to_float_ref = NULL,
-        .from_float = NULL,
+        .to_float_ref = qt__dequantize_q8_K,
+        .from_float = qt__quantize_q8_K,
         .vec_dot_type = QT_TYPE_Q8_K,
         .vec_dot = NULL,
     },

@@ -27,6 +27,11 @@ int cli_parse_int(const char *verb, const char *opt, const char *s, long long lo
 int cli_parse_double(const char *verb, const char *opt, const char *s, double lo, double hi, double *out);
 
 
+/* Progress on stderr: bar with ETA on a TTY, plain lines otherwise, none when quiet.
+ * cli_progress_end() frees the renderer. */
+qt_progress cli_progress(int quiet);
+void cli_progress_end(void);
+
 /* Verb entry points (one file per verb). */
 int cmd_formats(int argc, char **argv);
 

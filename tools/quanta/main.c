@@ -69,6 +69,18 @@ int cli_parse_double(const char *verb, const char *opt, const char *s, double lo
     return CLI_OK;
 }
 
+static qt_progress_term *progress_term;
+
+qt_progress cli_progress(int quiet) {
+    if (!progress_term) progress_term = qt_progress_term_new(stderr, quiet ? 3 : 0);
+    return qt_progress_term_sink(progress_term);
+}
+
+void cli_progress_end(void) {
+    qt_progress_term_free(progress_term);
+    progress_term = NULL;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         print_help(stderr);

@@ -1,0 +1,39 @@
+/* lib/model/model_internal.h — the model object behind the opaque qt_model,
+ * and the builder functions readers use to fill it. */
+#ifndef QT_MODEL_INTERNAL_H
+#define QT_MODEL_INTERNAL_H
+
+#include "quanta/model.h"
+
+struct qt_model {
+    char *path;                /* what the user opened */
+    const char *source_format; /* "gguf", "safetensors", "llama2c" (static string) */
+    qt_hparams hp;
+    qt_vocab vocab;            /* strings owned by the model */
+    qt_tensor *tensors;        /* (n_tensors) */
+    int32_t n_tensors, cap_tensors;
+    qt_mmap *maps;             /* (n_maps) source files, mapped read-only */
+    int32_t n_maps;
+    void **owned;              /* (n_owned) heap buffers freed with the model */
+    int32_t n_owned, cap_owned;
+    void *reader_state;        /* optional: reader-specific data (e.g. the parsed GGUF) */
+    void (*reader_free)(void *);
+};
+
+qt_status qt__model_new(const char *path, const char *source_format, qt_model **out);
+/* Appends a copy of *t; refuses duplicate names (QT_ERR_FORMAT, naming the tensor). */
+qt_status qt__model_add_tensor(qt_model *m, const qt_tensor *t);
+/* Takes ownership of an open map; returns its index (source id) or -1 on OOM. */
+int32_t qt__model_add_map(qt_model *m, qt_mmap *map);
+/* Heap memory freed with the model (zeroed). NULL on OOM (error set). */
+void *qt__model_alloc(qt_model *m, size_t n);
+char *qt__model_strdup(qt_model *m, const char *s);
+/* Element count of a tensor (product of ne). */
+int64_t qt__tensor_nelements(const qt_tensor *t);
+
+/* Readers (one per source format). Each fills hp, vocab and the tensor table. */
+qt_status qt__read_gguf(qt_model *m, const char *path);
+qt_status qt__read_llama2c(qt_model *m, const char *path);
+qt_status qt__read_hf_dir(qt_model *m, const char *dir);
+
+#endif
