@@ -8,6 +8,7 @@
 #include "quanta/core.h"
 #include "quanta/num.h"
 #include "quanta/quant.h"
+#include "quanta/formats.h"
 #include "quanta/model.h"
 #include "quanta/tokenizer.h"
 
