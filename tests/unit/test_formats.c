@@ -37,7 +37,21 @@ static void test_names_unique(void) {
                       qt_format_at(i)->name);
 }
 
+static void test_quantize_rejects_non_finite(void) {
+    float row[64];
+    for (int i = 0; i < 64; i++) row[i] = (float)i / 64.0f;
+    row[37] = NAN;
+    unsigned char out[2 * 34];
+    CHECK_STATUS(qt_quantize_rows(QT_TYPE_Q8_0, row, out, 1, 64, NULL), QT_ERR_RANGE);
+    CHECK(strstr(qt_last_error(), "column 37") != NULL);
+    row[37] = INFINITY;
+    CHECK_STATUS(qt_quantize_rows(QT_TYPE_F16, row, out, 1, 64, NULL), QT_ERR_RANGE);
+    row[37] = 0.5f;
+    CHECK_OK(qt_quantize_rows(QT_TYPE_Q8_0, row, out, 1, 64, NULL));
+}
+
 int main(void) {
+    QT_RUN(test_quantize_rejects_non_finite);
     QT_RUN(test_gguf_rows_match_traits);
     QT_RUN(test_known_bits_per_weight);
     QT_RUN(test_names_unique);
