@@ -46,8 +46,9 @@ qt_status qt_quantize_rows(qt_type t, const float *src, void *dst,
     if (s != QT_OK) return s;
     if (!tr->from_float) return qt_error(QT_ERR_UNSUPPORTED, "no quantizer for type %s", tr->name);
     /* Like llama-quantize's row validation, but before writing anything:
-     * NaN/Inf would silently poison a block's scale. */
-    for (int64_t i = 0; i < n_rows * n_per_row; i++)
+     * NaN/Inf would silently poison a block's scale. Plain float types
+     * (f32/f16/bf16) carry special values through unchanged. */
+    for (int64_t i = 0; tr->is_quantized && i < n_rows * n_per_row; i++)
         if (!isfinite(src[i]))
             return qt_error(QT_ERR_RANGE, "non-finite value %g at row %lld, column %lld: cannot quantize to %s",
                             (double)src[i], (long long)(i / n_per_row), (long long)(i % n_per_row), tr->name);
