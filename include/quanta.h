@@ -10,6 +10,7 @@
 #include "quanta/quant.h"
 #include "quanta/ct.h"
 #include "quanta/metrics.h"
+#include "quanta/formats.h"
 #include "quanta/model.h"
 #include "quanta/tokenizer.h"
 
