@@ -117,11 +117,14 @@ void qt_ct_unpack_fp4(const uint8_t *packed, int64_t n, uint8_t *codes) {
 /* Scalar reference for the dispatched kernels (simd_avx2.c, simd_avx512.c). */
 void qt__ct_int4_row_ref(const int32_t *packed, const float *scales, const int8_t *zero_points,
                          int64_t cols, int64_t group_size, float *out) {
-    for (int64_t c = 0; c < cols; c++) {
-        const uint32_t u = ((uint32_t)packed[c / 8] >> (4 * (c % 8))) & 15;
-        const int64_t g = c / group_size;
-        const int zp = zero_points ? zero_points[g] : 0;
-        out[c] = (float)((int)u - 8 - zp) * scales[g];
+    const int64_t words_per_group = group_size / 8;
+    for (int64_t g = 0; g < cols / group_size; g++) {
+        const int offset = 8 + (zero_points ? zero_points[g] : 0);
+        const float s = scales[g];
+        for (int64_t w = g * words_per_group; w < (g + 1) * words_per_group; w++) {
+            const uint32_t word = (uint32_t)packed[w];
+            for (int k = 0; k < 8; k++) out[8 * w + k] = (float)((int)((word >> (4 * k)) & 15) - offset) * s;
+        }
     }
 }
 
