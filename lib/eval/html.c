@@ -198,7 +198,7 @@ static void svg_scatter(qt__sbuf *b, const char *title, const char *caption, con
 static const char *css =
     "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:24px;color:#1a202c;background:#fff}"
     "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}.sub{color:#4a5568;margin:0 0 16px}"
-    "table{border-collapse:collapse;font-variant-numeric:tabular-nums}th,td{padding:4px 10px;border-bottom:1px solid #e2e8f0;text-align:right}"
+    "table{border-collapse:collapse;font-variant-numeric:tabular-nums}th,td{padding:4px 10px;border-bottom:1px solid #e2e8f0;text-align:right;white-space:nowrap}"
     "th:first-child,td:first-child{text-align:left}th{background:#f7fafc;font-weight:600}"
     ".badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-weight:600;font-size:12px}"
     ".cards{display:flex;flex-wrap:wrap;gap:12px}.card{border:1px solid #e2e8f0;border-radius:8px;padding:10px 14px;max-width:560px}"
@@ -226,7 +226,7 @@ static void td_text(qt__sbuf *b, const char *s) {
 
 static void metrics_table(qt__sbuf *b, const qt_eval_report *r) {
     const qt_eval_summary *s0 = r->n_candidates ? &r->candidates[0].summary : NULL;
-    qt__sb_puts(b, "<table><tr><th>model</th><th>KV cache</th><th>bits/weight</th><th>size (MiB)</th><th>decode tok/s</th>"
+    qt__sb_puts(b, "<div style=\"overflow-x:auto\"><table><tr><th>model</th><th>KV cache</th><th>bits/weight</th><th>size (MiB)</th><th>decode tok/s</th>"
                    "<th>perplexity</th><th>&Delta; ppl</th><th>95% CI</th><th>KLD mean</th><th>KLD median</th>"
                    "<th>KLD p99</th><th>KLD max</th><th>top-1</th><th>p halved</th><th>verdict</th></tr>\n<tr>");
     td_text(b, qt__eval_basename(r->base.label));
@@ -256,7 +256,7 @@ static void metrics_table(qt__sbuf *b, const qt_eval_report *r) {
         badge(b, c->verdict.verdict);
         qt__sb_puts(b, "</td></tr>\n");
     }
-    qt__sb_puts(b, "</table>\n");
+    qt__sb_puts(b, "</table></div>\n");
 }
 
 static void verdict_cards(qt__sbuf *b, const qt_eval_report *r) {
@@ -334,11 +334,11 @@ static void charts(qt__sbuf *b, const qt_eval_report *r) {
 }
 
 static void mc_chart(qt__sbuf *b, const qt_eval_report *r) {
-    int n = 1 + r->n_candidates, row = 26, h = 40 + n * row + 30, x0 = 170, x1 = CHART_W + 200;
+    int n = 1 + r->n_candidates, row = 26, h = 40 + n * row + 30, x0 = 170, x1 = CHART_W + 160;
     qt__sb_printf(b, "<h2>Multiple choice</h2><figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                      "viewBox=\"0 0 %d %d\" role=\"img\"><title>Multiple-choice accuracy</title>"
                      "<rect class=\"bg\" width=\"100%%\" height=\"100%%\"/><text class=\"ttl\" x=\"12\" y=\"20\">"
-                     "Multiple-choice accuracy (acc_norm)</text>\n", x1 + 30, h, x1 + 30, h);
+                     "Multiple-choice accuracy (acc_norm)</text>\n", x1 + 120, h, x1 + 120, h);
     for (int k = 0; k <= 10; k += 2) {
         double px = x0 + (x1 - x0) * k / 10.0;
         qt__sb_printf(b, "<line stroke=\"#edf2f7\" x1=\"%.1f\" y1=\"32\" x2=\"%.1f\" y2=\"%d\"/><text x=\"%.1f\" y=\"%d\" "
