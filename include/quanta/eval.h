@@ -142,7 +142,8 @@ int qt_eval_exit_status(const qt_eval_verdict *v, int32_t n);
 
 /* ---- log-likelihood scoring callback ------------------------------------------ */
 
-/* The score of `continuation` following `context` under one model: the sum of
+/* The score of `continuation` right after `context` (concatenated as they are:
+ * multiple choice passes " " + ending) under one model: the sum of
  * the log-probabilities of its tokens (nats) and whether each of them was the
  * model's argmax under teacher forcing (= greedy decoding would produce it).
  * The engine glue tokenizes context + continuation together and scores the

@@ -168,10 +168,17 @@ qt_status qt_mc_run(const qt_mc_set *set, qt_eval_score_fn score, void *user, co
         int32_t best_norm = 0, best_sum = 0;
         double v_norm = -INFINITY, v_sum = -INFINITY;
         for (int32_t j = 0; j < it->n_endings; j++) {
+            /* the ending follows the context after one space, as hellaswag is scored */
+            size_t el = strlen(it->endings[j]);
+            char *cont = malloc(el + 2);
+            if (!cont) { qt_mc_result_free(out); return qt_error(QT_ERR_NOMEM, "multiple choice: out of memory"); }
+            cont[0] = ' ';
+            memcpy(cont + 1, it->endings[j], el + 1);
             qt_eval_score sc;
-            qt_status s = score(user, it->context, it->endings[j], &sc);
+            qt_status s = score(user, it->context, cont, &sc);
+            free(cont);
             if (s) { qt_mc_result_free(out); return s; }
-            double per_byte = sc.logprob / (double)strlen(it->endings[j]);
+            double per_byte = sc.logprob / (double)el;
             /* strict '>' keeps the lowest index on ties, deterministically */
             if (per_byte > v_norm) { v_norm = per_byte; best_norm = j; }
             if (sc.logprob > v_sum) { v_sum = sc.logprob; best_sum = j; }

@@ -64,6 +64,8 @@ static int scorer_calls;
 static qt_status known_scorer(void *user, const char *context, const char *cont, qt_eval_score *out) {
     (void)user; (void)context;
     scorer_calls++;
+    if (cont[0] != ' ') return qt_error(QT_ERR_INTERNAL, "continuation without its leading space");
+    cont++;
     double rate = strncmp(cont, "RIGHT", 5) == 0 ? 0.5 : 1.0;
     out->logprob = -rate * (double)strlen(cont);
     out->n_tokens = (int32_t)strlen(cont);
