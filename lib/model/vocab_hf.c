@@ -403,7 +403,7 @@ static qt_status read_config(hf_load *h, const char *config_path) {
     json_t *cfg = NULL;
     if (config_path) {
         json_error_t err;
-        cfg = json_load_file(config_path, 0, &err);
+        cfg = json_load_file(config_path, JSON_DECODE_INT_AS_REAL, &err); /* model_max_length can exceed int64 */
         if (!cfg) return qt_error(QT_ERR_FORMAT, "%s: not valid JSON: line %d column %d: %s", config_path, err.line, err.column, err.text);
         if (!json_is_object(cfg)) { json_decref(cfg); return qt_error(QT_ERR_FORMAT, "%s: not a JSON object", config_path); }
     }
@@ -490,31 +490,6 @@ done:
     free(h.score);
     json_decref(h.root);
     return st;
-}
-
-qt_status qt__vocab_pad(qt_model *m, int32_t n_vocab) {
-    qt_vocab *v = &m->vocab;
-    if (n_vocab <= v->n_tokens) return QT_OK;
-    char **tokens = qt__model_alloc(m, (size_t)n_vocab * sizeof *tokens);
-    int32_t *types = qt__model_alloc(m, (size_t)n_vocab * sizeof *types);
-    float *scores = v->scores ? qt__model_alloc(m, (size_t)n_vocab * sizeof *scores) : NULL;
-    char *arena = qt__model_alloc(m, (size_t)(n_vocab - v->n_tokens) * 24);
-    if (!tokens || !types || (v->scores && !scores) || !arena) return QT_ERR_NOMEM;
-    memcpy(tokens, v->tokens, (size_t)v->n_tokens * sizeof *tokens);
-    if (v->token_types) memcpy(types, v->token_types, (size_t)v->n_tokens * sizeof *types);
-    else for (int32_t t = 0; t < v->n_tokens; t++) types[t] = QT_TOKEN_NORMAL;
-    if (scores) memcpy(scores, v->scores, (size_t)v->n_tokens * sizeof *scores);
-    for (int32_t t = v->n_tokens; t < n_vocab; t++) {
-        tokens[t] = arena;
-        arena += snprintf(arena, 24, "[PAD%d]", t) + 1;
-        types[t] = QT_TOKEN_UNUSED;
-        if (scores) scores[t] = -10000.0f;
-    }
-    v->tokens = tokens;
-    v->token_types = types;
-    v->scores = scores;
-    v->n_tokens = n_vocab;
-    return QT_OK;
 }
 
 qt_status qt_model_open_tokenizer_json(const char *path, qt_model **out) {
