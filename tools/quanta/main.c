@@ -12,6 +12,7 @@
 
 static const cli_verb verbs[] = {
     {"formats", "list every weight format: bits per weight, block size, use, engines", cmd_formats},
+    {"tokenize", "print the token ids (and pieces) of a text with a model's tokenizer", cmd_tokenize},
 };
 static const int n_verbs = (int)(sizeof verbs / sizeof verbs[0]);
 
