@@ -10,5 +10,7 @@
 #include "quanta/quant.h"
 #include "quanta/model.h"
 #include "quanta/tokenizer.h"
+#include "quanta/safetensors.h"
+#include "quanta/hf.h"
 
 #endif
