@@ -269,7 +269,7 @@ static bool is_trailing_pad(const qt_vocab *v, int32_t i) {
     return v->token_types && v->token_types[i] == QT_TOKEN_UNUSED && !strcmp(v->tokens[i], pad);
 }
 
-/* Tokens written: all but trailing "[PAD<id>]" fillers, which the reader regenerates (hf_read.c pad_vocab). */
+/* Tokens written: all but trailing "[PAD<id>]" fillers, which the reader regenerates (qt__vocab_pad). */
 static int32_t written_tokens(const qt_vocab *v) {
     int32_t n = v->n_tokens;
     while (n > 0 && is_trailing_pad(v, n - 1)) n--;
@@ -336,7 +336,8 @@ static qt_status bpe_tokenizer(const qt_model *m, const qt_vocab *v, int32_t n, 
     bool nfc = false;
     if (!strcmp(v->pre, "llama-bpe") || !strcmp(v->pre, "llama3") || !strcmp(v->pre, "llama-v3")) regex = llama3_regex;
     else if (!strcmp(v->pre, "qwen2")) { regex = qwen2_regex; nfc = true; }
-    else if (v->pre[0] && strcmp(v->pre, "default") && strcmp(v->pre, "gpt2"))
+    else if (v->pre[0] && strcmp(v->pre, "default") && strcmp(v->pre, "gpt2") &&
+             strcmp(v->pre, "gpt-2"))
         return qt_error(QT_ERR_UNSUPPORTED, "%s: BPE pre-tokenizer '%s' has no tokenizer.json form here (llama-bpe, qwen2, "
                         "default)", m->path, v->pre);
     json_t *vocab = json_object(), *merges = json_array();
