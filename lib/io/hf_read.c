@@ -52,7 +52,7 @@ static qt_status refuse_quantized(const char *cfg_path) {
     return s;
 }
 
-/* Every tensor of the checkpoint must have a known name and layer. */
+/* Every tensor of the checkpoint must have a known name, layer and dtype. */
 static qt_status check_names(const qt_model *m, const qt_st_checkpoint *ck) {
     for (int32_t i = 0; i < qt_st_checkpoint_n_tensors(ck); i++) {
         int32_t file, layer;
@@ -65,6 +65,10 @@ static qt_status check_names(const qt_model *m, const qt_st_checkpoint *ck) {
         if (ti->place == QT_TN_PER_LAYER && layer >= m->hp.n_layer)
             return qt_error(QT_ERR_FORMAT, "%s: tensor '%s': layer %d but config.json has num_hidden_layers %d", fp, t->name,
                             layer, m->hp.n_layer);
+        qt_type type;
+        if (qt_st_dtype_to_type(t->dtype, &type) != QT_OK)
+            return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': field 'dtype': %s has no quanta tensor type (F32, F16, "
+                            "BF16 expected)", fp, t->name, qt_st_dtype_name(t->dtype));
     }
     return QT_OK;
 }
@@ -76,9 +80,8 @@ static qt_status add_tensor(qt_model *m, const qt_st_checkpoint *ck, const qt_tn
     memset(&out, 0, sizeof out);
     if (!qt__tn_gguf_name(ti, layer, out.name, sizeof out.name))
         return qt_error(QT_ERR_INTERNAL, "%s: tensor '%s': canonical name does not fit", fp, t->name);
-    if (qt_st_dtype_to_type(t->dtype, &out.type) != QT_OK)
-        return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': field 'dtype': %s has no quanta tensor type (F32, F16, BF16 "
-                        "expected)", fp, t->name, qt_st_dtype_name(t->dtype));
+    qt_status s = qt_st_dtype_to_type(t->dtype, &out.type); /* checked in check_names */
+    if (s != QT_OK) return s;
     int64_t want[2];
     for (int32_t d = 0; d < ti->n_dims; d++) want[d] = qt__tn_dim(ti->ne[d], &m->hp);
     bool ok = t->n_dims == ti->n_dims;
