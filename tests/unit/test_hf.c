@@ -158,6 +158,11 @@ static void test_config_errors(void) {
                   QT_ERR_FORMAT, "field 'vocab_size': 4294967296 out of range");
     CHECK_ERR_HAS(parse_cfg("{\"architectures\": [\"LlamaForCausalLM\"], \"rms_norm_eps\": -1}", &hp),
                   QT_ERR_FORMAT, "field 'rms_norm_eps': -1 must be positive");
+    /* Positive as a double but 0 or Inf as a float32 (found by fuzz_hf_config). */
+    CHECK_ERR_HAS(parse_cfg("{\"architectures\": [\"LlamaForCausalLM\"], \"rms_norm_eps\": 1e-85}", &hp),
+                  QT_ERR_FORMAT, "field 'rms_norm_eps': 1e-85 must be positive and finite as a float32");
+    CHECK_ERR_HAS(parse_cfg("{\"architectures\": [\"LlamaForCausalLM\"], \"rope_theta\": 1e39}", &hp),
+                  QT_ERR_FORMAT, "field 'rope_theta': 1e+39 must be positive and finite");
     CHECK_ERR_HAS(parse_cfg("{\"architectures\": [\"LlamaForCausalLM\"], \"tie_word_embeddings\": 1}", &hp),
                   QT_ERR_FORMAT, "field 'tie_word_embeddings': must be true or false");
     CHECK_ERR_HAS(parse_cfg("{\"architectures\": [\"LlamaForCausalLM\"], \"partial_rotary_factor\": 0.5}", &hp),
