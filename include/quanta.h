@@ -13,5 +13,7 @@
 #include "quanta/formats.h"
 #include "quanta/model.h"
 #include "quanta/tokenizer.h"
+#include "quanta/safetensors.h"
+#include "quanta/hf.h"
 
 #endif
