@@ -10,5 +10,7 @@
 #include "quanta/quant.h"
 #include "quanta/model.h"
 #include "quanta/tokenizer.h"
+#include "quanta/gguf.h"
+#include "quanta/llama2c.h"
 
 #endif
