@@ -263,10 +263,10 @@ static qt_status parse_tensor_info(qt_gguf *g, cursor *c, int64_t i) {
     qt_status s = rd_string(g, c, field, &t->name, &nlen);
     if (s != QT_OK) return s;
     if (nlen == 0) return qt_error(QT_ERR_FORMAT, "%s: %s: empty tensor name", g->name, field);
-    if (strlen(t->name) != nlen) return qt_error(QT_ERR_FORMAT, "%s: %s: tensor name contains a NUL byte", g->name, field);
     if (nlen > GGUF_MAX_NAME)
         return qt_error(QT_ERR_FORMAT, "%s: %s: tensor name '%.40s...' is %" PRIu64 " bytes long (ggml's limit is %u)",
                         g->name, field, t->name, nlen, GGUF_MAX_NAME);
+    if (strlen(t->name) != nlen) return qt_error(QT_ERR_FORMAT, "%s: %s: tensor name contains a NUL byte", g->name, field);
     snprintf(field, sizeof field, "tensor '%s'", t->name);
     if ((s = rd_u32(c, field, &t->n_dims)) != QT_OK) return s;
     if (t->n_dims > QT_MAX_DIMS)
