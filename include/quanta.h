@@ -12,5 +12,7 @@
 #include "quanta/tokenizer.h"
 #include "quanta/gguf.h"
 #include "quanta/llama2c.h"
+#include "quanta/safetensors.h"
+#include "quanta/hf.h"
 
 #endif

@@ -36,4 +36,12 @@ qt_status qt__read_gguf(qt_model *m, const char *path);
 qt_status qt__read_llama2c(qt_model *m, const char *path);
 qt_status qt__read_hf_dir(qt_model *m, const char *dir);
 
+/* Fills m->vocab from a Hugging Face tokenizer.json and, when not NULL, its
+ * tokenizer_config.json (BOS/EOS/PAD, add_bos_token, chat_template)
+ * (lib/model/vocab_hf.c; accepted shapes in docs/tokenizers.md). */
+qt_status qt__vocab_load_hf(qt_model *m, const char *tokenizer_json_path, const char *tokenizer_config_path);
+/* Grows the vocabulary to n_vocab entries with "[PAD<id>]" tokens of type UNUSED
+ * (score -10000), as llama.cpp's converter does up to config.json vocab_size. */
+qt_status qt__vocab_pad(qt_model *m, int32_t n_vocab);
+
 #endif
