@@ -94,8 +94,11 @@ int cmd_convert(int argc, char **argv) {
 }
 
 static int write_hf(const qt_model *m, const char *out, qt_type outtype, qt_progress progress) {
-    (void)m;
-    (void)outtype;
-    (void)progress;
-    return cli_fail(qt_error(QT_ERR_UNSUPPORTED, "%s: writing Hugging Face directories is not available in this build", out));
+    qt_hf_write_opts o;
+    memset(&o, 0, sizeof o);
+    o.convert_types = outtype != QT_TYPE_COUNT;
+    o.outtype = outtype;
+    o.progress = progress;
+    qt_status st = qt_hf_write(m, out, &o);
+    return st == QT_OK ? CLI_OK : cli_fail(st);
 }
