@@ -12,6 +12,9 @@
 
 static const cli_verb verbs[] = {
     {"formats", "list every weight format: bits per weight, block size, use, engines", cmd_formats},
+    {"plan", "rank the formats that run on a GPU for a model: fit, KV cache, commands, SVG", cmd_plan},
+    {"estimate", "memory arithmetic for one model, scheme and GPU: weights, KV cache, sequences", cmd_estimate},
+    {"hw", "the hardware table and the format support matrix, with reasons", cmd_hw},
 };
 static const int n_verbs = (int)(sizeof verbs / sizeof verbs[0]);
 
