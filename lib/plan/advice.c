@@ -102,6 +102,41 @@ static double comp_bytes(uint64_t n, int bits) {
     return 0.5 * (double)n + ceil((double)n / 64.0) * 4.0; /* NF4: + f32 absmax per 64 */
 }
 
+/* Diffusion pipelines run in diffusers/PyTorch, not vLLM: their own rules per denoiser
+ * precision (k: 0 16-bit, 1 fp8, 2 int8, 3 nf4). */
+static void diffusion_support(int k, const qt_hw_info *hw, qt_estimate *e) {
+    const bool nvidia = hw && hw->cls <= QT_HW_BLACKWELL, host = host_target(hw);
+    const char *name = hw ? hw->name : "this device";
+    e->support = QT_SUPPORT_YES;
+    switch (k) {
+    case 0:
+        snprintf(e->reason, sizeof e->reason, "%s on %s", no_bf16(hw) ? "fp16 (no bf16 below compute capability 8.0)" : "bf16",
+                 name);
+        break;
+    case 1:
+        if (hw && (hw->cc >= 89 || hw->cls == QT_HW_CDNA3)) {
+            snprintf(e->reason, sizeof e->reason, "FP8 matmuls on %s", name);
+        } else if (!host && hw) {
+            e->support = QT_SUPPORT_PARTIAL;
+            snprintf(e->reason, sizeof e->reason, "%s has no FP8 matmuls: weights stored in fp8 and upcast layer by layer "
+                     "(diffusers layerwise casting): memory only", name);
+        } else {
+            e->support = hw ? QT_SUPPORT_NO : QT_SUPPORT_YES;
+            snprintf(e->reason, sizeof e->reason, "fp8 weights need a GPU");
+        }
+        break;
+    default:
+        if (nvidia || !hw) {
+            snprintf(e->reason, sizeof e->reason, "bitsandbytes %s (diffusers quantization config) on %s",
+                     k == 2 ? "LLM.int8" : "NF4", name);
+        } else {
+            e->support = QT_SUPPORT_NO;
+            snprintf(e->reason, sizeof e->reason, "bitsandbytes needs an NVIDIA GPU; %s is %s", name, hw->arch_name);
+        }
+        break;
+    }
+}
+
 static qt_status plan_diffusion(qt_plan *p) {
     const qt_model_spec *m = p->req.model;
     const qt_hw_info *hw = p->req.hw;
@@ -120,7 +155,7 @@ static qt_status plan_diffusion(qt_plan *p) {
     }
     /* One row per denoiser precision; the text encoders stay 16-bit unless that alone breaks
      * the fit, then 8-bit; the VAE always 16-bit (seeds: quantize the denoiser first). */
-    static const char *const keys[] = {"bf16", "fp8", "int8", "nf4"};
+    const char *const keys[] = {no_bf16(hw) ? "fp16" : "bf16", "fp8", "int8", "nf4"};
     for (int k = 0; k < 4; k++) {
         qt_plan_row *r = &p->rows[p->n_rows++];
         r->scheme = qt_scheme_find(keys[k]);
@@ -139,10 +174,7 @@ static qt_status plan_diffusion(qt_plan *p) {
         e->fits = e->kv_budget_bytes >= 0;
         e->shortfall_bytes = e->fits ? 0 : -e->kv_budget_bytes;
         e->weights_shortfall_bytes = e->shortfall_bytes;
-        e->support = qt_support_check(r->scheme, hw, e->reason, sizeof e->reason);
-        if (k == 2 && e->support == QT_SUPPORT_NO && hw && hw->cls <= QT_HW_BLACKWELL)
-            snprintf(e->reason, sizeof e->reason, "int8 weights run through torchao / bitsandbytes LLM.int8 on %s", hw->name),
-                e->support = QT_SUPPORT_YES;
+        diffusion_support(k, hw, e);
         r->rank = e->support == QT_SUPPORT_NO ? 0 : 1;
         r->score = -(double)r->scheme->quality;
     }

@@ -21,6 +21,12 @@
 static const char *const C_WEIGHTS = "#3b6fb6", *const C_OVERHEAD = "#9a9a9a", *const C_KV = "#4caf6a",
                   *const C_OVER = "#d64545";
 
+/* one decimal, unless rounding would show the next whole number */
+static double frac_shown(double x, int *decimals) {
+    *decimals = floor(x * 10 + 0.5) / 10 >= floor(x) + 1 ? 2 : 1;
+    return *decimals == 2 ? floor(x * 100) / 100 : x;
+}
+
 static double max_extent(const qt_plan *p) {
     double mx = 0;
     for (int i = 0; i < p->n_rows; i++) {
@@ -132,8 +138,12 @@ static void svg_body(const qt_plan *p, qt__sbuf *b) {
             snprintf(buf, sizeof buf, "fits: %s spare", qt__fmt_gb(e->kv_budget_bytes, a, sizeof a));
             text(b, end + 6, y + BAR_H - 4, "start", "ok", buf);
         } else {
-            snprintf(buf, sizeof buf, "%lld seqs x %lld (%.1f)", (long long)e->concurrency, (long long)p->req.context,
-                     e->concurrency_frac);
+            int dec;
+            double fr = frac_shown(e->concurrency_frac, &dec);
+            int k = snprintf(buf, sizeof buf, "%lld seqs x %lld (%.*f)", (long long)e->concurrency,
+                             (long long)p->req.context, dec, fr);
+            if (p->goal == QT_GOAL_THROUGHPUT && e->tok_s_batch > 0)
+                snprintf(buf + k, sizeof buf - (size_t)k, ", %.0f tok/s", e->tok_s_batch);
             text(b, end + 6, y + BAR_H - 4, "start", "ok", buf);
         }
         if (w_w > 70) {
@@ -189,7 +199,7 @@ qt_status qt_plan_html(const qt_plan *p, char **out) {
     char buf[512], a[32];
     const qt_model_spec *m = p->req.model;
     title_line(p, buf, sizeof buf);
-    qt__sb_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>quanta plan: ");
+    qt__sb_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>quanta plan: ");
     qt__sb_escape(&b, m->display);
     qt__sb_printf(&b, "</title>\n<style>\nbody{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:2em;max-width:1100px;color:#222}\n"
                       "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\n"
@@ -209,9 +219,11 @@ qt_status qt_plan_html(const qt_plan *p, char **out) {
         if (r->rank) qt__sb_printf(&b, "<tr><td>%d</td>", r->rank);
         else qt__sb_printf(&b, "<tr class=\"no\"><td>-</td>");
         cell(&b, "td", r->scheme->key);
-        qt__sb_printf(&b, "<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%lld (%.1f)</td><td>%lld</td><td>%.0f</td>",
+        int dec;
+        double fr = frac_shown(e->concurrency_frac, &dec);
+        qt__sb_printf(&b, "<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%lld (%.*f)</td><td>%lld</td><td>%.0f</td>",
                       e->weights_bytes / QT_GB, e->overhead_bytes / QT_GB, e->kv_budget_bytes / QT_GB,
-                      (long long)e->concurrency, e->concurrency_frac, (long long)e->max_context, e->tok_s_batch);
+                      (long long)e->concurrency, dec, fr, (long long)e->max_context, e->tok_s_batch);
         if (!r->rank) {
             qt__sb_printf(&b, "<td class=\"l\">");
             qt__sb_escape(&b, e->reason);

@@ -55,6 +55,12 @@ static void print_text(const plan_opts *o, const qt_estimate *e, const qt_estima
     if (r->accounting == QT_ACCOUNTING_SIMPLE) {
         printf("  weights           %s (%s params x %g bytes%s)\n", fmt_gb(e->weights_bytes, a, sizeof a),
                fmt_count((double)pc.total, b, sizeof b), s->simple_bytes, tp > 1 ? ", split over the GPUs" : "");
+    } else if (s->kind == QT_SCHEME_FLOAT16) {
+        printf("  weights           %s per GPU (%s params x 2 bytes)\n", fmt_gb(e->weights_bytes, a, sizeof a),
+               fmt_count((double)pc.total, b, sizeof b));
+    } else if (s->kind == QT_SCHEME_GGUF) {
+        printf("  weights           %s per GPU (%s params in llama.cpp's %s mix: its per-tensor types, norms f32)\n",
+               fmt_gb(e->weights_bytes, a, sizeof a), fmt_count((double)pc.total, b, sizeof b), s->gguf_ftype);
     } else {
         const double payload = e->weights_total_bytes - e->weights_scale_bytes - e->weights_16bit_bytes;
         printf("  weights           %s per GPU (%s params: %s %s + %s scales/zero points + %s kept 16-bit:\n"
@@ -71,9 +77,12 @@ static void print_text(const plan_opts *o, const qt_estimate *e, const qt_estima
     else if (r->accounting == QT_ACCOUNTING_SIMPLE)
         printf("  overhead          %s (the seed's flat allowance)\n", fmt_gb(e->overhead_bytes, a, sizeof a));
     else
-        printf("  overhead          %s = %s runtime allowance (CUDA context, workspaces, graphs)\n"
+        printf("  overhead          %s = %s runtime allowance (%s)\n"
                "                    + %s activation allowance (one forward pass + sampled logits)\n",
                fmt_gb(e->overhead_bytes, a, sizeof a), fmt_gb(e->runtime_bytes, b, sizeof b),
+               s->engine == QT_ENGINE_LLAMACPP || (r->hw && (r->hw->cls == QT_HW_CPU || r->hw->cls == QT_HW_APPLE))
+                   ? "runtime context"
+                   : "CUDA context and workspaces 0.5 GiB, CUDA graphs 0.5 GiB",
                fmt_gb(e->workspace_bytes, c, sizeof c));
     kv_formula(m, e, line, sizeof line);
     printf("  KV cache          %s, --kv-dtype %s\n", line, qt_kv_dtype_name(r->kv_dtype));
@@ -82,8 +91,9 @@ static void print_text(const plan_opts *o, const qt_estimate *e, const qt_estima
            m->sliding_window && m->swa_period ? " (sliding-window layers hold at most the window)" : "");
     printf("  left for KV       %s\n", fmt_gb(e->kv_budget_bytes, a, sizeof a));
     if (e->concurrency_frac > 0)
-        printf("  concurrency       %.1f sequences of %s tokens -> %lld whole sequences\n", e->concurrency_frac,
-               fmt_count((double)r->context, a, sizeof a), (long long)e->concurrency);
+        printf("  concurrency       %s sequences of %s tokens -> %lld whole sequences\n",
+               fmt_frac(e->concurrency_frac, c, sizeof c), fmt_count((double)r->context, a, sizeof a),
+               (long long)e->concurrency);
     else
         printf("  concurrency       none: no room for a KV cache\n");
     printf("  vLLM blocks       %s blocks of 16 tokens; one sequence could hold %s tokens\n",
@@ -109,10 +119,11 @@ static void print_text(const plan_opts *o, const qt_estimate *e, const qt_estima
                fmt_count((double)r->context, b, sizeof b));
     }
     if (simple)
-        printf("  simple accounting %s weights, %s overhead, %s for KV, %.1f sequences: realistic differs by the\n"
+        printf("  simple accounting %s weights, %s overhead, %s for KV, %s sequences: realistic differs by the\n"
                "                    16-bit parts and scales the flat %g bytes/param ignores, and the computed overhead\n",
                fmt_gb(simple->weights_bytes, a, sizeof a), fmt_gb(simple->overhead_bytes, b, sizeof b),
-               fmt_gb(simple->kv_budget_bytes, c, sizeof c), simple->concurrency_frac, s->simple_bytes);
+               fmt_gb(simple->kv_budget_bytes, c, sizeof c), fmt_frac(simple->concurrency_frac, d, sizeof d),
+               s->simple_bytes);
 }
 
 int cmd_estimate(int argc, char **argv) {

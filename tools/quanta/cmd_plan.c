@@ -75,9 +75,13 @@ static void print_header(const qt_plan *p) {
     printf(", goal %s\n", qt_goal_name(p->goal));
     if (m->kind == QT_SPEC_LLM) {
         const double tok = qt_plan_kv_bytes_per_token(m, 2.0, 1);
-        printf("KV cache    %s bytes/token at 16-bit = %s per %s-token sequence\n", fmt_count(tok, a, sizeof a),
+        printf("KV cache    %s bytes/token at 16-bit = %s per %s-token sequence", fmt_count(tok, a, sizeof a),
                fmt_size(qt_plan_kv_bytes_per_seq(m, 2.0, r->context, 1), b, sizeof b),
                fmt_count((double)r->context, c, sizeof c));
+        if (r->n_gpus > 1)
+            printf(" (%s per GPU over %d)", fmt_size(qt_plan_kv_bytes_per_seq(m, 2.0, r->context, r->n_gpus), a, sizeof a),
+                   r->n_gpus);
+        printf("\n");
         printf("accounting  %s\n", r->accounting == QT_ACCOUNTING_SIMPLE
                                        ? "simple (the seed's flat bytes per parameter, 1.0 GB overhead)"
                                        : "realistic (per tensor: 16-bit parts and scales counted; overheads are allowances)");
@@ -90,7 +94,7 @@ static void print_rows(const qt_plan *p) {
     if (llm)
         printf("\nrank scheme      engine      weights  overhead   KV left  sequences      max ctx   tok/s bound  verdict\n");
     else
-        printf("\nrank denoiser    weights  activations  spare     verdict\n");
+        printf("\nrank denoiser    weights  activations  spare     text encoders  verdict\n");
     for (int i = 0; i < p->n_rows; i++) {
         const qt_plan_row *r = &p->rows[i];
         const qt_estimate *e = &r->est;
@@ -100,23 +104,41 @@ static void print_rows(const qt_plan *p) {
         else snprintf(verdict, sizeof verdict, "DOES NOT FIT (%s short)", fmt_gb(e->shortfall_bytes, a, sizeof a));
         if (llm) {
             char seqs[32];
-            if (e->concurrency_frac > 0) snprintf(seqs, sizeof seqs, "%lld (%.1f)", (long long)e->concurrency, e->concurrency_frac);
+            char fr[32];
+            if (e->concurrency_frac > 0)
+                snprintf(seqs, sizeof seqs, "%lld (%s)", (long long)e->concurrency, fmt_frac(e->concurrency_frac, fr, sizeof fr));
             else snprintf(seqs, sizeof seqs, "-");
             printf("%4d %-11s %-9s %6.2f GB %6.2f GB %6.2f GB  %-13s %9s %10.0f %s  %s\n", r->rank, r->scheme->key,
                    engine_name(r->scheme->engine), e->weights_bytes / 1e9, e->overhead_bytes / 1e9, e->kv_budget_bytes / 1e9,
                    seqs, fmt_count((double)e->max_context, b, sizeof b), e->tok_s_batch, e->compute_bound ? "c" : " ",
                    verdict);
         } else {
-            printf("%4d %-11s %6.2f GB %8.2f GB %6.2f GB  %s\n", r->rank, r->scheme->key, e->weights_bytes / 1e9,
-                   e->overhead_bytes / 1e9, e->kv_budget_bytes / 1e9, verdict);
+            /* the plan keeps the text encoders 16-bit unless that alone breaks the fit */
+            double enc16 = 0, vae = 0;
+            for (int c = 0; c < p->n_components; c++) {
+                if (p->req.model->comp[c].role == QT_COMPONENT_TEXT_ENCODER) enc16 += p->comp_bytes[c][0];
+                if (p->req.model->comp[c].role == QT_COMPONENT_VAE) vae += p->comp_bytes[c][0];
+            }
+            printf("%4d %-11s %6.2f GB %8.2f GB %6.2f GB  %-13s  %s\n", r->rank, r->scheme->key, e->weights_bytes / 1e9,
+                   e->overhead_bytes / 1e9, e->kv_budget_bytes / 1e9,
+                   e->weights_16bit_bytes >= enc16 + vae - 1 ? "16-bit" : "8-bit", verdict);
         }
     }
-    bool any = false;
-    for (int i = 0; i < p->n_rows; i++) {
-        if (p->rows[i].rank) continue;
-        if (!any) printf("\nrefused on this hardware:\n");
-        any = true;
-        printf("   - %-11s %s\n", p->rows[i].scheme->key, p->rows[i].est.reason);
+    const qt_hw_info *hw = p->req.hw;
+    if (hw && (hw->cls == QT_HW_CPU || hw->cls == QT_HW_APPLE)) {
+        /* on hosts only GGUF types are planned: one line instead of a refusal per vLLM scheme */
+        printf("\nnot planned on %s targets (vLLM schemes; quanta plans llama.cpp GGUF types here):", qt_hw_class_name(hw->cls));
+        for (int i = 0; i < p->n_rows; i++)
+            if (!p->rows[i].rank) printf(" %s", p->rows[i].scheme->key);
+        printf("\n");
+    } else {
+        bool any = false;
+        for (int i = 0; i < p->n_rows; i++) {
+            if (p->rows[i].rank) continue;
+            if (!any) printf("\nrefused on this hardware:\n");
+            any = true;
+            printf("   - %-11s %s\n", p->rows[i].scheme->key, p->rows[i].est.reason);
+        }
     }
     if (llm) printf("(tok/s bound: decode roofline at min(sequences, 256) at half-full caches; c = compute-bound)\n");
 }

@@ -192,6 +192,13 @@ const char *fmt_size(double bytes, char *buf, size_t n) {
     return buf;
 }
 
+const char *fmt_frac(double x, char *buf, size_t n) {
+    /* one decimal, unless rounding would show the next whole number (19.97 -> "19.97", not "20.0") */
+    if (floor(x * 10 + 0.5) / 10 >= floor(x) + 1) snprintf(buf, n, "%.2f", floor(x * 100) / 100);
+    else snprintf(buf, n, "%.1f", x);
+    return buf;
+}
+
 int write_text_file(const char *path, const char *text) {
     qt_afile *f;
     qt_status st = qt_afile_open(path, &f);

@@ -32,6 +32,8 @@ const char *fmt_count(double v, char *buf, size_t n);
 const char *fmt_gb(double bytes, char *buf, size_t n);
 /* GB, MB or KB (decimal) by magnitude: "234.9 MB". */
 const char *fmt_size(double bytes, char *buf, size_t n);
+/* A fractional count with one decimal that never rounds up to the next whole number. */
+const char *fmt_frac(double x, char *buf, size_t n);
 /* Writes text to path atomically (no partial file on error). */
 int write_text_file(const char *path, const char *text);
 
