@@ -17,5 +17,6 @@
 #include "quanta/llama2c.h"
 #include "quanta/safetensors.h"
 #include "quanta/hf.h"
+#include "quanta/plan.h"
 
 #endif
