@@ -5,7 +5,7 @@
 
 #include "eval_internal.h"
 
-static bool reserve(qt__sbuf *b, size_t extra) {
+static bool reserve(qt__eval_sbuf *b, size_t extra) {
     if (b->failed) return false;
     if (b->n + extra + 1 <= b->cap) return true;
     size_t nc = b->cap ? b->cap : 1024;
@@ -17,23 +17,23 @@ static bool reserve(qt__sbuf *b, size_t extra) {
     return true;
 }
 
-void qt__sb_add(qt__sbuf *b, const char *s, size_t n) {
+void qt__eval_sb_add(qt__eval_sbuf *b, const char *s, size_t n) {
     if (!reserve(b, n)) return;
     memcpy(b->p + b->n, s, n);
     b->n += n;
     b->p[b->n] = '\0';
 }
 
-void qt__sb_puts(qt__sbuf *b, const char *s) { qt__sb_add(b, s, strlen(s)); }
+void qt__eval_sb_puts(qt__eval_sbuf *b, const char *s) { qt__eval_sb_add(b, s, strlen(s)); }
 
-void qt__sb_printf(qt__sbuf *b, const char *fmt, ...) {
+void qt__eval_sb_printf(qt__eval_sbuf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     char small[256];
     int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
     if (n < 0) { b->failed = true; return; }
-    if ((size_t)n < sizeof small) { qt__sb_add(b, small, (size_t)n); return; }
+    if ((size_t)n < sizeof small) { qt__eval_sb_add(b, small, (size_t)n); return; }
     if (!reserve(b, (size_t)n)) return;
     va_start(ap, fmt);
     vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
@@ -41,21 +41,21 @@ void qt__sb_printf(qt__sbuf *b, const char *fmt, ...) {
     b->n += (size_t)n;
 }
 
-void qt__sb_html(qt__sbuf *b, const char *s) {
+void qt__eval_sb_html(qt__eval_sbuf *b, const char *s) {
     for (; s && *s; s++) {
         switch (*s) {
-        case '&': qt__sb_puts(b, "&amp;"); break;
-        case '<': qt__sb_puts(b, "&lt;"); break;
-        case '>': qt__sb_puts(b, "&gt;"); break;
-        case '"': qt__sb_puts(b, "&quot;"); break;
-        case '\'': qt__sb_puts(b, "&#39;"); break;
-        default: qt__sb_add(b, s, 1);
+        case '&': qt__eval_sb_puts(b, "&amp;"); break;
+        case '<': qt__eval_sb_puts(b, "&lt;"); break;
+        case '>': qt__eval_sb_puts(b, "&gt;"); break;
+        case '"': qt__eval_sb_puts(b, "&quot;"); break;
+        case '\'': qt__eval_sb_puts(b, "&#39;"); break;
+        default: qt__eval_sb_add(b, s, 1);
         }
     }
 }
 
-qt_status qt__sb_finish(qt__sbuf *b, char **out) {
-    if (!b->failed && !b->p) qt__sb_add(b, "", 0); /* an empty string is still a string */
+qt_status qt__eval_sb_finish(qt__eval_sbuf *b, char **out) {
+    if (!b->failed && !b->p) qt__eval_sb_add(b, "", 0); /* an empty string is still a string */
     if (b->failed) {
         free(b->p);
         *out = NULL;
