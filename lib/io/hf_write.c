@@ -269,7 +269,7 @@ static bool is_trailing_pad(const qt_vocab *v, int32_t i) {
     return v->token_types && v->token_types[i] == QT_TOKEN_UNUSED && !strcmp(v->tokens[i], pad);
 }
 
-/* Tokens written: all but trailing "[PAD<id>]" fillers, which the reader regenerates (qt__vocab_pad). */
+/* Tokens written: all but trailing "[PAD<id>]" fillers, which the reader regenerates (hf_read.c pad_vocab). */
 static int32_t written_tokens(const qt_vocab *v) {
     int32_t n = v->n_tokens;
     while (n > 0 && is_trailing_pad(v, n - 1)) n--;
