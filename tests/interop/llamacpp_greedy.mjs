@@ -11,7 +11,9 @@ const n = Number(nArg);
 const llama = await getLlama({gpu: false, build: "never", logLevel: "error"});
 for (const modelPath of models) {
     const model = await llama.loadModel({modelPath});
-    const context = await model.createContext({contextSize: 256});
+    // One thread: llama.cpp's worker threads spin-wait, and on a small shared
+    // machine several of them make 32 tokens of a 260K model take minutes.
+    const context = await model.createContext({contextSize: 256, threads: 1});
     const sequence = context.getSequence();
     const promptIds = [model.tokens.bos, ...model.tokenize(prompt)];
     const gen = [];
