@@ -58,8 +58,12 @@ static void print_header(const qt_plan *p) {
     if (m->kind == QT_SPEC_LLM) {
         printf("model       %s (%s): %s parameters", m->display, m->arch, fmt_count((double)pc.total, a, sizeof a));
         if (m->n_expert) printf(" (%s active)", fmt_count((double)pc.active, b, sizeof b));
-        printf(", %lld layers, %lld heads, %lld KV heads x %lld\n", (long long)m->n_layer, (long long)m->n_head,
-               (long long)m->n_head_kv, (long long)m->head_dim);
+        if (m->kv_lora_rank > 0)
+            printf(", %lld layers, %lld heads, MLA latent %lld + rope %lld\n", (long long)m->n_layer, (long long)m->n_head,
+                   (long long)m->kv_lora_rank, (long long)m->qk_rope_dim);
+        else
+            printf(", %lld layers, %lld heads, %lld KV heads x %lld\n", (long long)m->n_layer, (long long)m->n_head,
+                   (long long)m->n_head_kv, (long long)m->head_dim);
     } else {
         printf("pipeline    %s: %s parameters in %d components\n", m->display, fmt_count((double)pc.total, a, sizeof a),
                m->n_components);
