@@ -112,10 +112,11 @@ static void print_rows(const qt_plan *p) {
             if (e->concurrency_frac > 0)
                 snprintf(seqs, sizeof seqs, "%lld (%s)", (long long)e->concurrency, fmt_frac(e->concurrency_frac, fr, sizeof fr));
             else snprintf(seqs, sizeof seqs, "-");
-            printf("%4d %-11s %-9s %6.2f GB %6.2f GB %6.2f GB  %-13s %9s %10.0f %s  %s\n", r->rank, r->scheme->key,
+            char tps[32] = "-";
+            if (e->tok_s_batch > 0) snprintf(tps, sizeof tps, "%.0f", e->tok_s_batch);
+            printf("%4d %-11s %-9s %6.2f GB %6.2f GB %6.2f GB  %-13s %9s %10s %s  %s\n", r->rank, r->scheme->key,
                    engine_name(r->scheme->engine), e->weights_bytes / 1e9, e->overhead_bytes / 1e9, e->kv_budget_bytes / 1e9,
-                   seqs, fmt_count((double)e->max_context, b, sizeof b), e->tok_s_batch, e->compute_bound ? "c" : " ",
-                   verdict);
+                   seqs, fmt_count((double)e->max_context, b, sizeof b), tps, e->compute_bound ? "c" : " ", verdict);
         } else {
             /* the plan keeps the text encoders 16-bit unless that alone breaks the fit */
             double enc16 = 0, vae = 0;
