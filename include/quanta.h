@@ -8,11 +8,15 @@
 #include "quanta/core.h"
 #include "quanta/num.h"
 #include "quanta/quant.h"
+#include "quanta/ct.h"
+#include "quanta/metrics.h"
+#include "quanta/formats.h"
 #include "quanta/model.h"
 #include "quanta/tokenizer.h"
 #include "quanta/gguf.h"
 #include "quanta/llama2c.h"
 #include "quanta/safetensors.h"
 #include "quanta/hf.h"
+#include "quanta/plan.h"
 
 #endif

@@ -78,9 +78,10 @@ static qt_status get_float(const cfg *c, json_t *obj, const char *prefix, const 
     }
     if (!json_is_number(v)) return qt_error(QT_ERR_FORMAT, "%s: field '%s%s': must be a number", c->path, prefix, key);
     double x = json_number_value(v);
-    if (!(x > 0) || !isfinite((float)x))
-        return qt_error(QT_ERR_FORMAT, "%s: field '%s%s': %g must be positive and finite", c->path, prefix, key, x);
-    *out = (float)x;
+    float f = (float)x; /* checked after rounding: 1e-50 would become 0 */
+    if (!(f > 0) || !isfinite(f))
+        return qt_error(QT_ERR_FORMAT, "%s: field '%s%s': %g must be positive and finite as a float32", c->path, prefix, key, x);
+    *out = f;
     return QT_OK;
 }
 

@@ -52,7 +52,7 @@ static qt_status refuse_quantized(const char *cfg_path) {
     return s;
 }
 
-/* Every tensor of the checkpoint must have a known name and layer. */
+/* Every tensor of the checkpoint must have a known name, layer and dtype. */
 static qt_status check_names(const qt_model *m, const qt_st_checkpoint *ck) {
     for (int32_t i = 0; i < qt_st_checkpoint_n_tensors(ck); i++) {
         int32_t file, layer;
@@ -65,6 +65,10 @@ static qt_status check_names(const qt_model *m, const qt_st_checkpoint *ck) {
         if (ti->place == QT_TN_PER_LAYER && layer >= m->hp.n_layer)
             return qt_error(QT_ERR_FORMAT, "%s: tensor '%s': layer %d but config.json has num_hidden_layers %d", fp, t->name,
                             layer, m->hp.n_layer);
+        qt_type type;
+        if (qt_st_dtype_to_type(t->dtype, &type) != QT_OK)
+            return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': field 'dtype': %s has no quanta tensor type (F32, F16, "
+                            "BF16 expected)", fp, t->name, qt_st_dtype_name(t->dtype));
     }
     return QT_OK;
 }
@@ -76,9 +80,8 @@ static qt_status add_tensor(qt_model *m, const qt_st_checkpoint *ck, const qt_tn
     memset(&out, 0, sizeof out);
     if (!qt__tn_gguf_name(ti, layer, out.name, sizeof out.name))
         return qt_error(QT_ERR_INTERNAL, "%s: tensor '%s': canonical name does not fit", fp, t->name);
-    if (qt_st_dtype_to_type(t->dtype, &out.type) != QT_OK)
-        return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': field 'dtype': %s has no quanta tensor type (F32, F16, BF16 "
-                        "expected)", fp, t->name, qt_st_dtype_name(t->dtype));
+    qt_status s = qt_st_dtype_to_type(t->dtype, &out.type); /* checked in check_names */
+    if (s != QT_OK) return s;
     int64_t want[2];
     for (int32_t d = 0; d < ti->n_dims; d++) want[d] = qt__tn_dim(ti->ne[d], &m->hp);
     bool ok = t->n_dims == ti->n_dims;
@@ -127,6 +130,33 @@ static qt_status add_tensors(qt_model *m, const qt_st_checkpoint *ck) {
     return QT_OK;
 }
 
+/* Tokenizers often have fewer entries than the embedding has rows (Qwen);
+ * llama.cpp's converter fills ids up to vocab_size with "[PAD<id>]", type
+ * UNUSED, score -10000 (formats.md §8.1), so every token_embd row has a token. */
+static qt_status pad_vocab(qt_model *m) {
+    qt_vocab *v = &m->vocab;
+    int32_t n = m->hp.n_vocab;
+    if (v->kind == QT_VOCAB_NONE || v->n_tokens >= n) return QT_OK;
+    char **tokens = qt__model_alloc(m, (size_t)n * sizeof *tokens);
+    int32_t *types = qt__model_alloc(m, (size_t)n * sizeof *types);
+    float *scores = v->scores ? qt__model_alloc(m, (size_t)n * sizeof *scores) : NULL;
+    if (!tokens || !types || (v->scores && !scores)) return QT_ERR_NOMEM; /* message set by qt__model_alloc */
+    for (int32_t i = 0; i < n; i++) {
+        bool old = i < v->n_tokens;
+        char pad[32];
+        snprintf(pad, sizeof pad, "[PAD%d]", i);
+        tokens[i] = old ? v->tokens[i] : qt__model_strdup(m, pad);
+        if (!tokens[i]) return QT_ERR_NOMEM;
+        types[i] = old ? (v->token_types ? v->token_types[i] : QT_TOKEN_NORMAL) : QT_TOKEN_UNUSED;
+        if (scores) scores[i] = old ? v->scores[i] : -10000.0f;
+    }
+    v->tokens = tokens;
+    v->token_types = types;
+    if (scores) v->scores = scores;
+    v->n_tokens = n;
+    return QT_OK;
+}
+
 static qt_status read_vocab(qt_model *m, const char *dir) {
     char tj[4096], tc[4096];
     snprintf(tj, sizeof tj, "%s/tokenizer.json", dir);
@@ -137,9 +167,7 @@ static qt_status read_vocab(qt_model *m, const char *dir) {
     if (m->vocab.n_tokens > m->hp.n_vocab)
         return qt_error(QT_ERR_FORMAT, "%s: %d tokens but config.json field 'vocab_size' is %d (the embedding rows)", tj,
                         m->vocab.n_tokens, m->hp.n_vocab);
-    /* Tokenizers often have fewer entries than the embedding has rows (Qwen):
-     * fill up to vocab_size with "[PAD<id>]" as llama.cpp's converter does (§8.1). */
-    return qt__vocab_pad(m, m->hp.n_vocab);
+    return pad_vocab(m);
 }
 
 qt_status qt__read_hf_dir(qt_model *m, const char *dir) {

@@ -15,14 +15,20 @@
 /* HF ByteLevel(use_regex = true): the GPT-2 pattern. */
 #define RE_GPT2_HF "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
 
-/* What we compile with PCRE2 (UTF + UCP). The case-insensitive group is
- * spelled out as explicit classes, as llama.cpp and transformers.js do: PCRE2's
- * Unicode caseless 's' would also match U+017F LATIN SMALL LETTER LONG S. */
-#define CONTRACTIONS "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
-#define RE_LLAMA3 CONTRACTIONS \
-    "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-#define RE_QWEN2 CONTRACTIONS \
-    "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+/* What we compile with PCRE2 (UTF + UCP). \s is spelled out as the Unicode
+ * White_Space property, which is what the reference engines use (Oniguruma in
+ * HF tokenizers, the Rust regex crate in tiktoken): PCRE2's own \s also
+ * matches U+180E (and JavaScript's matches U+FEFF but not U+0085). The
+ * case-insensitive contraction group stays as it is: like Oniguruma, PCRE2
+ * folds 's' to U+017F LONG S as well. docs/tokenizers.md, "Whitespace". */
+#define WS "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+#define RE_LLAMA3 \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*|[" WS "]*[\\r\\n]+" \
+    "|[" WS "]+(?![^" WS "])|[" WS "]+"
+#define RE_QWEN2 \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*|[" WS "]*[\\r\\n]+" \
+    "|[" WS "]+(?![^" WS "])|[" WS "]+"
+#define RE_GPT2 "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|[" WS "]+(?![^" WS "])|[" WS "]+"
 
 typedef struct pretok_row {
     qt__pretok p;
@@ -35,7 +41,7 @@ typedef struct pretok_row {
 static const pretok_row pretoks[] = {
     {{"llama-bpe", RE_LLAMA3, false, true}, RE_LLAMA3_HF, {"llama3", "llama-v3", NULL}},
     {{"qwen2", RE_QWEN2, true, false}, RE_QWEN2_HF, {NULL}},
-    {{"gpt-2", RE_GPT2_HF, false, false}, RE_GPT2_HF, {"gpt2", NULL}},
+    {{"gpt-2", RE_GPT2, false, false}, RE_GPT2_HF, {"gpt2", NULL}},
 };
 
 const qt__pretok *qt__pretok_by_name(const char *name) {

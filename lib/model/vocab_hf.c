@@ -403,7 +403,7 @@ static qt_status read_config(hf_load *h, const char *config_path) {
     json_t *cfg = NULL;
     if (config_path) {
         json_error_t err;
-        cfg = json_load_file(config_path, 0, &err);
+        cfg = json_load_file(config_path, JSON_DECODE_INT_AS_REAL, &err); /* model_max_length can exceed int64 */
         if (!cfg) return qt_error(QT_ERR_FORMAT, "%s: not valid JSON: line %d column %d: %s", config_path, err.line, err.column, err.text);
         if (!json_is_object(cfg)) { json_decref(cfg); return qt_error(QT_ERR_FORMAT, "%s: not a JSON object", config_path); }
     }

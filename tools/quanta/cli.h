@@ -34,8 +34,12 @@ void cli_progress_end(void);
 
 /* Verb entry points (one file per verb). */
 int cmd_formats(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
+int cmd_hw(int argc, char **argv);
 
 
 #endif
