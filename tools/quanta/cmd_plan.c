@@ -69,6 +69,9 @@ static void print_header(const qt_plan *p) {
                m->n_components);
     }
     printf("            source: %s\n", m->source);
+    if (m->measured)
+        printf("            checkpoint: %s parameters, %s as stored (%s)\n", fmt_count((double)m->measured_params, a, sizeof a),
+               fmt_size((double)m->measured_bytes, b, sizeof b), m->measured_format);
     printf("budget      %s x %.2f = %s per %s (GB = 1e9 bytes)", fmt_gb(e0->device_bytes, a, sizeof a),
            e0->budget_bytes / e0->device_bytes, fmt_gb(e0->budget_bytes, b, sizeof b),
            r->hw && (r->hw->cls == QT_HW_CPU || r->hw->cls == QT_HW_APPLE) ? "host" : "GPU");
