@@ -10,5 +10,6 @@
 #include "quanta/quant.h"
 #include "quanta/model.h"
 #include "quanta/tokenizer.h"
+#include "quanta/engine.h"
 
 #endif

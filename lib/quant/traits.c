@@ -6,6 +6,7 @@
  * qt_quant_dispatch_init() (lib/quant/dispatch.c) from the CPU features.
  */
 #include "traits_internal.h"
+#include "engine/dot.h" /* vec_dot kernels (the engine owns the vec_dot/vec_dot_type fields) */
 
 qt_type_traits qt__traits[QT_TYPE_COUNT] = {
     [QT_TYPE_F32] = {
@@ -15,7 +16,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = NULL,
         .from_float = NULL,
         .vec_dot_type = QT_TYPE_F32,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_f32_ref,
     },
 
     [QT_TYPE_F16] = {
@@ -25,7 +26,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = NULL,
         .from_float = NULL,
         .vec_dot_type = QT_TYPE_F16,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_f16_ref,
     },
 
     [QT_TYPE_Q4_0] = {
@@ -34,8 +35,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = NULL,
         .from_float = NULL,
-        .vec_dot_type = QT_TYPE_Q4_0,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_0,
+        .vec_dot = qt__dot_q4_0_q8_0_ref,
     },
 
     [QT_TYPE_Q4_1] = {
@@ -44,8 +45,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = NULL,
         .from_float = NULL,
-        .vec_dot_type = QT_TYPE_Q4_1,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_1,
+        .vec_dot = qt__dot_q4_1_q8_1_ref,
     },
 
     [QT_TYPE_Q5_0] = {
@@ -54,8 +55,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = NULL,
         .from_float = NULL,
-        .vec_dot_type = QT_TYPE_Q5_0,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_0,
+        .vec_dot = qt__dot_q5_0_q8_0_ref,
     },
 
     [QT_TYPE_Q5_1] = {
@@ -64,8 +65,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = NULL,
         .from_float = NULL,
-        .vec_dot_type = QT_TYPE_Q5_1,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_1,
+        .vec_dot = qt__dot_q5_1_q8_1_ref,
     },
 
     [QT_TYPE_Q8_0] = {
@@ -75,7 +76,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = NULL,
         .from_float = NULL,
         .vec_dot_type = QT_TYPE_Q8_0,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_q8_0_q8_0_ref,
     },
 
     [QT_TYPE_Q8_1] = {
@@ -94,8 +95,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = NULL,
         .from_float = NULL,
-        .vec_dot_type = QT_TYPE_Q2_K,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_q2_K_q8_K_ref,
     },
 
     [QT_TYPE_Q3_K] = {
@@ -104,8 +105,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = NULL,
         .from_float = NULL,
-        .vec_dot_type = QT_TYPE_Q3_K,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_q3_K_q8_K_ref,
     },
 
     [QT_TYPE_Q4_K] = {
@@ -114,8 +115,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = NULL,
         .from_float = NULL,
-        .vec_dot_type = QT_TYPE_Q4_K,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_q4_K_q8_K_ref,
     },
 
     [QT_TYPE_Q5_K] = {
@@ -124,8 +125,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = NULL,
         .from_float = NULL,
-        .vec_dot_type = QT_TYPE_Q5_K,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_q5_K_q8_K_ref,
     },
 
     [QT_TYPE_Q6_K] = {
@@ -134,8 +135,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = NULL,
         .from_float = NULL,
-        .vec_dot_type = QT_TYPE_Q6_K,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_q6_K_q8_K_ref,
     },
 
     [QT_TYPE_Q8_K] = {
@@ -154,8 +155,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = NULL,
         .from_float = NULL,
-        .vec_dot_type = QT_TYPE_IQ4_NL,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_0,
+        .vec_dot = qt__dot_iq4_nl_q8_0_ref,
     },
 
     [QT_TYPE_IQ4_XS] = {
@@ -164,8 +165,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = NULL,
         .from_float = NULL,
-        .vec_dot_type = QT_TYPE_IQ4_XS,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_iq4_xs_q8_K_ref,
     },
 
     [QT_TYPE_I8] = {
@@ -225,7 +226,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = NULL,
         .from_float = NULL,
         .vec_dot_type = QT_TYPE_BF16,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_bf16_ref,
     },
 
     [QT_TYPE_TQ1_0] = {
@@ -244,8 +245,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = false,
         .to_float_ref = NULL,
         .from_float = NULL,
-        .vec_dot_type = QT_TYPE_TQ2_0,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_tq2_0_q8_K_ref,
     },
 
     [QT_TYPE_MXFP4] = {
@@ -254,8 +255,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = false,
         .to_float_ref = NULL,
         .from_float = NULL,
-        .vec_dot_type = QT_TYPE_MXFP4,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_0,
+        .vec_dot = qt__dot_mxfp4_q8_0_ref,
     },
 
 };
