@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 extern int qt_test_current_failed;
 extern int qt_test_passed, qt_test_failed, qt_test_skipped;

@@ -1,4 +1,5 @@
 /* lib/quant/quant.c — lookups and checked row wrappers over the traits table. */
+#include <math.h>
 #include <pthread.h>
 #include <strings.h>
 
@@ -44,6 +45,13 @@ qt_status qt_quantize_rows(qt_type t, const float *src, void *dst,
     qt_status s = check_row(tr, t, n_per_row);
     if (s != QT_OK) return s;
     if (!tr->from_float) return qt_error(QT_ERR_UNSUPPORTED, "no quantizer for type %s", tr->name);
+    /* Like llama-quantize's row validation, but before writing anything:
+     * NaN/Inf would silently poison a block's scale. Plain float types
+     * (f32/f16/bf16) carry special values through unchanged. */
+    for (int64_t i = 0; tr->is_quantized && i < n_rows * n_per_row; i++)
+        if (!isfinite(src[i]))
+            return qt_error(QT_ERR_RANGE, "non-finite value %g at row %lld, column %lld: cannot quantize to %s",
+                            (double)src[i], (long long)(i / n_per_row), (long long)(i % n_per_row), tr->name);
     const size_t row_bytes = (size_t)(n_per_row / tr->block_elems) * tr->block_bytes;
     for (int64_t r = 0; r < n_rows; r++)
         tr->from_float(src + r * n_per_row, (uint8_t *)dst + (size_t)r * row_bytes, n_per_row, imatrix);

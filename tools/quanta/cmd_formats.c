@@ -1,12 +1,45 @@
-/* `quanta formats`: the weight formats quanta knows, from the traits table. */
+/* `quanta formats`: every weight format quanta knows (the planner's vocabulary). */
+#include <jansson.h>
 #include <string.h>
 
 #include "cli.h"
 
 static void help(void) {
     printf("usage: quanta formats [--json]\n\n"
-           "List every tensor storage format with its block size and bits per weight.\n\n"
-           "  --json    machine-readable output\n");
+           "List every weight format quanta knows: family, bits per weight (scales and zero\n"
+           "points included), elements per block/group, what it is for, which engines read it.\n\n"
+           "  --json    machine-readable output (array of objects)\n");
+}
+
+static int print_json(void) {
+    json_t *arr = json_array();
+    for (int i = 0; i < qt_format_count(); i++) {
+        const qt_format_info *f = qt_format_at(i);
+        json_t *o = json_pack("{s:s, s:s, s:f, s:I, s:s, s:s}", "name", f->name, "family",
+                              qt_format_family_name(f->family), "bits_per_weight", f->bits_per_weight,
+                              "block_elems", (json_int_t)f->block_elems, "use", f->use, "engines", f->engines);
+        if (f->ggml_type >= 0) json_object_set_new(o, "ggml_type", json_integer(f->ggml_type));
+        else json_object_set_new(o, "ggml_type", json_null());
+        json_array_append_new(arr, o);
+    }
+    int rc = json_dumpf(arr, stdout, JSON_INDENT(2)) == 0 ? CLI_OK : CLI_FAIL;
+    printf("\n");
+    json_decref(arr);
+    return rc;
+}
+
+static void print_table(void) {
+    printf("%-16s %-19s %7s %6s  %-60s %s\n", "format", "family", "bpw", "block", "use", "engines");
+    for (int i = 0; i < qt_format_count(); i++) {
+        const qt_format_info *f = qt_format_at(i);
+        char block[24];
+        if (f->block_elems > 0) snprintf(block, sizeof block, "%lld", (long long)f->block_elems);
+        else snprintf(block, sizeof block, "tensor");
+        printf("%-16s %-19s %7.4f %6s  %-60s %s\n", f->name, qt_format_family_name(f->family),
+               f->bits_per_weight, block, f->use, f->engines);
+    }
+    printf("\nbpw = bits per weight including scales/zero points; per-channel scale overhead assumes\n"
+           "4096-wide rows. block = elements sharing one scale (1 = per channel, tensor = one scale).\n");
 }
 
 int cmd_formats(int argc, char **argv) {
@@ -16,22 +49,7 @@ int cmd_formats(int argc, char **argv) {
         else if (!strcmp(argv[i], "--json")) json = 1;
         else return cli_usage("formats", "unknown option '%s'", argv[i]);
     }
-    if (json) printf("[\n");
-    int first = 1;
-    for (int t = 0; t < QT_TYPE_COUNT; t++) {
-        const qt_type_traits *tr = qt_type_get((qt_type)t);
-        if (!tr) continue;
-        if (json) {
-            printf("%s  {\"name\": \"%s\", \"ggml_type\": %d, \"block_elems\": %lld, \"block_bytes\": %zu, \"bpw\": %.4f}",
-                   first ? "" : ",\n", tr->name, t, (long long)tr->block_elems, tr->block_bytes,
-                   qt_type_bits_per_weight((qt_type)t));
-        } else {
-            if (first) printf("%-8s %5s %6s %6s %8s\n", "format", "id", "block", "bytes", "bpw");
-            printf("%-8s %5d %6lld %6zu %8.4f\n", tr->name, t, (long long)tr->block_elems, tr->block_bytes,
-                   qt_type_bits_per_weight((qt_type)t));
-        }
-        first = 0;
-    }
-    if (json) printf("\n]\n");
+    if (json) return print_json();
+    print_table();
     return CLI_OK;
 }

@@ -1,0 +1,54 @@
+/* lib/quant/kernels.h — scalar reference codecs for the plain types and
+ * ggml's non-K block formats (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+ * Q8_1, IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0). The K-quants live in
+ * kernels_k.h.
+ *
+ * Signatures match qt_from_float_fn / qt_to_float_fn so the functions sit
+ * directly in the traits table. n is a multiple of the block size (the
+ * checked wrappers in quant.c guarantee it); imatrix is NULL or n per-column
+ * importance weights for this row. Quantizers reproduce llama.cpp's
+ * ggml_quantize_chunk byte for byte and dequantizers its to_float bit for bit
+ * (formats.md §3.4, §3.5).
+ */
+#ifndef QT_QUANT_KERNELS_H
+#define QT_QUANT_KERNELS_H
+
+#include <stdint.h>
+
+/* q_plain.c: raw element rows (formats.md §3.5). */
+void qt__quantize_f32(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_f16(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_bf16(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__dequantize_f32(const void *src, float *dst, int64_t n);
+void qt__dequantize_f16(const void *src, float *dst, int64_t n);
+void qt__dequantize_bf16(const void *src, float *dst, int64_t n);
+
+/* q_legacy.c: 32-element blocks. Q8_0/Q8_1 ignore imatrix (ggml does too). */
+void qt__quantize_q4_0(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_q4_1(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_q5_0(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_q5_1(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_q8_0(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_q8_1(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__dequantize_q4_0(const void *src, float *dst, int64_t n);
+void qt__dequantize_q4_1(const void *src, float *dst, int64_t n);
+void qt__dequantize_q5_0(const void *src, float *dst, int64_t n);
+void qt__dequantize_q5_1(const void *src, float *dst, int64_t n);
+void qt__dequantize_q8_0(const void *src, float *dst, int64_t n);
+void qt__dequantize_q8_1(const void *src, float *dst, int64_t n);
+
+/* q_iq4.c: non-linear 4-bit (kvalues_iq4nl). */
+void qt__quantize_iq4_nl(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_iq4_xs(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__dequantize_iq4_nl(const void *src, float *dst, int64_t n);
+void qt__dequantize_iq4_xs(const void *src, float *dst, int64_t n);
+
+/* q_fp4_tq.c: MXFP4 (ggml's scale choice) and the ternary formats; no imatrix. */
+void qt__quantize_mxfp4(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_tq1_0(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_tq2_0(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__dequantize_mxfp4(const void *src, float *dst, int64_t n);
+void qt__dequantize_tq1_0(const void *src, float *dst, int64_t n);
+void qt__dequantize_tq2_0(const void *src, float *dst, int64_t n);
+
+#endif

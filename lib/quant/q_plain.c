@@ -1,0 +1,56 @@
+/* lib/quant/q_plain.c — F32, F16 and BF16 rows (formats.md §3.5).
+ *
+ * F16 uses ggml's software RNE conversion (identical to F16C for finite
+ * values), BF16 ggml's reference row converter (RNE, NaN kept quiet with its
+ * sign and payload). Importance weights do not apply to plain types.
+ */
+#include <string.h>
+
+#include "kernels.h"
+#include "quanta/num.h"
+
+void qt__quantize_f32(const float *src, void *dst, int64_t n, const float *imatrix) {
+    (void)imatrix;
+    memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
+void qt__dequantize_f32(const void *src, float *dst, int64_t n) {
+    memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
+/* Element-wise through memcpy: dst/src may be unaligned file bytes. */
+void qt__quantize_f16(const float *src, void *dst, int64_t n, const float *imatrix) {
+    (void)imatrix;
+    uint8_t *out = dst;
+    for (int64_t i = 0; i < n; i++) {
+        const uint16_t h = qt_f32_to_fp16(src[i]);
+        memcpy(out + 2 * i, &h, 2);
+    }
+}
+
+void qt__dequantize_f16(const void *src, float *dst, int64_t n) {
+    const uint8_t *in = src;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, in + 2 * i, 2);
+        dst[i] = qt_fp16_to_f32(h);
+    }
+}
+
+void qt__quantize_bf16(const float *src, void *dst, int64_t n, const float *imatrix) {
+    (void)imatrix;
+    uint8_t *out = dst;
+    for (int64_t i = 0; i < n; i++) {
+        const uint16_t h = qt_f32_to_bf16(src[i]);
+        memcpy(out + 2 * i, &h, 2);
+    }
+}
+
+void qt__dequantize_bf16(const void *src, float *dst, int64_t n) {
+    const uint8_t *in = src;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, in + 2 * i, 2);
+        dst[i] = qt_bf16_to_f32(h);
+    }
+}

@@ -1,0 +1,33 @@
+/* lib/quant/simd.h — SIMD dequantizers beside their scalar references.
+ *
+ * Each kernel produces exactly the bits of its reference (the to_float_ref of
+ * the traits row, or qt__ct_int4_row_ref): same per-element operations in the
+ * same order, only several lanes at a time; the build keeps -ffp-contract=off
+ * so no multiply-add is fused. They exist only on x86 builds (QT_ARCH_X86)
+ * and may only run where qt_cpu() reports the ISA; lib/quant/dispatch.c is
+ * the one place that picks them.
+ */
+#ifndef QT_QUANT_SIMD_H
+#define QT_QUANT_SIMD_H
+
+#include <stdint.h>
+
+#ifdef QT_ARCH_X86
+/* simd_avx2.c (AVX2 + FMA + F16C) */
+void qt__dequantize_q4_0_avx2(const void *src, float *dst, int64_t n);
+void qt__dequantize_q8_0_avx2(const void *src, float *dst, int64_t n);
+void qt__dequantize_q4_K_avx2(const void *src, float *dst, int64_t n);
+void qt__dequantize_q6_K_avx2(const void *src, float *dst, int64_t n);
+void qt__ct_int4_row_avx2(const int32_t *packed, const float *scales, const int8_t *zero_points,
+                          int64_t cols, int64_t group_size, float *out);
+
+/* simd_avx512.c (AVX-512 F/BW/VL) */
+void qt__dequantize_q4_0_avx512(const void *src, float *dst, int64_t n);
+void qt__dequantize_q8_0_avx512(const void *src, float *dst, int64_t n);
+void qt__dequantize_q4_K_avx512(const void *src, float *dst, int64_t n);
+void qt__dequantize_q6_K_avx512(const void *src, float *dst, int64_t n);
+void qt__ct_int4_row_avx512(const int32_t *packed, const float *scales, const int8_t *zero_points,
+                            int64_t cols, int64_t group_size, float *out);
+#endif
+
+#endif

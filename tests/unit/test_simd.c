@@ -1,0 +1,244 @@
+/* SIMD dequantizers equal their scalar references bit for bit
+ * (lib/quant/simd.h). Outputs are pre-filled with a NaN sentinel that no
+ * dequantizer can produce (its low payload bits cannot come from an fp16
+ * NaN), so an element a kernel forgets to write fails the comparison.
+ * Variants the CPU (or QUANTA_CPU) does not support are skipped, loudly.
+ */
+#include <math.h>
+
+#include "qtest.h"
+#include "quanta.h"
+#include "quant/ct_internal.h"
+#include "quant/simd.h"
+#include "quant/traits_internal.h"
+
+#define SENTINEL 0x7FC0DEADu
+
+static uint64_t rng = 0x243F6A8885A308D3ull;
+static uint32_t rnd32(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+
+typedef void (*to_float_fn)(const void *, float *, int64_t);
+
+typedef struct {
+    const char *level;
+    bool supported;
+} level_info;
+
+static level_info levels[2];
+
+static void init_levels(void) {
+    const qt_cpu_features *f = qt_cpu();
+    levels[0] = (level_info){"avx2", f->avx2 && f->fma && f->f16c};
+    levels[1] = (level_info){"avx512", f->avx512f && f->avx512bw && f->avx512vl};
+}
+
+static void fill_sentinel(float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) memcpy(&y[i], &(uint32_t){SENTINEL}, 4);
+}
+
+/* Bitwise equality; NaN results only need to agree on being NaN (the payload of
+ * a NaN scale times a code is the scale's either way, but this keeps the test
+ * independent of operand order), and the sentinel never counts as written. */
+static int compare_outputs(const char *what, const float *want, const float *got, int64_t n) {
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t a, b;
+        memcpy(&a, &want[i], 4);
+        memcpy(&b, &got[i], 4);
+        const bool ok = b != SENTINEL && a != SENTINEL && (a == b || (isnan(want[i]) && isnan(got[i])));
+        if (!ok && bad++ < 3)
+            fprintf(stderr, "  %s: element %lld: reference 0x%08x (%g), simd 0x%08x (%g)\n", what, (long long)i, a,
+                    (double)want[i], b, (double)got[i]);
+    }
+    return bad;
+}
+
+/* Random finite fp16 over the whole exponent range (subnormals included). */
+static uint16_t random_finite_half(void) {
+    uint16_t h;
+    do h = (uint16_t)rnd32(); while ((h & 0x7C00) == 0x7C00);
+    return h;
+}
+
+static const uint16_t edge_halves[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00,
+                                       0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x7D01, 0xFE3F};
+#define N_EDGE (sizeof edge_halves / sizeof edge_halves[0])
+
+/* Offsets of the fp16 scale fields inside each block type. */
+typedef struct {
+    qt_type type;
+    to_float_fn kernels[2]; /* avx2, avx512 */
+    size_t half_offsets[2];
+    int n_halves;
+} ggml_case;
+
+static void randomize_blocks(const ggml_case *c, uint8_t *blocks, int64_t nblocks, int edge_mode) {
+    const size_t bb = qt_type_get(c->type)->block_bytes;
+    for (int64_t b = 0; b < nblocks; b++) {
+        uint8_t *blk = blocks + b * bb;
+        for (size_t i = 0; i < bb; i++) blk[i] = (uint8_t)rnd32();
+        if (edge_mode == 1) { /* all codes at an extreme, alternating per block */
+            memset(blk, (b & 1) ? 0xFF : 0x00, bb);
+        }
+        for (int k = 0; k < c->n_halves; k++) {
+            const uint16_t h = edge_mode ? edge_halves[(size_t)(b + k) % N_EDGE] : random_finite_half();
+            memcpy(blk + c->half_offsets[k], &h, 2);
+        }
+    }
+}
+
+static void check_ggml_case(const ggml_case *c) {
+    const qt_type_traits *tr = qt_type_get(c->type);
+    if (!tr || !tr->to_float_ref) SKIP("%s has no scalar reference yet", tr ? tr->name : "?");
+    const int64_t block_counts[] = {1, 3, 17, 64};
+    int ran = 0;
+    for (int lv = 0; lv < 2; lv++) {
+        if (!levels[lv].supported) {
+            fprintf(stderr, "  SKIPPED %s %s: this CPU (or QUANTA_CPU) lacks it\n", tr->name, levels[lv].level);
+            continue;
+        }
+        ran++;
+        for (size_t bc = 0; bc < sizeof block_counts / sizeof *block_counts; bc++)
+            for (int mode = 0; mode < 3; mode++) {
+                const int64_t nb = block_counts[bc], n = nb * tr->block_elems;
+                uint8_t *blocks = malloc((size_t)nb * tr->block_bytes);
+                float *want = malloc(sizeof(float) * (size_t)n), *got = malloc(sizeof(float) * (size_t)n);
+                randomize_blocks(c, blocks, nb, mode);
+                fill_sentinel(want, n);
+                fill_sentinel(got, n);
+                tr->to_float_ref(blocks, want, n);
+                c->kernels[lv](blocks, got, n);
+                char what[64];
+                snprintf(what, sizeof what, "%s %s (%lld blocks, mode %d)", tr->name, levels[lv].level, (long long)nb, mode);
+                CHECK_MSG(compare_outputs(what, want, got, n) == 0, "%s differs from the scalar reference", what);
+                free(blocks);
+                free(want);
+                free(got);
+            }
+    }
+    if (!ran) SKIP("%s: no SIMD level available on this CPU", tr->name);
+}
+
+#ifdef QT_ARCH_X86
+static const ggml_case cases[] = {
+    {QT_TYPE_Q4_0, {qt__dequantize_q4_0_avx2, qt__dequantize_q4_0_avx512}, {0, 0}, 1},
+    {QT_TYPE_Q8_0, {qt__dequantize_q8_0_avx2, qt__dequantize_q8_0_avx512}, {0, 0}, 1},
+    {QT_TYPE_Q4_K, {qt__dequantize_q4_K_avx2, qt__dequantize_q4_K_avx512}, {0, 2}, 2},
+    {QT_TYPE_Q6_K, {qt__dequantize_q6_K_avx2, qt__dequantize_q6_K_avx512}, {208, 0}, 1},
+};
+
+static void test_q4_0(void) { check_ggml_case(&cases[0]); }
+static void test_q8_0(void) { check_ggml_case(&cases[1]); }
+static void test_q4_K(void) { check_ggml_case(&cases[2]); }
+static void test_q6_K(void) { check_ggml_case(&cases[3]); }
+
+static void test_ct_int4_group(void) {
+    const qt__ct_int4_row_fn kernels[2] = {qt__ct_int4_row_avx2, qt__ct_int4_row_avx512};
+    const int64_t shapes[][2] = {{8, 8}, {24, 8}, {48, 16}, {64, 32}, {136, 8}, {256, 128}, {384, 128}, {1024, 64}};
+    int ran = 0;
+    for (int lv = 0; lv < 2; lv++) {
+        if (!levels[lv].supported) {
+            fprintf(stderr, "  SKIPPED int4-group %s: this CPU (or QUANTA_CPU) lacks it\n", levels[lv].level);
+            continue;
+        }
+        ran++;
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            for (int with_zp = 0; with_zp < 2; with_zp++) {
+                const int64_t cols = shapes[s][0], G = shapes[s][1], groups = cols / G;
+                int32_t *packed = malloc(sizeof(int32_t) * (size_t)(cols / 8));
+                float *scales = malloc(sizeof(float) * (size_t)groups);
+                int8_t *zp = malloc((size_t)groups);
+                float *want = malloc(sizeof(float) * (size_t)cols), *got = malloc(sizeof(float) * (size_t)cols);
+                for (int64_t w = 0; w < cols / 8; w++) packed[w] = (int32_t)rnd32();
+                for (int64_t g = 0; g < groups; g++) {
+                    const uint32_t r = rnd32();
+                    float f;
+                    memcpy(&f, &r, 4);
+                    scales[g] = (g % 5 == 4) ? -0.0f : isfinite(f) ? f : 1.5f; /* any finite scale */
+                    zp[g] = (int8_t)((int)(rnd32() % 16) - 8);
+                }
+                fill_sentinel(want, cols);
+                fill_sentinel(got, cols);
+                qt__ct_int4_row_ref(packed, scales, with_zp ? zp : NULL, cols, G, want);
+                kernels[lv](packed, scales, with_zp ? zp : NULL, cols, G, got);
+                char what[64];
+                snprintf(what, sizeof what, "int4-group %s cols %lld G %lld%s", levels[lv].level, (long long)cols,
+                         (long long)G, with_zp ? " asym" : "");
+                CHECK_MSG(compare_outputs(what, want, got, cols) == 0, "%s differs from the scalar reference", what);
+                free(packed);
+                free(scales);
+                free(zp);
+                free(want);
+                free(got);
+            }
+    }
+    if (!ran) SKIP("int4-group: no SIMD level available on this CPU");
+}
+
+static void test_dispatch_follows_cpu_level(void) {
+    const char *level = qt_cpu_level_name();
+    fprintf(stderr, "  dispatch level: %s\n", level);
+    const qt_type_traits *q4 = qt_type_get(QT_TYPE_Q4_0), *q6 = qt_type_get(QT_TYPE_Q6_K);
+    if (!strcmp(level, "avx512")) {
+        CHECK(q4->to_float == qt__dequantize_q4_0_avx512);
+        CHECK(q6->to_float == qt__dequantize_q6_K_avx512);
+        CHECK(qt__ct_int4_row_kernel() == qt__ct_int4_row_avx512);
+    } else if (!strcmp(level, "avx2")) {
+        CHECK(q4->to_float == qt__dequantize_q4_0_avx2);
+        CHECK(q6->to_float == qt__dequantize_q6_K_avx2);
+        CHECK(qt__ct_int4_row_kernel() == qt__ct_int4_row_avx2);
+    } else {
+        CHECK(q4->to_float == q4->to_float_ref);
+        CHECK(q6->to_float == q6->to_float_ref);
+        CHECK(qt__ct_int4_row_kernel() == qt__ct_int4_row_ref);
+    }
+    /* types without a SIMD variant keep their reference */
+    const qt_type_traits *q5 = qt_type_get(QT_TYPE_Q5_K);
+    CHECK(q5->to_float == q5->to_float_ref);
+}
+#endif
+
+/* The dispatched path through the public API equals the reference on real
+ * quantized data (whatever level was chosen). */
+static void test_public_path_matches_reference(void) {
+    const qt_type types[] = {QT_TYPE_Q4_0, QT_TYPE_Q8_0, QT_TYPE_Q4_K, QT_TYPE_Q6_K};
+    const int64_t rows = 3, cols = 512;
+    float src[3 * 512];
+    for (int i = 0; i < rows * cols; i++) src[i] = sinf((float)i * 0.731f) * (1.0f + (float)(i % 7));
+    for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+        const qt_type_traits *tr = qt_type_get(types[k]);
+        if (!tr->from_float || !tr->to_float_ref) continue;
+        uint8_t *codes = malloc(qt_row_size(types[k], cols) * (size_t)rows);
+        float want[3 * 512], got[3 * 512];
+        fill_sentinel(got, rows * cols);
+        CHECK_OK(qt_quantize_rows(types[k], src, codes, rows, cols, NULL));
+        for (int r = 0; r < rows; r++)
+            tr->to_float_ref(codes + (size_t)r * qt_row_size(types[k], cols), want + r * cols, cols);
+        CHECK_OK(qt_dequantize_rows(types[k], codes, got, rows, cols));
+        CHECK_MSG(compare_outputs(tr->name, want, got, rows * cols) == 0, "%s: dispatched dequantizer differs", tr->name);
+        free(codes);
+    }
+}
+
+int main(void) {
+    init_levels();
+    fprintf(stderr, "SIMD levels: avx2 %s, avx512 %s (QUANTA_CPU=%s)\n", levels[0].supported ? "tested" : "NOT TESTED",
+            levels[1].supported ? "tested" : "NOT TESTED", getenv("QUANTA_CPU") ? getenv("QUANTA_CPU") : "unset");
+#ifdef QT_ARCH_X86
+    QT_RUN(test_q4_0);
+    QT_RUN(test_q8_0);
+    QT_RUN(test_q4_K);
+    QT_RUN(test_q6_K);
+    QT_RUN(test_ct_int4_group);
+    QT_RUN(test_dispatch_follows_cpu_level);
+#else
+    fprintf(stderr, "  SKIPPED every SIMD kernel: not an x86 build\n");
+#endif
+    QT_RUN(test_public_path_matches_reference);
+    return qt_test_finish("test_simd");
+}
