@@ -12,6 +12,8 @@
 
 static const cli_verb verbs[] = {
     {"formats", "list every weight format: bits per weight, block size, use, engines", cmd_formats},
+    {"run", "generate text from a prompt with quanta's CPU engine", cmd_run},
+    {"perplexity", "perplexity on a text file, measured as llama-perplexity does", cmd_perplexity},
 };
 static const int n_verbs = (int)(sizeof verbs / sizeof verbs[0]);
 
