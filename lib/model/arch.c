@@ -30,3 +30,9 @@ const qt_arch_info *qt__arch_by_hf_class(const char *cls) {
         if (!strcmp(arch_table[i].hf_class, cls)) return &arch_table[i];
     return NULL;
 }
+
+const qt_arch_info *qt__arch_by_hf_model_type(const char *model_type) {
+    for (int i = 0; i < n_arch; i++)
+        if (!strcmp(arch_table[i].hf_model_type, model_type)) return &arch_table[i];
+    return NULL;
+}

@@ -20,5 +20,6 @@ typedef struct qt_arch_info {
 const qt_arch_info *qt__arch_info(qt_arch a);
 const qt_arch_info *qt__arch_by_gguf_name(const char *name);
 const qt_arch_info *qt__arch_by_hf_class(const char *cls);
+const qt_arch_info *qt__arch_by_hf_model_type(const char *model_type);
 
 #endif

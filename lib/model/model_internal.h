@@ -36,4 +36,14 @@ qt_status qt__read_gguf(qt_model *m, const char *path);
 qt_status qt__read_llama2c(qt_model *m, const char *path);
 qt_status qt__read_hf_dir(qt_model *m, const char *dir);
 
+/* HF tokenizer.json (+ optional tokenizer_config.json) -> m->vocab
+ * (lib/model/vocab_hf.c). Called by qt__read_hf_dir after m->hp is set.
+ * Besides real byte-level BPE files it must read back what qt_hf_write
+ * writes for SentencePiece vocabularies (docs/hf.md "tokenizer.json we
+ * write"): a "Unigram" model with [piece, score] pairs, byte_fallback true,
+ * unk_id, added_tokens marking CONTROL (special) / USER_DEFINED (not special)
+ * ids, "<0xNN>" pieces = BYTE, a Prepend("\u2581") normalizer = add_space_prefix,
+ * bos/eos/unk/pad and add_bos/add_eos from tokenizer_config.json. */
+qt_status qt__vocab_load_hf(qt_model *m, const char *tokenizer_json_path, const char *tokenizer_config_path_or_NULL);
+
 #endif

@@ -34,6 +34,7 @@ void cli_progress_end(void);
 
 /* Verb entry points (one file per verb). */
 int cmd_formats(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 

@@ -1,0 +1,44 @@
+/* quanta/hf.h — Hugging Face checkpoint directories (config.json,
+ * model.safetensors or an index with shards, tokenizer.json), docs/hf.md.
+ *
+ * Reading goes through qt_model_open (a directory path); these are the
+ * HF-specific entry points: the config.json parser alone (for planning
+ * without weights) and the directory writer.
+ */
+#ifndef QUANTA_HF_H
+#define QUANTA_HF_H
+
+#include "core.h"
+#include "model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* config.json -> hyperparameters (formats.md §7): LlamaForCausalLM,
+ * Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM, with each class's
+ * defaults for absent fields. Unknown architectures, activations and rope
+ * scaling types are QT_ERR_UNSUPPORTED naming the file, field and value. */
+qt_status qt_hf_read_config(const char *path, qt_hparams *hp);
+
+typedef struct qt_hf_write_opts {
+    /* false: keep every tensor's type (it must be F32, F16, BF16 or an integer
+     * type; block-quantized tensors are refused). true: write every tensor as
+     * outtype (F32, F16 or BF16), dequantizing where needed. */
+    bool convert_types;
+    qt_type outtype;
+    qt_progress progress;
+} qt_hf_write_opts;
+
+/* Writes dir/config.json, dir/model.safetensors and, when the model has a
+ * vocabulary, dir/tokenizer.json and dir/tokenizer_config.json. The directory
+ * is created if missing. Tensors get HF names and [out, in] shapes; Q/K rows
+ * stored in llama.cpp's pairs order (hp.rope_neox == false) are put back in HF
+ * rotate-half order (inverse of formats.md §2.10). All files are written to
+ * temporaries first and renamed only when every one is complete. opts may be NULL. */
+qt_status qt_hf_write(const qt_model *m, const char *dir, const qt_hf_write_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

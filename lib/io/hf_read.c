@@ -1,0 +1,163 @@
+/* lib/io/hf_read.c — a Hugging Face directory -> the in-memory model.
+ *
+ * config.json gives the hyperparameters (hf_config.c); model.safetensors or an
+ * index with shards gives the tensors (safetensors.c), which are renamed to
+ * canonical GGUF names through the tensor-name table (lib/model/tensor_names.c),
+ * checked against the shapes the config implies, and reshaped to ggml order
+ * ([out, in] row-major is ne[0] = in, ne[1] = out: same bytes, reversed dims).
+ * Data stays in the read-only mappings (no copies). Q/K rows keep the HF
+ * rotate-half order, so hp.rope_neox is true (formats.md §2.10).
+ */
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hf_internal.h"
+#include "model/model_internal.h"
+#include "model/tensor_names.h"
+#include "quanta/safetensors.h"
+
+static bool file_exists(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* "[a, b]" in PyTorch order, for messages. */
+static void shape_text(const int64_t *dims, int32_t n, bool reverse, char *buf, size_t cap) {
+    size_t off = (size_t)snprintf(buf, cap, "[");
+    for (int32_t i = 0; i < n && off < cap; i++)
+        off += (size_t)snprintf(buf + off, cap - off, "%s%lld", i ? ", " : "", (long long)dims[reverse ? n - 1 - i : i]);
+    if (off < cap) snprintf(buf + off, cap - off, "]");
+}
+
+/* Quantized HF checkpoints (compressed-tensors, GPTQ, AWQ, bitsandbytes) have
+ * tensors our model cannot hold; say so up front rather than per tensor. */
+static qt_status refuse_quantized(const char *cfg_path) {
+    char *text;
+    size_t len;
+    qt_status s = qt_read_file(cfg_path, &text, &len);
+    if (s != QT_OK) return s;
+    json_t *root = json_loadb(text, len, 0, NULL);
+    free(text);
+    json_t *qc = root ? json_object_get(root, "quantization_config") : NULL;
+    if (qc && !json_is_null(qc)) {
+        const char *method = json_string_value(json_object_get(qc, "quant_method"));
+        s = qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config': quantized checkpoints (quant_method \"%s\") "
+                     "cannot be read; only unquantized F32/F16/BF16 checkpoints are", cfg_path, method ? method : "?");
+    }
+    json_decref(root);
+    return s;
+}
+
+/* Every tensor of the checkpoint must have a known name, layer and dtype. */
+static qt_status check_names(const qt_model *m, const qt_st_checkpoint *ck) {
+    for (int32_t i = 0; i < qt_st_checkpoint_n_tensors(ck); i++) {
+        int32_t file, layer;
+        const qt_st_tensor *t = qt_st_checkpoint_tensor(ck, i, &file);
+        const char *fp = qt_st_path(qt_st_checkpoint_file(ck, file));
+        const qt_tn_info *ti = qt__tn_from_hf(t->name, &layer);
+        if (!ti)
+            return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': not a tensor of the %s architecture that quanta knows", fp,
+                            t->name, m->hp.arch_name);
+        if (ti->place == QT_TN_PER_LAYER && layer >= m->hp.n_layer)
+            return qt_error(QT_ERR_FORMAT, "%s: tensor '%s': layer %d but config.json has num_hidden_layers %d", fp, t->name,
+                            layer, m->hp.n_layer);
+        qt_type type;
+        if (qt_st_dtype_to_type(t->dtype, &type) != QT_OK)
+            return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': field 'dtype': %s has no quanta tensor type (F32, F16, "
+                            "BF16 expected)", fp, t->name, qt_st_dtype_name(t->dtype));
+    }
+    return QT_OK;
+}
+
+static qt_status add_tensor(qt_model *m, const qt_st_checkpoint *ck, const qt_tn_info *ti, int32_t layer,
+                            const qt_st_tensor *t, int32_t file) {
+    const char *fp = qt_st_path(qt_st_checkpoint_file(ck, file));
+    qt_tensor out;
+    memset(&out, 0, sizeof out);
+    if (!qt__tn_gguf_name(ti, layer, out.name, sizeof out.name))
+        return qt_error(QT_ERR_INTERNAL, "%s: tensor '%s': canonical name does not fit", fp, t->name);
+    qt_status s = qt_st_dtype_to_type(t->dtype, &out.type); /* checked in check_names */
+    if (s != QT_OK) return s;
+    int64_t want[2];
+    for (int32_t d = 0; d < ti->n_dims; d++) want[d] = qt__tn_dim(ti->ne[d], &m->hp);
+    bool ok = t->n_dims == ti->n_dims;
+    for (int32_t d = 0; ok && d < ti->n_dims; d++) ok = t->shape[t->n_dims - 1 - d] == want[d];
+    if (!ok) {
+        char got[128], exp[128];
+        shape_text(t->shape, t->n_dims, false, got, sizeof got);
+        shape_text(want, ti->n_dims, true, exp, sizeof exp);
+        return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': field 'shape': %s but config.json implies %s", fp, t->name, got, exp);
+    }
+    out.n_dims = t->n_dims;
+    for (int32_t d = 0; d < QT_MAX_DIMS; d++) out.ne[d] = d < t->n_dims ? t->shape[t->n_dims - 1 - d] : 1;
+    out.nbytes = (size_t)(t->end - t->begin);
+    out.data = t->data;
+    out.source = file;
+    out.offset = t->file_offset;
+    return qt__model_add_tensor(m, &out);
+}
+
+/* Canonical order: table rows before the blocks, each block in table order, rows after. */
+static qt_status add_tensors(qt_model *m, const qt_st_checkpoint *ck) {
+    int32_t n_rows;
+    const qt_tn_info *table = qt__tn_table(&n_rows);
+    for (int place = QT_TN_BEFORE_LAYERS; place <= QT_TN_AFTER_LAYERS; place++) {
+        int32_t n_layers = place == QT_TN_PER_LAYER ? m->hp.n_layer : 1;
+        for (int32_t l = 0; l < n_layers; l++) {
+            for (int32_t r = 0; r < n_rows; r++) {
+                const qt_tn_info *ti = &table[r];
+                if ((int)ti->place != place || !ti->hf) continue;
+                int32_t layer = place == QT_TN_PER_LAYER ? l : -1, file;
+                char hf[QT_MAX_NAME + 32];
+                qt__tn_hf_name(ti, layer, hf, sizeof hf);
+                const qt_st_tensor *t = qt_st_checkpoint_find(ck, hf, &file);
+                if (!t) {
+                    if (qt__tn_required(ti, &m->hp))
+                        return qt_error(QT_ERR_FORMAT, "%s: tensor '%s' missing (required by config.json for %s)", m->path,
+                                        hf, m->hp.arch_name);
+                    continue;
+                }
+                if (!ti->gguf) continue; /* dropped, e.g. rotary_emb.inv_freq */
+                qt_status s = add_tensor(m, ck, ti, layer, t, file);
+                if (s != QT_OK) return s;
+            }
+        }
+    }
+    return QT_OK;
+}
+
+static qt_status read_vocab(qt_model *m, const char *dir) {
+    char tj[4096], tc[4096];
+    snprintf(tj, sizeof tj, "%s/tokenizer.json", dir);
+    snprintf(tc, sizeof tc, "%s/tokenizer_config.json", dir);
+    if (!file_exists(tj)) return QT_OK; /* no vocabulary: fine for inspect and convert of weights */
+    qt_status s = qt__vocab_load_hf(m, tj, file_exists(tc) ? tc : NULL);
+    if (s != QT_OK) return s;
+    if (m->vocab.n_tokens > m->hp.n_vocab)
+        return qt_error(QT_ERR_FORMAT, "%s: %d tokens but config.json field 'vocab_size' is %d (the embedding rows)", tj,
+                        m->vocab.n_tokens, m->hp.n_vocab);
+    /* Tokenizers often have fewer entries than the embedding has rows (Qwen):
+     * fill up to vocab_size with "[PAD<id>]" as llama.cpp's converter does (§8.1). */
+    return qt__vocab_pad(m, m->hp.n_vocab);
+}
+
+qt_status qt__read_hf_dir(qt_model *m, const char *dir) {
+    char cfg[4096];
+    if ((size_t)snprintf(cfg, sizeof cfg, "%s/config.json", dir) >= sizeof cfg)
+        return qt_error(QT_ERR_ARG, "%s: path too long", dir);
+    qt_status s = qt_hf_read_config(cfg, &m->hp);
+    if (s == QT_OK) s = refuse_quantized(cfg);
+    if (s != QT_OK) return s;
+
+    qt_st_checkpoint *ck;
+    if ((s = qt_st_checkpoint_open(dir, &ck)) != QT_OK) return s;
+    m->reader_state = ck;
+    m->reader_free = (void (*)(void *))qt_st_checkpoint_close;
+    if ((s = check_names(m, ck)) != QT_OK) return s;
+    if ((s = add_tensors(m, ck)) != QT_OK) return s;
+    return read_vocab(m, dir);
+}

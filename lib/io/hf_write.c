@@ -1,0 +1,496 @@
+/* lib/io/hf_write.c — the in-memory model -> a Hugging Face directory
+ * (config.json, model.safetensors, tokenizer.json, tokenizer_config.json).
+ *
+ * Tensors get HF names from the tensor-name table and [out, in] shapes (the
+ * ggml dims reversed; same bytes). Q/K rows in llama.cpp's adjacent-pairs
+ * order (hp.rope_neox == false: a GGUF llama or a llama2.c checkpoint) are put
+ * back in HF rotate-half order, the inverse of formats.md §2.10, so that
+ * GGUF -> HF -> GGUF reproduces the original bytes. Every file is written to a
+ * temporary first and all are renamed only when all are complete.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hf_internal.h"
+#include "model/arch.h"
+#include "model/model_internal.h"
+#include "model/tensor_names.h"
+#include "quanta/num.h"
+#include "quanta/safetensors.h"
+
+typedef struct plan_tensor {
+    const qt_tensor *src;
+    const qt_tn_info *ti;
+    char name[QT_MAX_NAME + 32];  /* HF name */
+    qt_type out_type;
+    bool permute;                 /* pairs -> rotate-half row order */
+} plan_tensor;
+
+typedef struct hf_writer {
+    const qt_model *m;
+    const char *dir;
+    qt_hf_write_opts opts;
+    plan_tensor *plan;   /* (n_plan) */
+    qt_st_entry *entries;/* (n_plan) */
+    int32_t n_plan;
+    bool has_o_bias, has_mlp_bias;
+    qt_afile *files[4];  /* complete temporaries awaiting rename */
+    int n_files;
+} hf_writer;
+
+/* ---- tensors ---------------------------------------------------------------- */
+
+static qt_status plan_one(hf_writer *w, const qt_tensor *t, plan_tensor *p) {
+    const qt_hparams *hp = &w->m->hp;
+    int32_t layer;
+    const qt_tn_info *ti = qt__tn_from_gguf(t->name, &layer);
+    if (!ti || !ti->hf) {
+        if (ti && !strcmp(ti->gguf, "rope_freqs.weight")) {
+            if (hp->rope_scaling == QT_ROPE_SCALING_LLAMA3) return QT_ERR_NOT_FOUND; /* regenerated from config.json */
+            return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor 'rope_freqs.weight': rope frequency factors without llama3 "
+                            "rope scaling in the hyperparameters cannot be expressed in config.json", w->m->path);
+        }
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s' has no Hugging Face name", w->m->path, t->name);
+    }
+    if (layer >= hp->n_layer)
+        return qt_error(QT_ERR_FORMAT, "%s: tensor '%s': layer %d but the model has %d", w->m->path, t->name, layer, hp->n_layer);
+    p->src = t;
+    p->ti = ti;
+    qt__tn_hf_name(ti, layer, p->name, sizeof p->name);
+    p->out_type = w->opts.convert_types ? w->opts.outtype : t->type;
+    const qt_type_traits *tr = qt_type_get(t->type);
+    if (!tr) return qt_error(QT_ERR_FORMAT, "%s: tensor '%s': unknown type %d", w->m->path, t->name, (int)t->type);
+    if (!w->opts.convert_types && tr->is_quantized)
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s' is %s, which safetensors cannot hold; write with outtype "
+                        "f32, f16 or bf16", w->m->path, t->name, tr->name);
+    if (w->opts.convert_types && !tr->is_quantized && t->type != QT_TYPE_F32 && t->type != QT_TYPE_F16 &&
+        t->type != QT_TYPE_BF16 && t->type != p->out_type)
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': cannot convert %s to %s", w->m->path, t->name, tr->name,
+                        qt_type_get(p->out_type)->name);
+    p->permute = !hp->rope_neox && ti->rows != QT_TN_ROWS_PLAIN;
+    if (p->permute) {
+        int64_t rows = t->n_dims == 1 ? t->ne[0] : t->ne[1];
+        if (hp->head_dim <= 0 || hp->head_dim % 2 || rows % hp->head_dim)
+            return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': %lld rows are not whole heads of head_dim %d", w->m->path,
+                            t->name, (long long)rows, hp->head_dim);
+    }
+    if (strstr(ti->gguf, "attn_output.bias")) w->has_o_bias = true;
+    if (strstr(ti->gguf, "ffn_") && strstr(ti->gguf, ".bias")) w->has_mlp_bias = true;
+    return QT_OK;
+}
+
+static qt_status plan_tensors(hf_writer *w) {
+    const qt_model *m = w->m;
+    w->plan = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *w->plan);
+    w->entries = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *w->entries);
+    if (!w->plan || !w->entries) return qt_error(QT_ERR_NOMEM, "%s: out of memory", w->dir);
+    for (int32_t i = 0; i < m->n_tensors; i++) {
+        plan_tensor *p = &w->plan[w->n_plan];
+        qt_status s = plan_one(w, &m->tensors[i], p);
+        if (s == QT_ERR_NOT_FOUND) continue;
+        if (s != QT_OK) return s;
+        qt_st_entry *e = &w->entries[w->n_plan++];
+        e->name = p->name;
+        if ((s = qt_st_dtype_from_type(p->out_type, &e->dtype)) != QT_OK)
+            return qt_error(s, "%s: tensor '%s': %s", m->path, p->src->name, qt_last_error());
+        e->n_dims = p->src->n_dims;
+        for (int32_t d = 0; d < e->n_dims; d++) e->shape[d] = p->src->ne[e->n_dims - 1 - d];
+    }
+    return QT_OK;
+}
+
+static void to_f32(qt_type t, const void *src, float *dst, int64_t n) {
+    if (t == QT_TYPE_F32) { memcpy(dst, src, (size_t)n * sizeof *dst); return; }
+    const uint16_t *h = src;
+    if (t == QT_TYPE_F16) for (int64_t i = 0; i < n; i++) dst[i] = qt_fp16_to_f32(h[i]);
+    else if (t == QT_TYPE_BF16) for (int64_t i = 0; i < n; i++) dst[i] = qt_bf16_to_f32(h[i]);
+    else qt_type_get(t)->to_float(src, dst, n);
+}
+
+static void from_f32(qt_type t, const float *src, void *dst, int64_t n) {
+    if (t == QT_TYPE_F32) { memcpy(dst, src, (size_t)n * sizeof *src); return; }
+    uint16_t *h = dst;
+    if (t == QT_TYPE_F16) for (int64_t i = 0; i < n; i++) h[i] = qt_f32_to_fp16(src[i]);
+    else for (int64_t i = 0; i < n; i++) h[i] = qt_f32_to_bf16(src[i]);
+}
+
+/* Row by row: optional row permutation, optional type conversion. A 1-D
+ * tensor (a bias) is a column of one-element rows. */
+static qt_status write_tensor(hf_writer *w, qt_st_writer *sw, const plan_tensor *p) {
+    const qt_tensor *t = p->src;
+    if (!p->permute && p->out_type == t->type) return qt_st_writer_write(sw, t->data, t->nbytes);
+    int64_t row_len = t->n_dims == 1 ? 1 : t->ne[0];
+    int64_t rows = qt__tensor_nelements(t) / (row_len ? row_len : 1);
+    size_t in_bytes = qt_row_size(t->type, row_len), out_bytes = qt_row_size(p->out_type, row_len);
+    if (t->n_dims == 1 && qt_type_get(t->type)->block_elems != 1)
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': 1-D block-quantized tensors are not converted", w->m->path, t->name);
+    if (p->out_type != t->type && qt_type_get(t->type)->is_quantized && !qt_type_get(t->type)->to_float)
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': no dequantizer for %s", w->m->path, t->name,
+                        qt_type_get(t->type)->name);
+    float *f = malloc((size_t)row_len * sizeof *f);
+    uint8_t *out = malloc(out_bytes ? out_bytes : 1);
+    qt_status s = (f && out) ? QT_OK : qt_error(QT_ERR_NOMEM, "%s: out of memory", w->m->path);
+    for (int64_t r = 0; r < rows && s == QT_OK; r++) {
+        int64_t src_row = p->permute ? qt__tn_permuted_row(r, w->m->hp.head_dim, false) : r;
+        const uint8_t *in = (const uint8_t *)t->data + (size_t)src_row * in_bytes;
+        if (p->out_type == t->type) {
+            s = qt_st_writer_write(sw, in, in_bytes);
+        } else {
+            to_f32(t->type, in, f, row_len);
+            from_f32(p->out_type, f, out, row_len);
+            s = qt_st_writer_write(sw, out, out_bytes);
+        }
+    }
+    free(f);
+    free(out);
+    return s;
+}
+
+static qt_status write_weights(hf_writer *w, const char *path) {
+    static const qt_st_kv meta[] = {{"format", "pt"}}; /* transformers requires it (formats.md §1.4) */
+    qt_st_writer *sw;
+    qt_status s = qt_st_writer_open(path, w->entries, w->n_plan, meta, 1, &sw);
+    if (s != QT_OK) return s;
+    for (int32_t k = 0; k < w->n_plan && s == QT_OK; k++) {
+        s = write_tensor(w, sw, &w->plan[qt_st_writer_order(sw, k)]);
+        qt_progress_report(&w->opts.progress, "writing safetensors", k + 1, w->n_plan);
+    }
+    if (s != QT_OK) { qt_st_writer_abort(sw); return s; }
+    s = qt_st_writer_finish(sw, &w->files[w->n_files]);
+    if (s == QT_OK) w->n_files++;
+    return s;
+}
+
+/* ---- config.json ------------------------------------------------------------------ */
+
+/* transformers writes json.dumps(indent=2, sort_keys=True); we do the same. */
+typedef struct kv_text {
+    const char *key;
+    char value[512];
+} kv_text;
+
+static int cmp_kv(const void *a, const void *b) { return strcmp(((const kv_text *)a)->key, ((const kv_text *)b)->key); }
+
+static const char *torch_dtype_name(qt_type t) {
+    return t == QT_TYPE_F16 ? "float16" : t == QT_TYPE_BF16 ? "bfloat16" : "float32";
+}
+
+static qt_status config_text(hf_writer *w, char **out) {
+    const qt_hparams *hp = &w->m->hp;
+    const qt_arch_info *ai = qt__arch_info(hp->arch);
+    const qt_hf_defaults *d = qt__hf_defaults(hp->arch);
+    if (!ai || !d) return qt_error(QT_ERR_UNSUPPORTED, "%s: architecture '%s' has no Hugging Face class", w->m->path, hp->arch_name);
+    if (!d->has_attention_bias_field && hp->attn_qkv_bias != ai->qkv_bias)
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: %s %s q/k/v biases", w->m->path, ai->hf_class,
+                        ai->qkv_bias ? "always has" : "cannot have");
+    if ((w->has_o_bias && !(d->has_attention_bias_field && hp->attn_qkv_bias)) || (w->has_mlp_bias && hp->arch != QT_ARCH_LLAMA))
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: %s cannot express these attention-output / MLP biases", w->m->path, ai->hf_class);
+    const qt_tensor *emb = qt_model_find_tensor(w->m, "token_embd.weight");
+    qt_type dt = w->opts.convert_types ? w->opts.outtype : (emb ? emb->type : QT_TYPE_F32);
+    kv_text kv[40];
+    int n = 0;
+    char f[32];
+#define KV(k, ...) do { kv[n].key = (k); snprintf(kv[n].value, sizeof kv[n].value, __VA_ARGS__); n++; } while (0)
+    KV("architectures", "[\n    \"%s\"\n  ]", ai->hf_class);
+    if (d->has_attention_bias_field) KV("attention_bias", "%s", hp->attn_qkv_bias ? "true" : "false");
+    if (hp->arch == QT_ARCH_LLAMA) KV("mlp_bias", "%s", w->has_mlp_bias ? "true" : "false");
+    if (w->m->vocab.bos_id >= 0) KV("bos_token_id", "%d", w->m->vocab.bos_id);
+    if (w->m->vocab.eos_id >= 0) KV("eos_token_id", "%d", w->m->vocab.eos_id);
+    KV("head_dim", "%d", hp->head_dim);
+    KV("hidden_act", "\"silu\"");
+    KV("hidden_size", "%d", hp->n_embd);
+    KV("intermediate_size", "%d", hp->n_ff);
+    KV("max_position_embeddings", "%d", hp->n_ctx_train);
+    KV("model_type", "\"%s\"", ai->hf_model_type);
+    KV("num_attention_heads", "%d", hp->n_head);
+    KV("num_hidden_layers", "%d", hp->n_layer);
+    KV("num_key_value_heads", "%d", hp->n_head_kv);
+    qt__hf_format_float(hp->rms_eps, f, sizeof f);
+    KV("rms_norm_eps", "%s", f);
+    qt__hf_format_float(hp->rope_theta > 0 ? hp->rope_theta : 10000.0f, f, sizeof f);
+    KV("rope_theta", "%s", f);
+    char fa[32], fb[32], fc[32];
+    qt__hf_format_float(hp->rope_factor, fa, sizeof fa);
+    if (hp->rope_scaling == QT_ROPE_SCALING_LINEAR) {
+        KV("rope_scaling", "{\n    \"factor\": %s,\n    \"rope_type\": \"linear\"\n  }", fa);
+    } else if (hp->rope_scaling == QT_ROPE_SCALING_LLAMA3) {
+        qt__hf_format_float(hp->rope_high_freq_factor, fb, sizeof fb);
+        qt__hf_format_float(hp->rope_low_freq_factor, fc, sizeof fc);
+        KV("rope_scaling", "{\n    \"factor\": %s,\n    \"high_freq_factor\": %s,\n    \"low_freq_factor\": %s,\n"
+           "    \"original_max_position_embeddings\": %d,\n    \"rope_type\": \"llama3\"\n  }", fa, fb, fc, hp->rope_orig_ctx);
+    } else {
+        KV("rope_scaling", "null");
+    }
+    if (d->has_sliding_window) {
+        if (hp->sliding_window > 0) KV("sliding_window", "%d", hp->sliding_window);
+        else KV("sliding_window", "null");
+        if (d->sliding_window_gated) KV("use_sliding_window", "%s", hp->sliding_window > 0 ? "true" : "false");
+    } else if (hp->sliding_window > 0) {
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: %s has no sliding window", w->m->path, ai->hf_class);
+    }
+    KV("tie_word_embeddings", "%s", hp->tie_embeddings ? "true" : "false");
+    KV("torch_dtype", "\"%s\"", torch_dtype_name(dt));
+    KV("use_cache", "true");
+    KV("vocab_size", "%d", hp->n_vocab);
+#undef KV
+    qsort(kv, (size_t)n, sizeof kv[0], cmp_kv);
+    size_t cap = 64;
+    for (int i = 0; i < n; i++) cap += strlen(kv[i].key) + strlen(kv[i].value) + 16;
+    char *text = malloc(cap);
+    if (!text) return qt_error(QT_ERR_NOMEM, "%s: out of memory", w->dir);
+    size_t off = (size_t)snprintf(text, cap, "{\n");
+    for (int i = 0; i < n; i++)
+        off += (size_t)snprintf(text + off, cap - off, "  \"%s\": %s%s\n", kv[i].key, kv[i].value, i + 1 < n ? "," : "");
+    snprintf(text + off, cap - off, "}\n");
+    *out = text;
+    return QT_OK;
+}
+
+/* ---- tokenizer.json --------------------------------------------------------------- */
+
+/* Regexes of formats.md §8.1 (unescaped here; jansson escapes them). */
+static const char *const llama3_regex =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char *const qwen2_regex =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+#define SPM_SPACE "\xe2\x96\x81" /* U+2581 */
+
+static bool is_trailing_pad(const qt_vocab *v, int32_t i) {
+    char pad[32];
+    snprintf(pad, sizeof pad, "[PAD%d]", i);
+    return v->token_types && v->token_types[i] == QT_TOKEN_UNUSED && !strcmp(v->tokens[i], pad);
+}
+
+/* Tokens written: all but trailing "[PAD<id>]" fillers, which the reader regenerates (qt__vocab_pad). */
+static int32_t written_tokens(const qt_vocab *v) {
+    int32_t n = v->n_tokens;
+    while (n > 0 && is_trailing_pad(v, n - 1)) n--;
+    return n;
+}
+
+static json_t *added_tokens(const qt_vocab *v, int32_t n) {
+    json_t *arr = json_array();
+    for (int32_t i = 0; arr && i < n; i++) {
+        int32_t t = v->token_types ? v->token_types[i] : QT_TOKEN_NORMAL;
+        if (t != QT_TOKEN_CONTROL && t != QT_TOKEN_UNKNOWN && t != QT_TOKEN_USER_DEFINED) continue;
+        json_t *o = json_pack("{s:i, s:s, s:b, s:b, s:b, s:b, s:b}", "id", i, "content", v->tokens[i], "single_word", 0,
+                              "lstrip", 0, "rstrip", 0, "normalized", 0, "special", t != QT_TOKEN_USER_DEFINED);
+        if (!o || json_array_append_new(arr, o)) { json_decref(arr); return NULL; }
+    }
+    return arr;
+}
+
+static json_t *template_processor(const qt_vocab *v) {
+    if (!v->add_bos || v->bos_id < 0) return json_null();
+    const char *bos = v->tokens[v->bos_id];
+    return json_pack("{s:s, s:[{s:{s:s, s:i}}, {s:{s:s, s:i}}], s:[{s:{s:s, s:i}}, {s:{s:s, s:i}}, {s:{s:s, s:i}}, {s:{s:s, s:i}}],"
+                     " s:{s:{s:s, s:[i], s:[s]}}}",
+                     "type", "TemplateProcessing",
+                     "single", "SpecialToken", "id", bos, "type_id", 0, "Sequence", "id", "A", "type_id", 0,
+                     "pair", "SpecialToken", "id", bos, "type_id", 0, "Sequence", "id", "A", "type_id", 0,
+                     "SpecialToken", "id", bos, "type_id", 1, "Sequence", "id", "B", "type_id", 1,
+                     "special_tokens", bos, "id", bos, "ids", v->bos_id, "tokens", bos);
+}
+
+/* SentencePiece vocabularies: a Unigram model keeps every piece's score. */
+static json_t *spm_tokenizer(const qt_vocab *v, int32_t n) {
+    json_t *vocab = json_array();
+    for (int32_t i = 0; vocab && i < n; i++) {
+        json_t *pair = json_pack("[s, f]", v->tokens[i], v->scores ? (double)v->scores[i] : 0.0);
+        if (!pair || json_array_append_new(vocab, pair)) { json_decref(vocab); return NULL; }
+    }
+    if (!vocab) return NULL;
+    json_t *replace_space = json_pack("{s:s, s:{s:s}, s:s}", "type", "Replace", "pattern", "String", " ", "content", SPM_SPACE);
+    json_t *normalizer = v->add_space_prefix
+        ? json_pack("{s:s, s:[{s:s, s:s}, o]}", "type", "Sequence", "normalizers", "type", "Prepend", "prepend", SPM_SPACE,
+                    replace_space)
+        : replace_space;
+    json_t *decoder = json_pack("{s:s, s:[{s:s, s:{s:s}, s:s}, {s:s}, {s:s}, {s:s, s:s, s:i, s:i}]}", "type", "Sequence",
+                                "decoders", "type", "Replace", "pattern", "String", SPM_SPACE, "content", " ",
+                                "type", "ByteFallback", "type", "Fuse", "type", "Strip", "content", " ", "start", 1, "stop", 0);
+    json_t *unk = v->unk_id >= 0 ? json_integer(v->unk_id) : json_null();
+    json_t *model = json_pack("{s:s, s:o, s:o, s:b}", "type", "Unigram", "unk_id", unk, "vocab", vocab, "byte_fallback", 1);
+    return json_pack("{s:s, s:n, s:n, s:o, s:o, s:n, s:o, s:o, s:o}", "version", "1.0", "truncation", "padding",
+                     "added_tokens", added_tokens(v, n), "normalizer", normalizer, "pre_tokenizer",
+                     "post_processor", template_processor(v), "decoder", decoder, "model", model);
+}
+
+static json_t *bpe_pre_tokenizer(const char *regex) {
+    json_t *bl = json_pack("{s:s, s:b, s:b, s:b}", "type", "ByteLevel", "add_prefix_space", 0, "trim_offsets", 1,
+                           "use_regex", regex ? 0 : 1);
+    if (!regex) return bl;
+    return json_pack("{s:s, s:[{s:s, s:{s:s}, s:s, s:b}, o]}", "type", "Sequence", "pretokenizers", "type", "Split",
+                     "pattern", "Regex", regex, "behavior", "Isolated", "invert", 0, bl);
+}
+
+static qt_status bpe_tokenizer(const qt_model *m, const qt_vocab *v, int32_t n, json_t **out) {
+    const char *regex = NULL;
+    bool nfc = false;
+    if (!strcmp(v->pre, "llama-bpe") || !strcmp(v->pre, "llama3") || !strcmp(v->pre, "llama-v3")) regex = llama3_regex;
+    else if (!strcmp(v->pre, "qwen2")) { regex = qwen2_regex; nfc = true; }
+    else if (v->pre[0] && strcmp(v->pre, "default") && strcmp(v->pre, "gpt2") &&
+             strcmp(v->pre, "gpt-2"))
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: BPE pre-tokenizer '%s' has no tokenizer.json form here (llama-bpe, qwen2, "
+                        "default)", m->path, v->pre);
+    json_t *vocab = json_object(), *merges = json_array();
+    for (int32_t i = 0; vocab && i < n; i++)
+        if (json_object_set_new(vocab, v->tokens[i], json_integer(i))) { json_decref(vocab); vocab = NULL; }
+    if (vocab && json_object_size(vocab) != (size_t)n) {
+        json_decref(vocab);
+        json_decref(merges);
+        return qt_error(QT_ERR_FORMAT, "%s: BPE vocabulary has duplicate token strings", m->path);
+    }
+    for (int32_t i = 0; merges && i < v->n_merges; i++)
+        if (json_array_append_new(merges, json_string(v->merges[i]))) { json_decref(merges); merges = NULL; }
+    if (!vocab || !merges) {
+        json_decref(vocab);
+        json_decref(merges);
+        return qt_error(QT_ERR_FORMAT, "%s: vocabulary has a token or merge that is not valid UTF-8", m->path);
+    }
+    json_t *model = json_pack("{s:s, s:n, s:n, s:n, s:n, s:b, s:b, s:b, s:o, s:o}", "type", "BPE", "dropout", "unk_token",
+                              "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk", 0, "byte_fallback", 0,
+                              "ignore_merges", regex == llama3_regex, "vocab", vocab, "merges", merges);
+    json_t *decoder = json_pack("{s:s, s:b, s:b, s:b}", "type", "ByteLevel", "add_prefix_space", 1, "trim_offsets", 1,
+                                "use_regex", 1);
+    *out = json_pack("{s:s, s:n, s:n, s:o, s:o, s:o, s:o, s:o, s:o}", "version", "1.0", "truncation", "padding",
+                     "added_tokens", added_tokens(v, n), "normalizer", nfc ? json_pack("{s:s}", "type", "NFC") : json_null(),
+                     "pre_tokenizer", bpe_pre_tokenizer(regex), "post_processor", template_processor(v), "decoder", decoder,
+                     "model", model);
+    return *out ? QT_OK : qt_error(QT_ERR_NOMEM, "%s: cannot build tokenizer.json", m->path);
+}
+
+static json_t *token_or_null(const qt_vocab *v, int32_t id) {
+    return (id >= 0 && id < v->n_tokens) ? json_string(v->tokens[id]) : json_null();
+}
+
+static json_t *tokenizer_config(const qt_model *m) {
+    const qt_vocab *v = &m->vocab;
+    json_t *o = json_pack("{s:b, s:b, s:o, s:o, s:o, s:o, s:b, s:i, s:s}", "add_bos_token", v->add_bos, "add_eos_token",
+                          v->add_eos, "bos_token", token_or_null(v, v->bos_id), "eos_token", token_or_null(v, v->eos_id),
+                          "unk_token", token_or_null(v, v->unk_id), "pad_token", token_or_null(v, v->pad_id),
+                          "clean_up_tokenization_spaces", 0, "model_max_length", m->hp.n_ctx_train, "tokenizer_class",
+                          "PreTrainedTokenizerFast");
+    if (o && v->chat_template) json_object_set_new(o, "chat_template", json_string(v->chat_template));
+    return o;
+}
+
+/* ---- files ------------------------------------------------------------------------ */
+
+static qt_status stage_text(hf_writer *w, const char *name, const char *text) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", w->dir, name);
+    qt_afile *f;
+    qt_status s = qt_afile_open(path, &f);
+    if (s == QT_OK) s = qt_afile_write(f, text, strlen(text));
+    if (s != QT_OK) { qt_afile_abort(f); return s; }
+    w->files[w->n_files++] = f;
+    return QT_OK;
+}
+
+static qt_status stage_json(hf_writer *w, const char *name, json_t *j) {
+    if (!j) return qt_error(QT_ERR_FORMAT, "%s/%s: cannot encode (a token is not valid UTF-8 or a score is not finite)",
+                            w->dir, name);
+    char *text = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(9));
+    json_decref(j);
+    if (!text) return qt_error(QT_ERR_NOMEM, "%s/%s: out of memory", w->dir, name);
+    size_t n = strlen(text);
+    char *nl = realloc(text, n + 2);
+    if (!nl) { free(text); return qt_error(QT_ERR_NOMEM, "%s/%s: out of memory", w->dir, name); }
+    memcpy(nl + n, "\n", 2);
+    qt_status s = stage_text(w, name, nl);
+    free(nl);
+    return s;
+}
+
+static qt_status stage_tokenizer(hf_writer *w) {
+    const qt_vocab *v = &w->m->vocab;
+    if (v->kind == QT_VOCAB_NONE) return QT_OK;
+    int32_t n = written_tokens(v);
+    json_t *tok = NULL;
+    qt_status s = QT_OK;
+    if (v->kind == QT_VOCAB_SPM) {
+        for (int32_t i = 0; v->scores && i < n; i++)
+            if (!isfinite(v->scores[i]))
+                return qt_error(QT_ERR_RANGE, "%s: token %d has a non-finite score", w->m->path, i);
+        tok = spm_tokenizer(v, n);
+    } else {
+        s = bpe_tokenizer(w->m, v, n, &tok);
+    }
+    if (s == QT_OK) s = stage_json(w, "tokenizer.json", tok);
+    if (s == QT_OK) s = stage_json(w, "tokenizer_config.json", tokenizer_config(w->m));
+    return s;
+}
+
+static qt_status make_dirs(const char *dir, bool *created) {
+    *created = false;
+    struct stat sb;
+    if (stat(dir, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode)) return qt_error(QT_ERR_IO, "%s: exists and is not a directory", dir);
+        return QT_OK;
+    }
+    char *p = strdup(dir);
+    if (!p) return qt_error(QT_ERR_NOMEM, "%s: out of memory", dir);
+    for (char *c = p + 1; *c; c++) {
+        if (*c != '/') continue;
+        *c = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            qt_status s = qt_error(QT_ERR_IO, "%s: cannot create directory %s: %s", dir, p, strerror(errno));
+            free(p);
+            return s;
+        }
+        *c = '/';
+    }
+    free(p);
+    if (mkdir(dir, 0755) != 0) return qt_error(QT_ERR_IO, "%s: cannot create directory: %s", dir, strerror(errno));
+    *created = true;
+    return QT_OK;
+}
+
+static qt_status check_opts(const qt_hf_write_opts *o, const char *dir) {
+    if (o->convert_types && o->outtype != QT_TYPE_F32 && o->outtype != QT_TYPE_F16 && o->outtype != QT_TYPE_BF16)
+        return qt_error(QT_ERR_ARG, "%s: outtype must be f32, f16 or bf16", dir);
+    return QT_OK;
+}
+
+qt_status qt_hf_write(const qt_model *m, const char *dir, const qt_hf_write_opts *opts) {
+    hf_writer w;
+    memset(&w, 0, sizeof w);
+    w.m = m;
+    w.dir = dir;
+    if (opts) w.opts = *opts;
+    qt_status s = check_opts(&w.opts, dir);
+    char path[4096];
+    if (s == QT_OK && (size_t)snprintf(path, sizeof path, "%s/%s", dir, QT_ST_INDEX_NAME) >= sizeof path - 32)
+        s = qt_error(QT_ERR_ARG, "%s: path too long", dir);
+    if (s == QT_OK && access(path, F_OK) == 0)
+        s = qt_error(QT_ERR_ARG, "%s: already holds a sharded checkpoint (%s); write into another directory", dir,
+                     QT_ST_INDEX_NAME);
+    char *config = NULL;
+    bool created = false;
+    if (s == QT_OK) s = plan_tensors(&w);
+    if (s == QT_OK) s = config_text(&w, &config);
+    if (s == QT_OK) s = make_dirs(dir, &created);
+    if (s == QT_OK) {
+        snprintf(path, sizeof path, "%s/%s", dir, QT_ST_SINGLE_NAME);
+        s = write_weights(&w, path);
+    }
+    if (s == QT_OK) s = stage_text(&w, "config.json", config);
+    if (s == QT_OK) s = stage_tokenizer(&w);
+    for (int i = 0; i < w.n_files; i++) {
+        if (s == QT_OK) s = qt_afile_commit(w.files[i]);
+        else qt_afile_abort(w.files[i]);
+    }
+    if (s != QT_OK && created) rmdir(dir); /* only succeeds if we left it empty */
+    free(config);
+    free(w.plan);
+    free(w.entries);
+    return s;
+}

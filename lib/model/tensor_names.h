@@ -1,0 +1,83 @@
+/* lib/model/tensor_names.h — canonical (GGUF) <-> Hugging Face tensor names,
+ * expected shapes and Q/K row-permutation roles, as one data table
+ * (lib/model/tensor_names.c; formats.md §2.9, §7.4).
+ *
+ * Per-layer rows store only the suffix: GGUF "blk.N.<gguf>", HF
+ * "model.layers.N.<hf>". Shapes are ggml-ordered (ne[0] = row length) and
+ * written in terms of the hyperparameters, so readers can check every tensor.
+ */
+#ifndef QT_MODEL_TENSOR_NAMES_H
+#define QT_MODEL_TENSOR_NAMES_H
+
+#include "quanta/model.h"
+
+/* A dimension in terms of the hyperparameters. */
+typedef enum qt_tn_dim {
+    QT_TN_DIM_NONE = 0,
+    QT_TN_DIM_EMBD,      /* n_embd */
+    QT_TN_DIM_VOCAB,     /* n_vocab */
+    QT_TN_DIM_Q,         /* n_head * head_dim */
+    QT_TN_DIM_KV,        /* n_head_kv * head_dim */
+    QT_TN_DIM_FF,        /* n_ff */
+    QT_TN_DIM_HEAD,      /* head_dim */
+    QT_TN_DIM_ROT_HALF,  /* n_rot / 2 */
+} qt_tn_dim;
+
+/* When a tensor must be present. */
+typedef enum qt_tn_need {
+    QT_TN_ALWAYS = 0,
+    QT_TN_IF_UNTIED,     /* output.weight: absent when embeddings are tied */
+    QT_TN_IF_QKV_BIAS,   /* hp.attn_qkv_bias */
+    QT_TN_IF_QK_NORM,    /* hp.attn_qk_norm */
+    QT_TN_OPTIONAL,      /* o_proj / MLP biases, rope_freqs: allowed, never required */
+} qt_tn_need;
+
+/* Rows of Q/K (weight and bias) are head-blocked and change order between the
+ * HF rotate-half layout and llama.cpp's adjacent-pairs layout (§2.10). */
+typedef enum qt_tn_rope_rows {
+    QT_TN_ROWS_PLAIN = 0,
+    QT_TN_ROWS_Q,        /* heads = n_head */
+    QT_TN_ROWS_K,        /* heads = n_head_kv */
+} qt_tn_rope_rows;
+
+typedef enum qt_tn_place {
+    QT_TN_BEFORE_LAYERS = 0, /* global, listed before the blocks */
+    QT_TN_PER_LAYER,
+    QT_TN_AFTER_LAYERS,
+} qt_tn_place;
+
+typedef struct qt_tn_info {
+    qt_tn_place place;
+    const char *gguf;          /* full name, or suffix after "blk.N."; NULL: HF-only tensor that is dropped */
+    const char *hf;            /* full name, or suffix after "model.layers.N."; NULL: GGUF-only (generated) */
+    int32_t n_dims;
+    qt_tn_dim ne[2];           /* ggml order */
+    qt_tn_need need;
+    qt_tn_rope_rows rows;
+} qt_tn_info;
+
+#define QT_TN_GGUF_LAYER_PREFIX "blk."
+#define QT_TN_HF_LAYER_PREFIX "model.layers."
+
+/* The whole table, in canonical order (what a reader emits). */
+const qt_tn_info *qt__tn_table(int32_t *n);
+/* Look a full name up; *layer = block index for per-layer names, -1 otherwise.
+ * NULL if the name is not in the table (or has a malformed layer number). */
+const qt_tn_info *qt__tn_from_hf(const char *name, int32_t *layer);
+const qt_tn_info *qt__tn_from_gguf(const char *name, int32_t *layer);
+/* Full names; false if the row has no name on that side or it does not fit. */
+bool qt__tn_gguf_name(const qt_tn_info *ti, int32_t layer, char *buf, size_t cap);
+bool qt__tn_hf_name(const qt_tn_info *ti, int32_t layer, char *buf, size_t cap);
+/* Size of a symbolic dimension for these hyperparameters. */
+int64_t qt__tn_dim(qt_tn_dim d, const qt_hparams *hp);
+/* Is the tensor required for these hyperparameters? */
+bool qt__tn_required(const qt_tn_info *ti, const qt_hparams *hp);
+
+/* Q/K row order between layouts (formats.md §2.10), for `rows` rows of
+ * `row_bytes` bytes grouped in heads of head_dim rows:
+ *   to_pairs:  HF rotate-half order -> llama.cpp pairs order (the converter's permute)
+ *   !to_pairs: pairs -> rotate-half (llama2.c's permute_reverse)
+ * Returns the source row for destination row r. */
+int64_t qt__tn_permuted_row(int64_t r, int64_t head_dim, bool to_pairs);
+
+#endif
