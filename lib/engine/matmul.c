@@ -9,6 +9,7 @@
  * otherwise each weight row is dequantized once into per-thread scratch and
  * dotted in f32 with every activation row.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "dot.h"
@@ -23,7 +24,11 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant) {
     m->n_in = t->ne[0];
     m->n_out = t->ne[1];
     m->row_bytes = qt_row_size(t->type, m->n_in);
-    if (m->row_bytes == 0) return qt_error(QT_ERR_SHAPE, "tensor '%s': %s", t->name, qt_last_error());
+    if (m->row_bytes == 0) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", qt_last_error());
+        return qt_error(QT_ERR_SHAPE, "tensor '%s': %s", t->name, why);
+    }
     if ((size_t)m->n_out * m->row_bytes > t->nbytes)
         return qt_error(QT_ERR_SHAPE, "tensor '%s': %zu bytes of data, shape needs %zu", t->name, t->nbytes,
                         (size_t)m->n_out * m->row_bytes);

@@ -104,12 +104,18 @@ static qt_status load_vector(const qt_engine *e, const qt_tensor *t, int64_t n, 
     return QT_OK;
 }
 
+/* Prefixes the current error message with the model's path. */
+static qt_status with_path(const qt_engine *e, qt_status s) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", qt_last_error());
+    return qt_error(s, "%s: %s", qt_model_path(e->model), why);
+}
+
 static qt_status bind_matrix(const qt_engine *e, const qt_tensor *t, int64_t ne0, int64_t ne1, qt__mat *m) {
     qt_status s = check_shape(e, t, ne0, ne1);
     if (s != QT_OK) return s;
     s = qt__mat_init(m, t, !e->opts.act_quant_off);
-    if (s != QT_OK) return qt_error(s, "%s: %s", qt_model_path(e->model), qt_last_error());
-    return QT_OK;
+    return s == QT_OK ? QT_OK : with_path(e, s);
 }
 
 static const qt_tensor *find(const qt_engine *e, const char *name, bool required, qt_status *s) {
@@ -197,7 +203,7 @@ qt_status qt__engine_bind_weights(qt_engine *e) {
     const qt_tensor *t = find(e, "token_embd.weight", true, &s);
     if (!t) return s;
     if ((s = check_shape(e, t, e->hp.n_embd, e->hp.n_vocab)) != QT_OK) return s;
-    if ((s = qt__mat_init(&e->tok_embd, t, false)) != QT_OK) return qt_error(s, "%s: %s", qt_model_path(e->model), qt_last_error());
+    if ((s = qt__mat_init(&e->tok_embd, t, false)) != QT_OK) return with_path(e, s);
     if (!e->tok_embd.tr->to_float)
         return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor 'token_embd.weight': type %s has no dequantizer",
                         qt_model_path(e->model), e->tok_embd.tr->name);
