@@ -13,6 +13,8 @@
 #include "quanta/formats.h"
 #include "quanta/model.h"
 #include "quanta/tokenizer.h"
+#include "quanta/gguf.h"
+#include "quanta/llama2c.h"
 #include "quanta/safetensors.h"
 #include "quanta/hf.h"
 #include "quanta/engine.h"

@@ -35,6 +35,8 @@ void cli_progress_end(void);
 /* Verb entry points (one file per verb). */
 int cmd_formats(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 

@@ -13,6 +13,8 @@
 static const cli_verb verbs[] = {
     {"formats", "list every weight format: bits per weight, block size, use, engines", cmd_formats},
     {"tokenize", "print the token ids (and pieces) of a text with a model's tokenizer", cmd_tokenize},
+    {"inspect", "describe a checkpoint: architecture, tokenizer, tensors, totals", cmd_inspect},
+    {"convert", "convert between GGUF, Hugging Face directories and llama2.c", cmd_convert},
     {"run", "generate text from a prompt with quanta's CPU engine", cmd_run},
     {"perplexity", "perplexity on a text file, measured as llama-perplexity does", cmd_perplexity},
 };

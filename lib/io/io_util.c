@@ -1,0 +1,134 @@
+/* lib/io/io_util.c — arena, name hash index and row conversions used by lib/io/. */
+#include <stdlib.h>
+
+#include "io_internal.h"
+#include "quanta/num.h"
+
+/* ---- arena ---------------------------------------------------------------- */
+struct qt__arena_block {
+    qt__arena_block *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+};
+
+void *qt__arena_alloc(qt__arena *a, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    if (n == 0) n = 16;
+    qt__arena_block *b = a->head;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = n > (size_t)1 << 16 ? n : (size_t)1 << 16;
+        b = calloc(1, sizeof *b + cap);
+        if (!b) return NULL;
+        b->cap = cap;
+        b->next = a->head;
+        a->head = b;
+    }
+    void *p = b->data + b->used;
+    b->used += n;
+    return p;
+}
+
+char *qt__arena_strndup(qt__arena *a, const void *s, size_t n) {
+    if (n == SIZE_MAX) return NULL;
+    char *p = qt__arena_alloc(a, n + 1);
+    if (p) {
+        if (n) memcpy(p, s, n);
+        p[n] = '\0';
+    }
+    return p;
+}
+
+void qt__arena_free(qt__arena *a) {
+    qt__arena_block *b = a->head;
+    while (b) {
+        qt__arena_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    a->head = NULL;
+}
+
+/* ---- name index (open addressing, FNV-1a) -------------------------------- */
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+qt_status qt__name_index_build(qt__name_index *ix, int64_t n, const char *(*get)(const void *ctx, int64_t i),
+                               const void *ctx, int64_t *dup) {
+    *dup = -1;
+    uint64_t cap = 16;
+    while (cap < (uint64_t)n * 2) cap *= 2;
+    ix->slots = calloc(cap, sizeof *ix->slots);
+    ix->cap = cap;
+    if (!ix->slots) return QT_ERR_NOMEM;
+    for (int64_t i = 0; i < n; i++) {
+        const char *name = get(ctx, i);
+        uint64_t s = fnv1a(name) & (cap - 1);
+        for (;;) {
+            int64_t at = ix->slots[s];
+            if (at == 0) { ix->slots[s] = i + 1; break; }
+            if (!strcmp(get(ctx, at - 1), name)) { if (*dup < 0) *dup = i; break; }
+            s = (s + 1) & (cap - 1);
+        }
+    }
+    return QT_OK;
+}
+
+int64_t qt__name_index_find(const qt__name_index *ix, const char *name,
+                            const char *(*get)(const void *ctx, int64_t i), const void *ctx) {
+    if (!ix->slots) return -1;
+    uint64_t s = fnv1a(name) & (ix->cap - 1);
+    for (;;) {
+        int64_t at = ix->slots[s];
+        if (at == 0) return -1;
+        if (!strcmp(get(ctx, at - 1), name)) return at - 1;
+        s = (s + 1) & (ix->cap - 1);
+    }
+}
+
+void qt__name_index_free(qt__name_index *ix) {
+    free(ix->slots);
+    ix->slots = NULL;
+    ix->cap = 0;
+}
+
+/* ---- row conversions ------------------------------------------------------ */
+qt_status qt__row_to_f32(qt_type type, const void *src, float *dst, int64_t n) {
+    switch (type) {
+    case QT_TYPE_F32:
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        return QT_OK;
+    case QT_TYPE_F16:
+        for (int64_t i = 0; i < n; i++) dst[i] = qt_fp16_to_f32(qt__ld_u16((const uint8_t *)src + 2 * i));
+        return QT_OK;
+    case QT_TYPE_BF16:
+        for (int64_t i = 0; i < n; i++) dst[i] = qt_bf16_to_f32(qt__ld_u16((const uint8_t *)src + 2 * i));
+        return QT_OK;
+    default:
+        return qt_dequantize_rows(type, src, dst, 1, n);
+    }
+}
+
+qt_status qt__row_from_f32(qt_type type, const float *src, void *dst, int64_t n) {
+    switch (type) {
+    case QT_TYPE_F32:
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        return QT_OK;
+    case QT_TYPE_F16:
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = qt_f32_to_fp16(src[i]);
+            memcpy((uint8_t *)dst + 2 * i, &h, 2);
+        }
+        return QT_OK;
+    case QT_TYPE_BF16:
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = qt_f32_to_bf16(src[i]);
+            memcpy((uint8_t *)dst + 2 * i, &h, 2);
+        }
+        return QT_OK;
+    default:
+        return qt_quantize_rows(type, src, dst, 1, n, NULL);
+    }
+}

@@ -1,0 +1,104 @@
+/* `quanta convert IN OUT [--outtype f32|f16|bf16]`: between GGUF, Hugging Face
+ * directories and llama2.c checkpoints. Tensor bytes are kept unless
+ * --outtype asks for another type; Q/K rows are permuted between HF order
+ * and llama.cpp's order as each format requires (formats.md §2.10). */
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+static void help(void) {
+    printf("usage: quanta convert IN OUT [--outtype f32|f16|bf16] [--to gguf|hf] [--tokenizer PATH] [--quiet]\n\n"
+           "Convert a checkpoint:\n"
+           "  Hugging Face directory -> GGUF       (Q/K rows permuted for llama.cpp, tokenizer included)\n"
+           "  GGUF                   -> HF directory (config.json, model.safetensors, tokenizer files)\n"
+           "  GGUF                   -> GGUF       (e.g. with --outtype)\n"
+           "  llama2.c .bin          -> GGUF       (tokenizer: tok<vocab>.bin or tokenizer.bin beside it)\n\n"
+           "The output kind is --to, else GGUF when OUT ends in .gguf, else an HF directory\n"
+           "for GGUF input and GGUF for the others. Output is written atomically: a failed\n"
+           "conversion leaves nothing at OUT.\n\n"
+           "  --outtype T       f32, f16 or bf16 for 2-D weights (norms and biases stay f32);\n"
+           "                    default: keep every tensor's type and bytes\n"
+           "  --to gguf|hf      output kind\n"
+           "  --tokenizer PATH  llama2.c input: the tokenizer.bin to use\n"
+           "  --quiet           no progress on stderr\n"
+           "  --help            this text\n\n"
+           "exit status: 0 ok, 1 failed (nothing written), 2 usage error\n");
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+static int write_hf(const qt_model *m, const char *out, qt_type outtype, qt_progress progress);
+
+int cmd_convert(int argc, char **argv) {
+    const char *in = NULL, *out = NULL, *to = NULL, *tokenizer = NULL;
+    qt_type outtype = QT_TYPE_COUNT;
+    int quiet = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return CLI_OK; }
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
+        else if (!strcmp(a, "--outtype") || !strcmp(a, "--to") || !strcmp(a, "--tokenizer")) {
+            if (i + 1 >= argc) return cli_usage("convert", "%s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--to")) {
+                if (strcmp(v, "gguf") && strcmp(v, "hf")) return cli_usage("convert", "--to: '%s' is not gguf or hf", v);
+                to = v;
+            } else if (!strcmp(a, "--tokenizer")) {
+                tokenizer = v;
+            } else {
+                const qt_type_traits *tr = qt_type_by_name(v);
+                if (!tr || (tr->type != QT_TYPE_F32 && tr->type != QT_TYPE_F16 && tr->type != QT_TYPE_BF16))
+                    return cli_usage("convert", "--outtype: '%s' is not f32, f16 or bf16 (quantize with 'quanta quantize')", v);
+                outtype = tr->type;
+            }
+        } else if (a[0] == '-' && a[1]) return cli_usage("convert", "unknown option '%s'", a);
+        else if (!in) in = a;
+        else if (!out) out = a;
+        else return cli_usage("convert", "too many arguments ('%s')", a);
+    }
+    if (!in || !out) return cli_usage("convert", "need IN and OUT");
+
+    qt_model *m;
+    qt_status st = tokenizer ? qt_model_open_llama2c(in, tokenizer, &m) : qt_model_open(in, &m);
+    if (st != QT_OK) return cli_fail(st);
+    const char *src = qt_model_source_format(m);
+    bool to_gguf = to ? !strcmp(to, "gguf") : (ends_with(out, ".gguf") || strcmp(src, "gguf") != 0);
+    int rc = CLI_OK;
+    if (qt_model_vocab(m)->n_tokens == 0 && !strcmp(src, "llama2c")) {
+        /* A GGUF without a vocabulary does not load in llama.cpp. */
+        fprintf(stderr, "quanta: error: %s: no tokenizer found (looked for tok%d.bin and tokenizer.bin beside it); "
+                        "pass --tokenizer PATH\n", in, qt_model_hparams(m)->n_vocab);
+        qt_model_free(m);
+        return CLI_FAIL;
+    }
+    qt_progress progress = cli_progress(quiet);
+    if (to_gguf) {
+        qt_gguf_write_opts o = qt_gguf_write_opts_default();
+        o.outtype = outtype;
+        o.progress = progress;
+        st = qt_gguf_write(m, out, &o);
+        rc = st == QT_OK ? CLI_OK : cli_fail(st);
+    } else {
+        rc = write_hf(m, out, outtype, progress);
+    }
+    cli_progress_end();
+    if (rc == CLI_OK && !quiet)
+        fprintf(stderr, "quanta: wrote %s (%s, %d tensors, from %s)\n", out, to_gguf ? "gguf" : "hf directory",
+                qt_model_n_tensors(m), src);
+    qt_model_free(m);
+    return rc;
+}
+
+static int write_hf(const qt_model *m, const char *out, qt_type outtype, qt_progress progress) {
+    qt_hf_write_opts o;
+    memset(&o, 0, sizeof o);
+    o.convert_types = outtype != QT_TYPE_COUNT;
+    o.outtype = outtype;
+    o.progress = progress;
+    qt_status st = qt_hf_write(m, out, &o);
+    return st == QT_OK ? CLI_OK : cli_fail(st);
+}
