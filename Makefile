@@ -20,9 +20,24 @@ asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQT_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# The main job. Until the planner lands it prints the format table.
+# The main job: will the seed's model fit? Qwen2.5-7B on a 16 GB T4, then on an A100 80 GB:
+# the ranked tables, the advice and the memory figures (SVG) in $(BUILD)/.
+# `make demo MODEL=path` also inspects that checkpoint, measures its perplexity on TEXT (default:
+# WikiText-2 from ../shared; pass TEXT=file elsewhere) and plans it for the T4.
+MODEL ?=
+TEXT ?= ../shared/data/wiki.test.raw
 demo: build
-	./$(BUILD)/quanta formats
+	./$(BUILD)/quanta plan --model qwen2.5-7b --gpu t4 --svg $(BUILD)/plan-qwen2.5-7b-t4.svg
+	@echo
+	./$(BUILD)/quanta plan --model qwen2.5-7b --gpu a100-80gb --goal throughput --svg $(BUILD)/plan-qwen2.5-7b-a100.svg
+ifneq ($(strip $(MODEL)),)
+	@echo
+	./$(BUILD)/quanta inspect "$(MODEL)"
+	@echo
+	./$(BUILD)/quanta perplexity -m "$(MODEL)" -f "$(TEXT)" --chunks 8
+	@echo
+	./$(BUILD)/quanta plan --model "$(MODEL)" --gpu t4
+endif
 
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

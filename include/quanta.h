@@ -17,6 +17,7 @@
 #include "quanta/llama2c.h"
 #include "quanta/safetensors.h"
 #include "quanta/hf.h"
+#include "quanta/plan.h"
 #include "quanta/engine.h"
 
 #endif

@@ -37,6 +37,9 @@ int cmd_formats(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
+int cmd_hw(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 

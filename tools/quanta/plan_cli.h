@@ -1,0 +1,40 @@
+/* tools/quanta/plan_cli.h — options and printing shared by `plan`, `estimate` and `hw`. */
+#ifndef QT_PLAN_CLI_H
+#define QT_PLAN_CLI_H
+
+#include "cli.h"
+
+typedef struct plan_opts {
+    const char *model;           /* --model */
+    const char *scheme;          /* --scheme (estimate) */
+    const char *gpu;             /* --gpu NAME[xN] */
+    const char *svg, *html;      /* plan outputs */
+    bool json;
+    qt_goal goal;
+    qt_model_spec spec;
+    qt_hw_info local;            /* --gpu cpu: this machine */
+    char local_name[160];
+    qt_estimate_req req;
+} plan_opts;
+
+void plan_opts_init(plan_opts *o);
+/* Consumes argv[*i] (and its value) when it is a shared option: returns 1 and
+ * advances *i; returns 0 when the option is not a shared one; on a bad value
+ * returns -1 with *rc set to the exit code. */
+int plan_opt(const char *verb, int argc, char **argv, int *i, plan_opts *o, int *rc);
+/* Resolves --model and --gpu into o->spec / o->req; returns CLI_OK or an exit code. */
+int plan_resolve(const char *verb, plan_opts *o, bool need_target);
+/* The shared option lines of --help. */
+void plan_opts_help(FILE *out);
+
+/* Formatting: "7,615,616,512" and "15.23 GB". */
+const char *fmt_count(double v, char *buf, size_t n);
+const char *fmt_gb(double bytes, char *buf, size_t n);
+/* GB, MB or KB (decimal) by magnitude: "234.9 MB". */
+const char *fmt_size(double bytes, char *buf, size_t n);
+/* A fractional count with one decimal that never rounds up to the next whole number. */
+const char *fmt_frac(double x, char *buf, size_t n);
+/* Writes text to path atomically (no partial file on error). */
+int write_text_file(const char *path, const char *text);
+
+#endif
