@@ -23,15 +23,15 @@ extern "C" {
 #endif
 
 /* ---- KV cache storage ------------------------------------------------------ */
-typedef enum qt_kv_dtype {
-    QT_KV_F32 = 0,
-    QT_KV_F16,        /* llama.cpp's default cache type */
-    QT_KV_BF16,
-    QT_KV_FP8_E4M3,   /* OCP E4M3FN, saturating, scaled */
-    QT_KV_FP8_E5M2,   /* OCP E5M2, saturating, scaled */
-    QT_KV_INT8,       /* symmetric int8, scaled */
-    QT_KV_DTYPE_COUNT
-} qt_kv_dtype;
+typedef enum qt_kv_type {
+    QT_KV_TYPE_F32 = 0,
+    QT_KV_TYPE_F16,        /* llama.cpp's default cache type */
+    QT_KV_TYPE_BF16,
+    QT_KV_TYPE_FP8_E4M3,   /* OCP E4M3FN, saturating, scaled */
+    QT_KV_TYPE_FP8_E5M2,   /* OCP E5M2, saturating, scaled */
+    QT_KV_TYPE_INT8,       /* symmetric int8, scaled */
+    QT_KV_TYPE_COUNT
+} qt_kv_type;
 
 /* Granularity of the scales of the scaled formats (fp8, int8). */
 typedef enum qt_kv_scale_gran {
@@ -54,9 +54,9 @@ typedef enum qt_kv_scale_source {
 #define QT_KV_K_SCALE_FMT "blk.%d.attn_k_scale"
 #define QT_KV_V_SCALE_FMT "blk.%d.attn_v_scale"
 
-const char *qt_kv_dtype_name(qt_kv_dtype d); /* "f32", "f16", "bf16", "fp8-e4m3", "fp8-e5m2", "int8" */
+const char *qt_kv_type_name(qt_kv_type d); /* "f32", "f16", "bf16", "fp8-e4m3", "fp8-e5m2", "int8" */
 /* QT_ERR_UNSUPPORTED naming the accepted formats when `name` is not one of them. */
-qt_status qt_kv_dtype_parse(const char *name, qt_kv_dtype *out);
+qt_status qt_kv_type_parse(const char *name, qt_kv_type *out);
 const char *qt_kv_scale_source_name(qt_kv_scale_source s); /* "auto", "file", "one", "dynamic" */
 qt_status qt_kv_scale_source_parse(const char *name, qt_kv_scale_source *out);
 
@@ -65,7 +65,7 @@ typedef struct qt_engine_opts {
     int32_t n_ctx;            /* KV cache length; 0: the model's training context capped at 4096 */
     int32_t n_batch;          /* most tokens per forward batch; 0: min(n_ctx, 512) */
     int n_threads;            /* <= 0: all online CPUs */
-    qt_kv_dtype kv_dtype;     /* QT_KV_F16 by default */
+    qt_kv_type kv_type;      /* QT_KV_TYPE_F16 by default */
     qt_kv_scale_gran kv_scale_gran;
     qt_kv_scale_source kv_scale_source;
     bool act_quant_off;       /* false (default): quantize activations to each weight type's
@@ -75,36 +75,36 @@ typedef struct qt_engine_opts {
 
 void qt_engine_opts_default(qt_engine_opts *o);
 
-typedef struct qt_engine qt_engine;
+typedef struct qt_engine_ctx qt_engine_ctx;
 
 /* Binds the model's tensors (checking names and shapes) and allocates every
  * buffer. The model must outlive the engine. */
-qt_status qt_engine_new(const qt_model *m, const qt_engine_opts *o, qt_engine **out);
-void qt_engine_free(qt_engine *e);
+qt_status qt_engine_new(const qt_model *m, const qt_engine_opts *o, qt_engine_ctx **out);
+void qt_engine_free(qt_engine_ctx *e);
 
 /* One paragraph naming the numerics in use: KV format, scales and where they
  * came from, activation handling (e.g. "activations quantized to q8_0 for
  * q4_0/q8_0 weights, f16 for f16 weights (llama.cpp CPU behaviour)"). */
-const char *qt_engine_describe(const qt_engine *e);
+const char *qt_engine_describe(const qt_engine_ctx *e);
 
-int32_t qt_engine_n_ctx(const qt_engine *e);
-int32_t qt_engine_n_vocab(const qt_engine *e);
-int32_t qt_engine_n_past(const qt_engine *e);   /* tokens held in the KV cache */
+int32_t qt_engine_n_ctx(const qt_engine_ctx *e);
+int32_t qt_engine_n_vocab(const qt_engine_ctx *e);
+int32_t qt_engine_n_past(const qt_engine_ctx *e);   /* tokens held in the KV cache */
 
 /* Forget the KV cache (scales computed on the fly are kept). */
-void qt_engine_reset(qt_engine *e);
+void qt_engine_reset(qt_engine_ctx *e);
 
 /* Evaluates tokens[0..n) at positions n_past .. n_past+n-1 (in batches of at
  * most n_batch), appending them to the cache. If logits is not NULL it
  * receives (n - first_logit) rows of n_vocab floats: the logits after tokens
  * first_logit .. n-1. QT_ERR_ARG if the tokens do not fit the context or an id
  * is outside the vocabulary (the cache is then unchanged). */
-qt_status qt_engine_eval(qt_engine *e, const int32_t *tokens, int32_t n, int32_t first_logit, float *logits);
+qt_status qt_engine_eval(qt_engine_ctx *e, const int32_t *tokens, int32_t n, int32_t first_logit, float *logits);
 
 /* The KV scales in use (after the first eval for on-the-fly ones): n_head_kv
  * values per layer for K and V (all equal for per-tensor scales), or NULL for
  * unscaled formats. */
-const float *qt_engine_kv_scales(const qt_engine *e, int32_t layer, bool value);
+const float *qt_engine_kv_scales(const qt_engine_ctx *e, int32_t layer, bool value);
 
 /* ---- sampling ---------------------------------------------------------------- */
 typedef struct qt_sampler_opts {
@@ -149,7 +149,7 @@ typedef struct qt_ppl_result {
     double seconds;           /* wall time of the evaluation */
 } qt_ppl_result;
 
-qt_status qt_perplexity(qt_engine *e, const int32_t *tokens, int64_t n_tokens,
+qt_status qt_perplexity(qt_engine_ctx *e, const int32_t *tokens, int64_t n_tokens,
                         const qt_ppl_opts *o, qt_ppl_result *r);
 
 #ifdef __cplusplus

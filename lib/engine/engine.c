@@ -8,12 +8,12 @@
 
 void qt_engine_opts_default(qt_engine_opts *o) {
     memset(o, 0, sizeof *o);
-    o->kv_dtype = QT_KV_F16;
+    o->kv_type = QT_KV_TYPE_F16;
     o->kv_scale_gran = QT_KV_SCALE_PER_TENSOR;
     o->kv_scale_source = QT_KV_SCALE_AUTO;
 }
 
-static qt_status check_hparams(const qt_engine *e) {
+static qt_status check_hparams(const qt_engine_ctx *e) {
     const qt_hparams *hp = &e->hp;
     const char *path = qt_model_path(e->model);
     if (hp->arch <= QT_ARCH_UNKNOWN || hp->arch >= QT_ARCH_COUNT)
@@ -42,7 +42,7 @@ static void *alloc_floats(size_t n, qt_status *s) {
     return p;
 }
 
-static qt_status alloc_buffers(qt_engine *e) {
+static qt_status alloc_buffers(qt_engine_ctx *e) {
     qt_status s = QT_OK;
     const size_t B = (size_t)e->n_batch;
     e->x = alloc_floats(B * e->hp.n_embd, &s);
@@ -83,7 +83,7 @@ static qt_status alloc_buffers(qt_engine *e) {
 }
 
 /* "q4_0 x35, f16 x5, q8_0 x1" and how each type meets its activations. */
-static void describe(qt_engine *e) {
+static void describe(qt_engine_ctx *e) {
     int count[QT_TYPE_COUNT] = {0};
     qt_type act[QT_TYPE_COUNT];
     bool deq[QT_TYPE_COUNT] = {0};
@@ -123,17 +123,17 @@ static void describe(qt_engine *e) {
         if (e->scale_source == QT_KV_SCALE_FILE) PUT(", %s scales from the model file", gran);
         else if (e->scale_source == QT_KV_SCALE_ONE) PUT(", %s scales fixed at 1.0 (uncalibrated)", gran);
         else PUT(", %s scales computed on the fly (absmax/%g of the first batch)", gran, (double)e->kvf->max_value);
-    } else if (!e->opts.act_quant_off && e->kvf->dtype != QT_KV_F32) {
+    } else if (!e->opts.act_quant_off && e->kvf->dtype != QT_KV_TYPE_F32) {
         PUT(" (Q and attention weights rounded to %s as llama.cpp does)", e->kvf->name);
     }
 #undef PUT
 }
 
-qt_status qt_engine_new(const qt_model *m, const qt_engine_opts *o, qt_engine **out) {
+qt_status qt_engine_new(const qt_model *m, const qt_engine_opts *o, qt_engine_ctx **out) {
     *out = NULL;
     qt_engine_opts defaults;
     if (!o) { qt_engine_opts_default(&defaults); o = &defaults; }
-    qt_engine *e = calloc(1, sizeof *e);
+    qt_engine_ctx *e = calloc(1, sizeof *e);
     if (!e) return qt_error(QT_ERR_NOMEM, "engine: out of memory");
     e->model = m;
     e->hp = *qt_model_hparams(m);
@@ -165,7 +165,7 @@ fail:
     return s;
 }
 
-void qt_engine_free(qt_engine *e) {
+void qt_engine_free(qt_engine_ctx *e) {
     if (!e) return;
     qt_threadpool_free(e->pool);
     qt__engine_free_weights(e);
@@ -182,18 +182,18 @@ void qt_engine_free(qt_engine *e) {
     free(e);
 }
 
-const char *qt_engine_describe(const qt_engine *e) { return e->describe; }
-int32_t qt_engine_n_ctx(const qt_engine *e) { return e->n_ctx; }
-int32_t qt_engine_n_vocab(const qt_engine *e) { return e->hp.n_vocab; }
-int32_t qt_engine_n_past(const qt_engine *e) { return e->n_past; }
-void qt_engine_reset(qt_engine *e) { e->n_past = 0; }
+const char *qt_engine_describe(const qt_engine_ctx *e) { return e->describe; }
+int32_t qt_engine_n_ctx(const qt_engine_ctx *e) { return e->n_ctx; }
+int32_t qt_engine_n_vocab(const qt_engine_ctx *e) { return e->hp.n_vocab; }
+int32_t qt_engine_n_past(const qt_engine_ctx *e) { return e->n_past; }
+void qt_engine_reset(qt_engine_ctx *e) { e->n_past = 0; }
 
-const float *qt_engine_kv_scales(const qt_engine *e, int32_t layer, bool value) {
+const float *qt_engine_kv_scales(const qt_engine_ctx *e, int32_t layer, bool value) {
     if (!e->kvf->scaled || layer < 0 || layer >= e->hp.n_layer) return NULL;
     return (value ? e->v_scale : e->k_scale) + (size_t)layer * e->hp.n_head_kv;
 }
 
-qt_status qt_engine_eval(qt_engine *e, const int32_t *tokens, int32_t n, int32_t first_logit, float *logits) {
+qt_status qt_engine_eval(qt_engine_ctx *e, const int32_t *tokens, int32_t n, int32_t first_logit, float *logits) {
     if (n <= 0) return qt_error(QT_ERR_ARG, "eval: no tokens");
     if (n > e->n_ctx - e->n_past)
         return qt_error(QT_ERR_ARG, "%d tokens do not fit the context: %d of %d positions are free", n,

@@ -1,4 +1,4 @@
-/* lib/engine/engine_internal.h — the engine object behind qt_engine.
+/* lib/engine/engine_internal.h — the engine object behind qt_engine_ctx.
  *
  * Shapes: B = tokens in the current batch (<= n_batch), n_q = n_head*head_dim,
  * n_kv = n_head_kv*head_dim. Matrices keep ggml's convention: a weight has
@@ -43,7 +43,7 @@ typedef struct qt__layer {
  * largest representable magnitude (scale = absmax / max_value on the fly). */
 typedef struct qt__kv_format {
     const char *name;
-    qt_kv_dtype dtype;
+    qt_kv_type dtype;
     size_t elem_bytes;
     bool scaled;
     float max_value;
@@ -55,7 +55,7 @@ typedef struct qt__kv_format {
     void (*load)(const void *src, float *dst, int64_t n, float scale);
 } qt__kv_format;
 
-const qt__kv_format *qt__kv_format_get(qt_kv_dtype d);
+const qt__kv_format *qt__kv_format_get(qt_kv_type d);
 
 /* Per-thread scratch, sized at creation. */
 typedef struct qt__scratch {
@@ -66,7 +66,7 @@ typedef struct qt__scratch {
     float *acc;                 /* (head_dim) attention output accumulator */
 } qt__scratch;
 
-struct qt_engine {
+struct qt_engine_ctx {
     const qt_model *model;
     qt_hparams hp;
     qt_engine_opts opts;
@@ -110,23 +110,23 @@ struct qt_engine {
 };
 
 /* lib/engine/weights.c: bind and check every tensor; free what was allocated. */
-qt_status qt__engine_bind_weights(qt_engine *e);
-void qt__engine_free_weights(qt_engine *e);
+qt_status qt__engine_bind_weights(qt_engine_ctx *e);
+void qt__engine_free_weights(qt_engine_ctx *e);
 
 /* lib/engine/kv.c: allocate the cache and resolve its scales. */
-qt_status qt__engine_kv_init(qt_engine *e);
-void qt__engine_kv_free(qt_engine *e);
+qt_status qt__engine_kv_init(qt_engine_ctx *e);
+void qt__engine_kv_free(qt_engine_ctx *e);
 /* Writes K and V of batch rows [0, B) at positions n_past.. of layer il
  * (computing on-the-fly scales first if they are still pending). */
-void qt__engine_kv_store(qt_engine *e, int il, int32_t B);
-void qt__engine_kv_finish_batch(qt_engine *e);
+void qt__engine_kv_store(qt_engine_ctx *e, int il, int32_t B);
+void qt__engine_kv_finish_batch(qt_engine_ctx *e);
 
 /* lib/engine/matmul.c: out (B, m->n_out) = in (B, m->n_in) x W^T, threaded over rows. */
-void qt__matmul(qt_engine *e, float *out, const float *in, int32_t B, const qt__mat *m);
+void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m);
 /* Fill a qt__mat from a tensor with ne = [n_in, n_out] (checked by the caller). */
 qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant);
 
 /* lib/engine/forward.c */
-qt_status qt__engine_forward(qt_engine *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits);
+qt_status qt__engine_forward(qt_engine_ctx *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits);
 
 #endif

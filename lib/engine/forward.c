@@ -50,7 +50,7 @@ static void add_bias(float *x, const float *bias, int32_t B, int32_t n) {
  * grouped as llama.cpp's x86 build computes them (x0's product fused with the
  * subtraction/addition, x1's rounded first), which matters once K is rounded
  * to f16 in the cache. */
-static void rope(const qt_engine *e, float *rows, int32_t B, int32_t n_heads) {
+static void rope(const qt_engine_ctx *e, float *rows, int32_t B, int32_t n_heads) {
     const int32_t hd = e->hp.head_dim, half = e->hp.n_rot / 2;
     const int32_t stride = e->hp.rope_neox ? 1 : 2, other = e->hp.rope_neox ? half : 1;
     for (int32_t b = 0; b < B; b++) {
@@ -69,7 +69,7 @@ static void rope(const qt_engine *e, float *rows, int32_t B, int32_t n_heads) {
 }
 
 /* qwen3: RMSNorm over each head's head_dim values, one weight shared by all heads. */
-static void head_norm(const qt_engine *e, float *rows, int32_t B, int32_t n_heads, const float *w) {
+static void head_norm(const qt_engine_ctx *e, float *rows, int32_t B, int32_t n_heads, const float *w) {
     if (!w) return;
     const int32_t hd = e->hp.head_dim;
     for (int64_t i = 0; i < (int64_t)B * n_heads; i++) rmsnorm(rows + i * hd, rows + i * hd, w, hd, e->hp.rms_eps);
@@ -78,7 +78,7 @@ static void head_norm(const qt_engine *e, float *rows, int32_t B, int32_t n_head
 /* ---- attention ------------------------------------------------------------------ */
 
 typedef struct attn_job {
-    qt_engine *e;
+    qt_engine_ctx *e;
     int il;
     int32_t B;
 } attn_job;
@@ -94,7 +94,7 @@ typedef struct attn_job {
  * accumulator is always f32. */
 static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
     const attn_job *j = ctx;
-    qt_engine *e = j->e;
+    qt_engine_ctx *e = j->e;
     qt__scratch *sc = &e->scratch[ti];
     const int32_t hd = e->hp.head_dim, n_head = e->hp.n_head, hkv = e->hp.n_head_kv;
     const qt__kv_format *f = e->kvf;
@@ -103,7 +103,7 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
     /* K rows are dotted in place when Q can be converted to their type (f32, f16, bf16) */
     const bool k_in_place = f->ggml_type != QT_TYPE_COUNT && (llama_numerics || f->ggml_type == QT_TYPE_F32);
     const qt_vec_dot_fn kdot = qt_type_get(k_in_place ? f->ggml_type : QT_TYPE_F32)->vec_dot;
-    const bool acc_f16 = llama_numerics && f->dtype == QT_KV_F16;
+    const bool acc_f16 = llama_numerics && f->dtype == QT_KV_TYPE_F16;
     uint16_t *acc16 = (uint16_t *)sc->kv_row + hd; /* kv_row holds 2*head_dim floats */
 
     for (int64_t it = i0; it < i1; it++) {
@@ -160,7 +160,7 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
     }
 }
 
-static void attention(qt_engine *e, int il, int32_t B) {
+static void attention(qt_engine_ctx *e, int il, int32_t B) {
     attn_job j = {e, il, B};
     qt_parallel_for(e->pool, (int64_t)B * e->hp.n_head, attention_items, &j);
 }
@@ -176,7 +176,7 @@ static void residual_add(float *x, const float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] += y[i];
 }
 
-static void layer_forward(qt_engine *e, int il, int32_t B) {
+static void layer_forward(qt_engine_ctx *e, int il, int32_t B) {
     const qt__layer *L = &e->layers[il];
     const int32_t n_embd = e->hp.n_embd;
     const float eps = e->hp.rms_eps;
@@ -208,7 +208,7 @@ static void layer_forward(qt_engine *e, int il, int32_t B) {
     residual_add(e->x, e->xb2, (int64_t)B * n_embd);
 }
 
-qt_status qt__engine_forward(qt_engine *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits) {
+qt_status qt__engine_forward(qt_engine_ctx *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits) {
     const int32_t n_embd = e->hp.n_embd;
     const qt__mat *emb = &e->tok_embd;
     for (int32_t b = 0; b < B; b++)

@@ -81,31 +81,31 @@ static void load_i8(const void *src, float *dst, int64_t n, float scale) {
     for (int64_t i = 0; i < n; i++) dst[i] = (float)q[i] * scale;
 }
 
-static const qt__kv_format kv_formats[QT_KV_DTYPE_COUNT] = {
-    [QT_KV_F32] = {"f32", QT_KV_F32, 4, false, 0.0f, QT_TYPE_F32, store_f32, load_f32},
-    [QT_KV_F16] = {"f16", QT_KV_F16, 2, false, 0.0f, QT_TYPE_F16, store_f16, load_f16},
-    [QT_KV_BF16] = {"bf16", QT_KV_BF16, 2, false, 0.0f, QT_TYPE_BF16, store_bf16, load_bf16},
-    [QT_KV_FP8_E4M3] = {"fp8-e4m3", QT_KV_FP8_E4M3, 1, true, 448.0f, QT_TYPE_COUNT, store_e4m3, load_e4m3},
-    [QT_KV_FP8_E5M2] = {"fp8-e5m2", QT_KV_FP8_E5M2, 1, true, 57344.0f, QT_TYPE_COUNT, store_e5m2, load_e5m2},
-    [QT_KV_INT8] = {"int8", QT_KV_INT8, 1, true, 127.0f, QT_TYPE_COUNT, store_i8, load_i8},
+static const qt__kv_format kv_formats[QT_KV_TYPE_COUNT] = {
+    [QT_KV_TYPE_F32] = {"f32", QT_KV_TYPE_F32, 4, false, 0.0f, QT_TYPE_F32, store_f32, load_f32},
+    [QT_KV_TYPE_F16] = {"f16", QT_KV_TYPE_F16, 2, false, 0.0f, QT_TYPE_F16, store_f16, load_f16},
+    [QT_KV_TYPE_BF16] = {"bf16", QT_KV_TYPE_BF16, 2, false, 0.0f, QT_TYPE_BF16, store_bf16, load_bf16},
+    [QT_KV_TYPE_FP8_E4M3] = {"fp8-e4m3", QT_KV_TYPE_FP8_E4M3, 1, true, 448.0f, QT_TYPE_COUNT, store_e4m3, load_e4m3},
+    [QT_KV_TYPE_FP8_E5M2] = {"fp8-e5m2", QT_KV_TYPE_FP8_E5M2, 1, true, 57344.0f, QT_TYPE_COUNT, store_e5m2, load_e5m2},
+    [QT_KV_TYPE_INT8] = {"int8", QT_KV_TYPE_INT8, 1, true, 127.0f, QT_TYPE_COUNT, store_i8, load_i8},
 };
 
-const qt__kv_format *qt__kv_format_get(qt_kv_dtype d) {
-    return (unsigned)d < QT_KV_DTYPE_COUNT ? &kv_formats[d] : NULL;
+const qt__kv_format *qt__kv_format_get(qt_kv_type d) {
+    return (unsigned)d < QT_KV_TYPE_COUNT ? &kv_formats[d] : NULL;
 }
 
-const char *qt_kv_dtype_name(qt_kv_dtype d) {
+const char *qt_kv_type_name(qt_kv_type d) {
     const qt__kv_format *f = qt__kv_format_get(d);
     return f ? f->name : "?";
 }
 
-qt_status qt_kv_dtype_parse(const char *name, qt_kv_dtype *out) {
-    static const struct { const char *alias; qt_kv_dtype d; } aliases[] = {
-        {"fp8", QT_KV_FP8_E4M3}, {"e4m3", QT_KV_FP8_E4M3}, {"fp8_e4m3", QT_KV_FP8_E4M3},
-        {"e5m2", QT_KV_FP8_E5M2}, {"fp8_e5m2", QT_KV_FP8_E5M2}, {"i8", QT_KV_INT8},
+qt_status qt_kv_type_parse(const char *name, qt_kv_type *out) {
+    static const struct { const char *alias; qt_kv_type d; } aliases[] = {
+        {"fp8", QT_KV_TYPE_FP8_E4M3}, {"e4m3", QT_KV_TYPE_FP8_E4M3}, {"fp8_e4m3", QT_KV_TYPE_FP8_E4M3},
+        {"e5m2", QT_KV_TYPE_FP8_E5M2}, {"fp8_e5m2", QT_KV_TYPE_FP8_E5M2}, {"i8", QT_KV_TYPE_INT8},
     };
-    for (int d = 0; d < QT_KV_DTYPE_COUNT; d++)
-        if (name && !strcasecmp(name, kv_formats[d].name)) { *out = (qt_kv_dtype)d; return QT_OK; }
+    for (int d = 0; d < QT_KV_TYPE_COUNT; d++)
+        if (name && !strcasecmp(name, kv_formats[d].name)) { *out = (qt_kv_type)d; return QT_OK; }
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
         if (name && !strcasecmp(name, aliases[i].alias)) { *out = aliases[i].d; return QT_OK; }
     return qt_error(QT_ERR_UNSUPPORTED,
@@ -127,7 +127,7 @@ qt_status qt_kv_scale_source_parse(const char *name, qt_kv_scale_source *out) {
 
 /* Reads blk.N.attn_{k,v}_scale into scales (n_head_kv values). Returns
  * QT_ERR_NOT_FOUND (message set) when the tensor is absent. */
-static qt_status read_file_scales(qt_engine *e, const char *fmt, int il, float *scales) {
+static qt_status read_file_scales(qt_engine_ctx *e, const char *fmt, int il, float *scales) {
     char name[QT_MAX_NAME];
     snprintf(name, sizeof name, fmt, il);
     const qt_tensor *t = qt_model_find_tensor(e->model, name);
@@ -153,7 +153,7 @@ static qt_status read_file_scales(qt_engine *e, const char *fmt, int il, float *
     return QT_OK;
 }
 
-static qt_status resolve_scales(qt_engine *e) {
+static qt_status resolve_scales(qt_engine_ctx *e) {
     const int32_t nl = e->hp.n_layer, hkv = e->hp.n_head_kv;
     e->k_scale = malloc((size_t)nl * hkv * sizeof(float));
     e->v_scale = malloc((size_t)nl * hkv * sizeof(float));
@@ -175,7 +175,7 @@ static qt_status resolve_scales(qt_engine *e) {
         } else {
             /* No scales in the file: vLLM runs FP8 caches with 1.0; int8 at 1.0
              * would round every K and V to an integer, so compute them instead. */
-            src = e->kvf->dtype == QT_KV_INT8 ? QT_KV_SCALE_DYNAMIC : QT_KV_SCALE_ONE;
+            src = e->kvf->dtype == QT_KV_TYPE_INT8 ? QT_KV_SCALE_DYNAMIC : QT_KV_SCALE_ONE;
         }
     }
     e->scale_source = src;
@@ -183,9 +183,9 @@ static qt_status resolve_scales(qt_engine *e) {
     return QT_OK;
 }
 
-qt_status qt__engine_kv_init(qt_engine *e) {
-    e->kvf = qt__kv_format_get(e->opts.kv_dtype);
-    if (!e->kvf) return qt_error(QT_ERR_UNSUPPORTED, "KV cache format id %d is not supported", (int)e->opts.kv_dtype);
+qt_status qt__engine_kv_init(qt_engine_ctx *e) {
+    e->kvf = qt__kv_format_get(e->opts.kv_type);
+    if (!e->kvf) return qt_error(QT_ERR_UNSUPPORTED, "KV cache format id %d is not supported", (int)e->opts.kv_type);
     e->kv_layer_bytes = (size_t)e->n_ctx * e->n_kv * e->kvf->elem_bytes;
     const size_t total = e->kv_layer_bytes * (size_t)e->hp.n_layer;
     e->k_cache = calloc(1, total);
@@ -198,7 +198,7 @@ qt_status qt__engine_kv_init(qt_engine *e) {
     return QT_OK;
 }
 
-void qt__engine_kv_free(qt_engine *e) {
+void qt__engine_kv_free(qt_engine_ctx *e) {
     free(e->k_cache);
     free(e->v_cache);
     free(e->k_scale);
@@ -206,7 +206,7 @@ void qt__engine_kv_free(qt_engine *e) {
 }
 
 /* absmax / max_value over rows [0, B) of src (B, n_kv), per head or over all heads. */
-static void dynamic_scales(const qt_engine *e, const float *src, int32_t B, float *scales) {
+static void dynamic_scales(const qt_engine_ctx *e, const float *src, int32_t B, float *scales) {
     const int32_t hkv = e->hp.n_head_kv, hd = e->hp.head_dim;
     float all = 0.0f;
     for (int32_t h = 0; h < hkv; h++) {
@@ -222,7 +222,7 @@ static void dynamic_scales(const qt_engine *e, const float *src, int32_t B, floa
     }
 }
 
-void qt__engine_kv_store(qt_engine *e, int il, int32_t B) {
+void qt__engine_kv_store(qt_engine_ctx *e, int il, int32_t B) {
     const int32_t hkv = e->hp.n_head_kv, hd = e->hp.head_dim;
     float *ks = e->k_scale ? e->k_scale + (size_t)il * hkv : NULL;
     float *vs = e->v_scale ? e->v_scale + (size_t)il * hkv : NULL;
@@ -243,4 +243,4 @@ void qt__engine_kv_store(qt_engine *e, int il, int32_t B) {
     }
 }
 
-void qt__engine_kv_finish_batch(qt_engine *e) { e->scales_ready = true; }
+void qt__engine_kv_finish_batch(qt_engine_ctx *e) { e->scales_ready = true; }

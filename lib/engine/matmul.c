@@ -53,7 +53,7 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant) {
 }
 
 typedef struct matmul_job {
-    qt_engine *e;
+    qt_engine_ctx *e;
     const qt__mat *m;
     float *out;                 /* (B, n_out) */
     const void *act;            /* (B, act_row_bytes) */
@@ -76,7 +76,7 @@ static void matmul_rows(void *ctx, int64_t r0, int64_t r1, int ti) {
     }
 }
 
-void qt__matmul(qt_engine *e, float *out, const float *in, int32_t B, const qt__mat *m) {
+void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m) {
     const void *act = in;
     if (m->act_type != QT_TYPE_F32) {
         uint8_t *dst = e->act;

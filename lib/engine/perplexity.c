@@ -30,7 +30,7 @@ static double log_softmax_at(const float *logits, int32_t n_vocab, int32_t tok) 
     return (double)(logits[tok] - max) - log(sum);
 }
 
-qt_status qt_perplexity(qt_engine *e, const int32_t *tokens, int64_t n_tokens, const qt_ppl_opts *o, qt_ppl_result *r) {
+qt_status qt_perplexity(qt_engine_ctx *e, const int32_t *tokens, int64_t n_tokens, const qt_ppl_opts *o, qt_ppl_result *r) {
     memset(r, 0, sizeof *r);
     const int32_t n_ctx = o->n_ctx;
     if (n_ctx < 4 || n_ctx > qt_engine_n_ctx(e))

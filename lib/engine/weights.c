@@ -49,7 +49,7 @@ static const layer_spec layer_specs[] = {
     {"ffn_down.weight",    MAT(w_down),    D_FF,   D_EMBD, NEED_ALWAYS},
 };
 
-static int64_t dim_value(const qt_engine *e, dim d) {
+static int64_t dim_value(const qt_engine_ctx *e, dim d) {
     switch (d) {
     case D_EMBD: return e->hp.n_embd;
     case D_Q: return e->n_q;
@@ -61,7 +61,7 @@ static int64_t dim_value(const qt_engine *e, dim d) {
     }
 }
 
-static bool needed(const qt_engine *e, need w) {
+static bool needed(const qt_engine_ctx *e, need w) {
     switch (w) {
     case NEED_ALWAYS: return true;
     case NEED_IF_QKV_BIAS: return e->hp.attn_qkv_bias;
@@ -70,7 +70,7 @@ static bool needed(const qt_engine *e, need w) {
     }
 }
 
-static qt_status check_shape(const qt_engine *e, const qt_tensor *t, int64_t ne0, int64_t ne1) {
+static qt_status check_shape(const qt_engine_ctx *e, const qt_tensor *t, int64_t ne0, int64_t ne1) {
     int64_t rest = 1;
     for (int d = 2; d < t->n_dims; d++) rest *= t->ne[d];
     const int64_t got1 = t->n_dims >= 2 ? t->ne[1] : 1;
@@ -90,7 +90,7 @@ static qt_status check_shape(const qt_engine *e, const qt_tensor *t, int64_t ne0
 }
 
 /* An f32 copy of a small vector tensor (norm weight or bias), any float or block type. */
-static qt_status load_vector(const qt_engine *e, const qt_tensor *t, int64_t n, float **out) {
+static qt_status load_vector(const qt_engine_ctx *e, const qt_tensor *t, int64_t n, float **out) {
     const qt_type_traits *tr = qt_type_get(t->type);
     if (!tr || !tr->to_float || n % tr->block_elems != 0)
         return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': cannot read type %s as a vector",
@@ -105,20 +105,20 @@ static qt_status load_vector(const qt_engine *e, const qt_tensor *t, int64_t n, 
 }
 
 /* Prefixes the current error message with the model's path. */
-static qt_status with_path(const qt_engine *e, qt_status s) {
+static qt_status with_path(const qt_engine_ctx *e, qt_status s) {
     char why[512];
     snprintf(why, sizeof why, "%s", qt_last_error());
     return qt_error(s, "%s: %s", qt_model_path(e->model), why);
 }
 
-static qt_status bind_matrix(const qt_engine *e, const qt_tensor *t, int64_t ne0, int64_t ne1, qt__mat *m) {
+static qt_status bind_matrix(const qt_engine_ctx *e, const qt_tensor *t, int64_t ne0, int64_t ne1, qt__mat *m) {
     qt_status s = check_shape(e, t, ne0, ne1);
     if (s != QT_OK) return s;
     s = qt__mat_init(m, t, !e->opts.act_quant_off);
     return s == QT_OK ? QT_OK : with_path(e, s);
 }
 
-static const qt_tensor *find(const qt_engine *e, const char *name, bool required, qt_status *s) {
+static const qt_tensor *find(const qt_engine_ctx *e, const char *name, bool required, qt_status *s) {
     const qt_tensor *t = qt_model_find_tensor(e->model, name);
     if (!t && required)
         *s = qt_error(QT_ERR_NOT_FOUND, "%s: tensor '%s' is missing (architecture %s)", qt_model_path(e->model),
@@ -126,7 +126,7 @@ static const qt_tensor *find(const qt_engine *e, const char *name, bool required
     return t;
 }
 
-static qt_status bind_layer(qt_engine *e, int il) {
+static qt_status bind_layer(qt_engine_ctx *e, int il) {
     qt__layer *L = &e->layers[il];
     for (size_t i = 0; i < sizeof layer_specs / sizeof layer_specs[0]; i++) {
         const layer_spec *sp = &layer_specs[i];
@@ -151,7 +151,7 @@ static qt_status bind_layer(qt_engine *e, int il) {
 /* ggml_rope's angles: theta_i(p) = p * base^(-2i/n_rot), computed as ggml does
  * (running product of theta_scale in f32), divided by the llama3 frequency
  * factor of pair i and scaled by freq_scale (linear scaling). */
-static qt_status build_rope(qt_engine *e) {
+static qt_status build_rope(qt_engine_ctx *e) {
     const int half = e->hp.n_rot / 2;
     float *freq_factors = NULL;
     const qt_tensor *rf = qt_model_find_tensor(e->model, "rope_freqs.weight");
@@ -198,7 +198,7 @@ static qt_status build_rope(qt_engine *e) {
     return QT_OK;
 }
 
-qt_status qt__engine_bind_weights(qt_engine *e) {
+qt_status qt__engine_bind_weights(qt_engine_ctx *e) {
     qt_status s = QT_OK;
     const qt_tensor *t = find(e, "token_embd.weight", true, &s);
     if (!t) return s;
@@ -226,7 +226,7 @@ qt_status qt__engine_bind_weights(qt_engine *e) {
     return build_rope(e);
 }
 
-void qt__engine_free_weights(qt_engine *e) {
+void qt__engine_free_weights(qt_engine_ctx *e) {
     if (e->layers) {
         for (int il = 0; il < e->hp.n_layer; il++) {
             qt__layer *L = &e->layers[il];

@@ -225,22 +225,22 @@ static double *ref_forward(const qt_model *m, const spec *s, const int32_t *tok,
 
 /* ---- helpers ------------------------------------------------------------------------- */
 
-static qt_engine *engine(const qt_model *m, qt_kv_dtype kv, bool act_off, int threads, int n_batch) {
+static qt_engine_ctx *engine(const qt_model *m, qt_kv_type kv, bool act_off, int threads, int n_batch) {
     qt_engine_opts o;
     qt_engine_opts_default(&o);
     o.n_ctx = 32;
-    o.kv_dtype = kv;
+    o.kv_type = kv;
     o.act_quant_off = act_off;
     o.n_threads = threads;
     o.n_batch = n_batch;
-    qt_engine *e = NULL;
+    qt_engine_ctx *e = NULL;
     CHECK_OK(qt_engine_new(m, &o, &e));
     return e;
 }
 
 static const int32_t prompt[12] = {1, 7, 3, 30, 12, 5, 5, 19, 2, 31, 8, 16};
 
-static float *eval_all(qt_engine *e, int n) {
+static float *eval_all(qt_engine_ctx *e, int n) {
     float *lg = malloc((size_t)n * qt_engine_n_vocab(e) * sizeof *lg);
     CHECK_OK(qt_engine_eval(e, prompt, n, 0, lg));
     return lg;
@@ -267,7 +267,7 @@ static const spec specs[] = {
 static void test_families_match_reference(void) {
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         qt_model *m = make_model(&specs[i], 0x1234 + i);
-        qt_engine *e = engine(m, QT_KV_F32, true, 1, 0);
+        qt_engine_ctx *e = engine(m, QT_KV_TYPE_F32, true, 1, 0);
         float *got = eval_all(e, 12);
         double *want = ref_forward(m, &specs[i], prompt, 12);
         const double d = max_rel_diff(got, want, 12L * specs[i].n_vocab);
@@ -288,7 +288,7 @@ static void test_quantized_weights(void) {
         s.n_ff = 64; /* a multiple of 32 for the block formats */
         qt_model *m = make_model(&s, 99 + i);
         double *want = ref_forward(m, &s, prompt, 12);
-        qt_engine *off = engine(m, QT_KV_F32, true, 2, 0), *on = engine(m, QT_KV_F32, false, 2, 0);
+        qt_engine_ctx *off = engine(m, QT_KV_TYPE_F32, true, 2, 0), *on = engine(m, QT_KV_TYPE_F32, false, 2, 0);
         float *a = eval_all(off, 12), *b = eval_all(on, 12);
         const double doff = max_rel_diff(a, want, 12L * s.n_vocab), don = max_rel_diff(b, want, 12L * s.n_vocab);
         CHECK_MSG(doff < 2e-5, "%s, act-quant off: %.3g", qt_type_get(types[i])->name, doff);
@@ -306,13 +306,13 @@ static void test_batching_and_threads_do_not_change_bits(void) {
     s.wtype = QT_TYPE_Q8_0;
     s.n_ff = 64;
     qt_model *m = make_model(&s, 7);
-    qt_engine *e1 = engine(m, QT_KV_F16, false, 1, 0);
+    qt_engine_ctx *e1 = engine(m, QT_KV_TYPE_F16, false, 1, 0);
     float *full = eval_all(e1, 12);
     const int V = s.n_vocab;
-    qt_engine *e2 = engine(m, QT_KV_F16, false, 3, 5);
+    qt_engine_ctx *e2 = engine(m, QT_KV_TYPE_F16, false, 3, 5);
     float *batched = eval_all(e2, 12);
     CHECK(memcmp(full, batched, 12 * V * sizeof(float)) == 0);
-    qt_engine *e3 = engine(m, QT_KV_F16, false, 2, 0);
+    qt_engine_ctx *e3 = engine(m, QT_KV_TYPE_F16, false, 2, 0);
     float *one = malloc(V * sizeof *one);
     for (int t = 0; t < 12; t++) {
         CHECK_OK(qt_engine_eval(e3, prompt + t, 1, 0, one));
@@ -332,31 +332,31 @@ static void test_batching_and_threads_do_not_change_bits(void) {
 static void test_kv_formats(void) {
     spec s = specs[0];
     qt_model *m = make_model(&s, 4242);
-    qt_engine *ref = engine(m, QT_KV_F32, true, 1, 0);
+    qt_engine_ctx *ref = engine(m, QT_KV_TYPE_F32, true, 1, 0);
     float *want = eval_all(ref, 12);
-    const struct { qt_kv_dtype d; double tol; } f[] = {
-        {QT_KV_F16, 0.01}, {QT_KV_BF16, 0.05}, {QT_KV_FP8_E4M3, 0.2}, {QT_KV_FP8_E5M2, 0.3}, {QT_KV_INT8, 0.1}};
+    const struct { qt_kv_type d; double tol; } f[] = {
+        {QT_KV_TYPE_F16, 0.01}, {QT_KV_TYPE_BF16, 0.05}, {QT_KV_TYPE_FP8_E4M3, 0.2}, {QT_KV_TYPE_FP8_E5M2, 0.3}, {QT_KV_TYPE_INT8, 0.1}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        qt_engine *e = engine(m, f[i].d, true, 1, 0);
+        qt_engine_ctx *e = engine(m, f[i].d, true, 1, 0);
         float *got = eval_all(e, 12);
         double mx = 0, scale = 0;
         for (int k = 0; k < 12 * s.n_vocab; k++) { mx = fmax(mx, fabs(got[k] - want[k])); scale = fmax(scale, fabs(want[k])); }
-        CHECK_MSG(mx / scale < f[i].tol, "%s: relative diff %.3g", qt_kv_dtype_name(f[i].d), mx / scale);
-        CHECK_MSG(mx > 0 || f[i].d == QT_KV_F16, "%s: no effect at all?", qt_kv_dtype_name(f[i].d));
+        CHECK_MSG(mx / scale < f[i].tol, "%s: relative diff %.3g", qt_kv_type_name(f[i].d), mx / scale);
+        CHECK_MSG(mx > 0 || f[i].d == QT_KV_TYPE_F16, "%s: no effect at all?", qt_kv_type_name(f[i].d));
         const float *ks = qt_engine_kv_scales(e, 0, false);
-        CHECK((ks != NULL) == (f[i].d >= QT_KV_FP8_E4M3));
+        CHECK((ks != NULL) == (f[i].d >= QT_KV_TYPE_FP8_E4M3));
         free(got);
         qt_engine_free(e);
     }
     /* int8 without file scales: computed on the fly from the first batch, one per layer */
-    qt_engine *e = engine(m, QT_KV_INT8, true, 1, 0);
+    qt_engine_ctx *e = engine(m, QT_KV_TYPE_INT8, true, 1, 0);
     CHECK(strstr(qt_engine_describe(e), "computed on the fly") != NULL);
     free(eval_all(e, 12));
     const float *ks = qt_engine_kv_scales(e, 1, false), *vs = qt_engine_kv_scales(e, 1, true);
     CHECK(ks[0] > 0 && ks[0] == ks[1] && ks[0] != 1.0f && vs[0] != ks[0]);
     qt_engine_free(e);
     /* fp8 without file scales: 1.0, as vLLM runs it */
-    e = engine(m, QT_KV_FP8_E4M3, true, 1, 0);
+    e = engine(m, QT_KV_TYPE_FP8_E4M3, true, 1, 0);
     CHECK(strstr(qt_engine_describe(e), "fixed at 1.0") != NULL);
     CHECK(qt_engine_kv_scales(e, 0, true)[1] == 1.0f);
     qt_engine_free(e);
@@ -387,8 +387,8 @@ static void test_kv_scales_from_file(void) {
     qt_engine_opts o;
     qt_engine_opts_default(&o);
     o.n_ctx = 16;
-    o.kv_dtype = QT_KV_FP8_E4M3;
-    qt_engine *e = NULL;
+    o.kv_type = QT_KV_TYPE_FP8_E4M3;
+    qt_engine_ctx *e = NULL;
     /* per-head scales in the file, per-tensor cache requested: refused */
     CHECK_STATUS(qt_engine_new(m, &o, &e), QT_ERR_UNSUPPORTED);
     CHECK(strstr(qt_last_error(), "blk.0.attn_k_scale") != NULL);
@@ -410,7 +410,7 @@ static void test_kv_scales_from_file(void) {
 
 static void test_bad_input(void) {
     spec s = specs[0];
-    qt_engine *e = NULL;
+    qt_engine_ctx *e = NULL;
     qt_model *m = make_model(&s, 11);
     qt_engine_opts o;
     qt_engine_opts_default(&o);
@@ -455,11 +455,11 @@ static void test_bad_input(void) {
     CHECK(strstr(qt_last_error(), "n_head 4 is not a positive multiple of n_head_kv 3") != NULL);
     qt_model_free(m);
 
-    qt_kv_dtype d;
-    CHECK_STATUS(qt_kv_dtype_parse("q4_0", &d), QT_ERR_UNSUPPORTED);
+    qt_kv_type d;
+    CHECK_STATUS(qt_kv_type_parse("q4_0", &d), QT_ERR_UNSUPPORTED);
     CHECK(strstr(qt_last_error(), "'q4_0' is not supported") != NULL);
-    CHECK_OK(qt_kv_dtype_parse("fp8", &d));
-    CHECK_EQ_INT(d, QT_KV_FP8_E4M3);
+    CHECK_OK(qt_kv_type_parse("fp8", &d));
+    CHECK_EQ_INT(d, QT_KV_TYPE_FP8_E4M3);
 }
 
 int main(void) {

@@ -70,7 +70,7 @@ static void json_string(FILE *f, const char *s) {
 }
 
 static int measure(const ppl_args *a, qt_model *m, const int32_t *ids, int32_t n_ids) {
-    qt_engine *e = NULL;
+    qt_engine_ctx *e = NULL;
     qt_status s = engine_cli_create(m, &a->eng, &e);
     if (s != QT_OK) return cli_fail(s);
     if (!a->quiet && !a->json) fprintf(stderr, "perplexity: %d tokens; %s\n", n_ids, qt_engine_describe(e));

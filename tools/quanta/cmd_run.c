@@ -84,7 +84,7 @@ static int generate(const run_args *a, qt_model *m, qt_tokenizer *tok) {
     if (s != QT_OK) return cli_fail(s);
     if (n_ids == 0) { free(ids); return cli_fail(qt_error(QT_ERR_ARG, "the prompt is empty (no tokens)")); }
 
-    qt_engine *e = NULL;
+    qt_engine_ctx *e = NULL;
     qt_sampler *smp = NULL;
     float *logits = NULL;
     int rc = CLI_OK;

@@ -43,10 +43,10 @@ int engine_cli_parse(const char *verb, int argc, char **argv, int *i, engine_cli
     return 1;
 }
 
-qt_status engine_cli_create(const qt_model *m, const engine_cli_opts *o, qt_engine **out) {
+qt_status engine_cli_create(const qt_model *m, const engine_cli_opts *o, qt_engine_ctx **out) {
     qt_engine_opts eo;
     qt_engine_opts_default(&eo);
-    qt_status s = qt_kv_dtype_parse(o->kv_dtype, &eo.kv_dtype);
+    qt_status s = qt_kv_type_parse(o->kv_dtype, &eo.kv_type);
     if (s == QT_OK) s = qt_kv_scale_source_parse(o->kv_scale, &eo.kv_scale_source);
     if (s != QT_OK) return s;
     eo.n_ctx = (int32_t)o->n_ctx;

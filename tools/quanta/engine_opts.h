@@ -29,6 +29,6 @@ void engine_cli_defaults(engine_cli_opts *o);
  * consumed, 0 if not an engine option, -1 after printing a usage error. */
 int engine_cli_parse(const char *verb, int argc, char **argv, int *i, engine_cli_opts *o);
 /* Resolves the options against the model and creates the engine. */
-qt_status engine_cli_create(const qt_model *m, const engine_cli_opts *o, qt_engine **out);
+qt_status engine_cli_create(const qt_model *m, const engine_cli_opts *o, qt_engine_ctx **out);
 
 #endif
