@@ -75,7 +75,7 @@ static qt_status alloc_buffers(qt_engine_ctx *e) {
         qt__scratch *sc = &e->scratch[t];
         sc->row = alloc_floats((size_t)max_in, &s);
         sc->scores = alloc_floats((size_t)e->n_ctx, &s);
-        sc->kv_row = alloc_floats(2 * (size_t)e->hp.head_dim, &s); /* a row, then the f16 accumulator */
+        sc->kv_row = alloc_floats((size_t)e->hp.head_dim, &s);
         sc->q_conv = alloc_floats((size_t)e->hp.head_dim, &s);
         sc->acc = alloc_floats((size_t)e->hp.head_dim, &s);
     }

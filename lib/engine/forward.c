@@ -77,6 +77,27 @@ static void head_norm(const qt_engine_ctx *e, float *rows, int32_t B, int32_t n_
 
 /* ---- attention ------------------------------------------------------------------ */
 
+/* The float nearest x among f16 values (round to nearest even, overflow to
+ * infinity): f16(x) widened back, without the round trip through 16 bits. */
+static inline float round_to_f16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    const uint32_t a = u & 0x7fffffffu;
+    if (a >= 0x477ff000u) { /* >= 65520 (rounds to Inf), Inf or NaN: the exact converter */
+        return qt_fp16_to_f32(qt_f32_to_fp16(x));
+    }
+    if (a < 0x38800000u) { /* below 2^-14: f16 subnormals are multiples of 2^-24 */
+        const float c = x < 0 ? -0.5f : 0.5f; /* ulp(0.5) = 2^-24 */
+        const float r = (x + c) - c;
+        return r == 0.0f ? (x < 0 ? -0.0f : 0.0f) : r;
+    }
+    u += 0x0fffu + ((u >> 13) & 1u); /* keep 10 mantissa bits, ties to even */
+    u &= 0xffffe000u;
+    float r;
+    memcpy(&r, &u, 4);
+    return r;
+}
+
 typedef struct attn_job {
     qt_engine_ctx *e;
     int il;
@@ -104,7 +125,6 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
     const bool k_in_place = f->ggml_type != QT_TYPE_COUNT && (llama_numerics || f->ggml_type == QT_TYPE_F32);
     const qt_vec_dot_fn kdot = qt_type_get(k_in_place ? f->ggml_type : QT_TYPE_F32)->vec_dot;
     const bool acc_f16 = llama_numerics && f->dtype == QT_KV_TYPE_F16;
-    uint16_t *acc16 = (uint16_t *)sc->kv_row + hd; /* kv_row holds 2*head_dim floats */
 
     for (int64_t it = i0; it < i1; it++) {
         const int32_t b = (int32_t)(it / n_head), h = (int32_t)(it % n_head), kvh = h / e->n_rep;
@@ -120,7 +140,7 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
         const uint8_t *krow = e->k_cache + (size_t)j->il * e->kv_layer_bytes + (size_t)kvh * hd * eb;
         const uint8_t *vrow = e->v_cache + (size_t)j->il * e->kv_layer_bytes + (size_t)kvh * hd * eb;
         float S = 0.0f, M = -INFINITY;
-        for (int32_t d = 0; d < hd; d++) { sc->acc[d] = 0.0f; acc16[d] = 0; }
+        for (int32_t d = 0; d < hd; d++) sc->acc[d] = 0.0f;
 
         for (int32_t p = 0; p < n_keys; p++, krow += row_stride, vrow += row_stride) {
             float s;
@@ -138,12 +158,11 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
             } else {
                 w = expf(s - M);
             }
-            if (acc_f16) {
-                const uint16_t *v16 = (const uint16_t *)vrow;
+            if (acc_f16) { /* acc holds f16 values (ggml's VKQ16), each update rounded */
                 if (ms != 1.0f)
-                    for (int32_t d = 0; d < hd; d++) acc16[d] = qt_f32_to_fp16(qt_fp16_to_f32(acc16[d]) * ms);
-                for (int32_t d = 0; d < hd; d++)
-                    acc16[d] = qt_f32_to_fp16(fmaf(qt_fp16_to_f32(v16[d]), w, qt_fp16_to_f32(acc16[d])));
+                    for (int32_t d = 0; d < hd; d++) sc->acc[d] = round_to_f16(sc->acc[d] * ms);
+                f->load(vrow, sc->kv_row, hd, vs);
+                for (int32_t d = 0; d < hd; d++) sc->acc[d] = round_to_f16(fmaf(sc->kv_row[d], w, sc->acc[d]));
             } else {
                 if (ms != 1.0f)
                     for (int32_t d = 0; d < hd; d++) sc->acc[d] *= ms;
@@ -152,8 +171,6 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
             }
             S = S * ms + w;
         }
-        if (acc_f16)
-            for (int32_t d = 0; d < hd; d++) sc->acc[d] = qt_fp16_to_f32(acc16[d]);
         const float inv = S == 0.0f ? 0.0f : 1.0f / S;
         float *out = e->att + (size_t)b * e->n_q + (size_t)h * hd;
         for (int32_t d = 0; d < hd; d++) out[d] = sc->acc[d] * inv;

@@ -175,7 +175,43 @@ static void test_f32_dot_order(void) {
     CHECK_NEAR(qt__dot_f32_ref(x, y, 61), exact - (double)x[61] * y[61] - (double)x[62] * y[62] - (double)x[63] * y[63], 1e-5);
 }
 
+/* The AVX2 kernels give the scalar references' bits. */
+static void test_avx2_equals_reference(void) {
+#ifdef QT_ARCH_X86
+    const qt_cpu_features *f = qt_cpu();
+    if (!(f->avx2 && f->fma && f->f16c)) SKIP("no AVX2/FMA/F16C on this CPU");
+    struct { qt_type t; qt_vec_dot_fn ref, simd; } k[] = {
+        {QT_TYPE_F32, qt__dot_f32_ref, qt__dot_f32_avx2},
+        {QT_TYPE_F16, qt__dot_f16_ref, qt__dot_f16_avx2},
+        {QT_TYPE_Q8_0, qt__dot_q8_0_q8_0_ref, qt__dot_q8_0_q8_0_avx2},
+        {QT_TYPE_Q4_0, qt__dot_q4_0_q8_0_ref, qt__dot_q4_0_q8_0_avx2},
+    };
+    const int64_t sizes[] = {32, 64, 172, 256, 4096, 8, 40, 61};
+    float *x = malloc(4096 * sizeof *x), *y = malloc(4096 * sizeof *y);
+    uint8_t *xq = malloc(4096 * 4), *yq = malloc(4096 * 4);
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        const qt_type_traits *tr = qt_type_get(k[i].t), *vt = qt_type_get(tr->vec_dot_type);
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            const int64_t n = sizes[s];
+            if (n % tr->block_elems) continue;
+            for (int rep = 0; rep < 10; rep++) {
+                fill(x, n, 1.0f + rep);
+                fill(y, n, 0.5f);
+                CHECK_OK(qt_quantize_rows(k[i].t, x, xq, 1, n, NULL));
+                CHECK(qt__act_quantize(vt->type, y, yq, n));
+                const float a = k[i].ref(xq, yq, n), b = k[i].simd(xq, yq, n);
+                CHECK_MSG(a == b, "%s n=%lld: reference %.9g, avx2 %.9g", tr->name, (long long)n, (double)a, (double)b);
+            }
+        }
+    }
+    free(x); free(y); free(xq); free(yq);
+#else
+    SKIP("not x86");
+#endif
+}
+
 int main(void) {
+    QT_RUN(test_avx2_equals_reference);
     QT_RUN(test_vec_dot_types_are_llama_cpp_pairs);
     QT_RUN(test_every_kernel_matches_dequantized_dot);
     QT_RUN(test_act_q8_0_definition);
