@@ -124,7 +124,8 @@ static void describe(qt_engine_ctx *e) {
         else if (e->scale_source == QT_KV_SCALE_ONE) PUT(", %s scales fixed at 1.0 (uncalibrated)", gran);
         else PUT(", %s scales computed on the fly (absmax/%g of the first batch)", gran, (double)e->kvf->max_value);
     } else if (!e->opts.act_quant_off && e->kvf->dtype != QT_KV_TYPE_F32) {
-        PUT(" (Q and attention weights rounded to %s as llama.cpp does)", e->kvf->name);
+        PUT(" (Q rounded to %s%s, as llama.cpp's flash attention)", e->kvf->name,
+            e->kvf->dtype == QT_KV_TYPE_F16 ? " and an f16 value accumulator" : "");
     }
 #undef PUT
 }
