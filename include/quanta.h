@@ -18,5 +18,6 @@
 #include "quanta/safetensors.h"
 #include "quanta/hf.h"
 #include "quanta/plan.h"
+#include "quanta/engine.h"
 
 #endif
