@@ -60,7 +60,7 @@ fuzz: deps
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	    mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts; \
 	    echo "fuzz: $$t for $(FUZZ_TIME) s"; \
-	    ./$(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_TIME) -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+	    ./$(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_TIME) -print_final_stats=1 -timeout=60 -rss_limit_mb=2048 \
 	        -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t 2>$(FUZZ_BUILD)/$$t.log \
 	        || { tail -n 40 $(FUZZ_BUILD)/$$t.log; exit 1; }; \
 	    grep -E '^stat::number_of_executed_units' $(FUZZ_BUILD)/$$t.log | sed "s/^/  $$t: /"; \

@@ -7,6 +7,7 @@
  */
 #include "kernels.h"
 #include "traits_internal.h"
+#include "engine/dot.h" /* vec_dot kernels (the engine owns the vec_dot/vec_dot_type fields) */
 #include "kernels_k.h"
 
 qt_type_traits qt__traits[QT_TYPE_COUNT] = {
@@ -17,7 +18,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = qt__dequantize_f32,
         .from_float = qt__quantize_f32,
         .vec_dot_type = QT_TYPE_F32,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_f32_ref,
     },
 
     [QT_TYPE_F16] = {
@@ -27,7 +28,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = qt__dequantize_f16,
         .from_float = qt__quantize_f16,
         .vec_dot_type = QT_TYPE_F16,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_f16_ref,
     },
 
     [QT_TYPE_Q4_0] = {
@@ -36,8 +37,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = qt__dequantize_q4_0,
         .from_float = qt__quantize_q4_0,
-        .vec_dot_type = QT_TYPE_Q4_0,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_0,
+        .vec_dot = qt__dot_q4_0_q8_0_ref,
     },
 
     [QT_TYPE_Q4_1] = {
@@ -46,8 +47,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = qt__dequantize_q4_1,
         .from_float = qt__quantize_q4_1,
-        .vec_dot_type = QT_TYPE_Q4_1,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_1,
+        .vec_dot = qt__dot_q4_1_q8_1_ref,
     },
 
     [QT_TYPE_Q5_0] = {
@@ -56,8 +57,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = qt__dequantize_q5_0,
         .from_float = qt__quantize_q5_0,
-        .vec_dot_type = QT_TYPE_Q5_0,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_0,
+        .vec_dot = qt__dot_q5_0_q8_0_ref,
     },
 
     [QT_TYPE_Q5_1] = {
@@ -66,8 +67,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = qt__dequantize_q5_1,
         .from_float = qt__quantize_q5_1,
-        .vec_dot_type = QT_TYPE_Q5_1,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_1,
+        .vec_dot = qt__dot_q5_1_q8_1_ref,
     },
 
     [QT_TYPE_Q8_0] = {
@@ -77,7 +78,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = qt__dequantize_q8_0,
         .from_float = qt__quantize_q8_0,
         .vec_dot_type = QT_TYPE_Q8_0,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_q8_0_q8_0_ref,
     },
 
     [QT_TYPE_Q8_1] = {
@@ -96,8 +97,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = qt__dequantize_q2_K,
         .from_float = qt__quantize_q2_K,
-        .vec_dot_type = QT_TYPE_Q2_K,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_q2_K_q8_K_ref,
     },
 
     [QT_TYPE_Q3_K] = {
@@ -106,8 +107,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = qt__dequantize_q3_K,
         .from_float = qt__quantize_q3_K,
-        .vec_dot_type = QT_TYPE_Q3_K,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_q3_K_q8_K_ref,
     },
 
     [QT_TYPE_Q4_K] = {
@@ -116,8 +117,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = qt__dequantize_q4_K,
         .from_float = qt__quantize_q4_K,
-        .vec_dot_type = QT_TYPE_Q4_K,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_q4_K_q8_K_ref,
     },
 
     [QT_TYPE_Q5_K] = {
@@ -126,8 +127,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = qt__dequantize_q5_K,
         .from_float = qt__quantize_q5_K,
-        .vec_dot_type = QT_TYPE_Q5_K,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_q5_K_q8_K_ref,
     },
 
     [QT_TYPE_Q6_K] = {
@@ -136,8 +137,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = qt__dequantize_q6_K,
         .from_float = qt__quantize_q6_K,
-        .vec_dot_type = QT_TYPE_Q6_K,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_q6_K_q8_K_ref,
     },
 
     [QT_TYPE_Q8_K] = {
@@ -156,8 +157,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = qt__dequantize_iq4_nl,
         .from_float = qt__quantize_iq4_nl,
-        .vec_dot_type = QT_TYPE_IQ4_NL,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_0,
+        .vec_dot = qt__dot_iq4_nl_q8_0_ref,
     },
 
     [QT_TYPE_IQ4_XS] = {
@@ -166,8 +167,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
         .to_float_ref = qt__dequantize_iq4_xs,
         .from_float = qt__quantize_iq4_xs,
-        .vec_dot_type = QT_TYPE_IQ4_XS,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_iq4_xs_q8_K_ref,
     },
 
     [QT_TYPE_I8] = {
@@ -227,7 +228,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = qt__dequantize_bf16,
         .from_float = qt__quantize_bf16,
         .vec_dot_type = QT_TYPE_BF16,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_bf16_ref,
     },
 
     [QT_TYPE_TQ1_0] = {
@@ -246,8 +247,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = false,
         .to_float_ref = qt__dequantize_tq2_0,
         .from_float = qt__quantize_tq2_0,
-        .vec_dot_type = QT_TYPE_TQ2_0,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_tq2_0_q8_K_ref,
     },
 
     [QT_TYPE_MXFP4] = {
@@ -256,8 +257,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .is_quantized = true, .runtime_only = false, .imatrix_aware = false,
         .to_float_ref = qt__dequantize_mxfp4,
         .from_float = qt__quantize_mxfp4,
-        .vec_dot_type = QT_TYPE_MXFP4,
-        .vec_dot = NULL,
+        .vec_dot_type = QT_TYPE_Q8_0,
+        .vec_dot = qt__dot_mxfp4_q8_0_ref,
     },
 
 };

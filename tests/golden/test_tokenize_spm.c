@@ -303,6 +303,46 @@ static void test_unigram_json_roundtrip(void) {
     qt_model_free(m);
 }
 
+/* The same vocabulary read from stories260K.gguf by qt_model_open: identical
+ * tokens, scores (bitwise), types and special ids, hence identical ids. */
+static void test_gguf_vocab(void) {
+    qt_model *m = NULL;
+    CHECK_OK(qt_model_open(qt_test_shared("models/stories260K.gguf"), &m));
+    if (!m) return;
+    const qt_vocab *r = qt_model_vocab(m), *v = &g_vocab.v;
+    CHECK_EQ_INT(r->kind, QT_VOCAB_SPM);
+    CHECK_EQ_INT(r->n_tokens, 512);
+    int diff = 0;
+    for (int i = 0; i < 512 && r->n_tokens == 512 && r->scores && r->token_types; i++) {
+        uint32_t a, b;
+        memcpy(&a, &r->scores[i], 4);
+        memcpy(&b, &v->scores[i], 4);
+        diff += strcmp(r->tokens[i], v->tokens[i]) != 0 || a != b || r->token_types[i] != v->token_types[i];
+    }
+    CHECK_EQ_INT(diff, 0);
+    CHECK_EQ_INT(r->bos_id, 1);
+    CHECK_EQ_INT(r->eos_id, 2);
+    CHECK_EQ_INT(r->unk_id, 0);
+    CHECK(r->add_bos);
+    CHECK(r->add_space_prefix);
+    qt_tokenizer *t2;
+    CHECK_OK(qt_tokenizer_new(r, &t2));
+    if (t2) {
+        size_t n;
+        char *text = qt_test_read(qt_test_shared("reference/llamacpp/tokenize-strings.bin"), &n);
+        int32_t *a, *b;
+        int na, nb;
+        CHECK_OK(qt_tokenize(g_tok, text, n, true, &a, &na));
+        CHECK_OK(qt_tokenize(t2, text, n, true, &b, &nb));
+        check_ids("gguf vocabulary", b, nb, a, na);
+        free(a);
+        free(b);
+        free(text);
+        qt_tokenizer_free(t2);
+    }
+    qt_model_free(m);
+}
+
 int main(void) {
     load_tok512(&g_vocab);
     if (qt_tokenizer_new(&g_vocab.v, &g_tok) != QT_OK) {
@@ -316,6 +356,7 @@ int main(void) {
     QT_RUN(test_pieces);
     QT_RUN(test_flags);
     QT_RUN(test_unigram_json_roundtrip);
+    QT_RUN(test_gguf_vocab);
     qt_tokenizer_free(g_tok);
     for (int i = 0; i < 512; i++) free(g_vocab.store[i]);
     return qt_test_finish("test_tokenize_spm");

@@ -30,7 +30,7 @@ static void bl(const char *s, char *out) {
 static const char *write_bpe_json(const char *name, const char *regex, bool nfc, int ignore_merges, const char *const *merges,
                                   bool pair_form, const char *added_json, const char *config_json) {
     json_t *vocab = json_object();
-    char c[4], t[256];
+    char c[4], t[520];
     for (int b = 0; b < 256; b++) json_object_set_new(vocab, byte_char((uint8_t)b, c), json_integer(b));
     json_t *jm = json_array();
     int next = 256;

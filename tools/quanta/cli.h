@@ -40,6 +40,8 @@ int cmd_convert(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
 int cmd_hw(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 
 
 #endif

@@ -18,6 +18,8 @@ static const cli_verb verbs[] = {
     {"plan", "rank the formats that run on a GPU for a model: fit, KV cache, commands, SVG", cmd_plan},
     {"estimate", "memory arithmetic for one model, scheme and GPU: weights, KV cache, sequences", cmd_estimate},
     {"hw", "the hardware table and the format support matrix, with reasons", cmd_hw},
+    {"run", "generate text from a prompt with quanta's CPU engine", cmd_run},
+    {"perplexity", "perplexity on a text file, measured as llama-perplexity does", cmd_perplexity},
 };
 static const int n_verbs = (int)(sizeof verbs / sizeof verbs[0]);
 

@@ -1,0 +1,158 @@
+/* quanta/engine.h — the CPU inference engine: forward pass, KV cache formats,
+ * sampling, perplexity.
+ *
+ * One engine runs one model (llama, qwen2, qwen3, mistral families) with the
+ * weights in whatever format they are stored in: every matrix row goes
+ * through the traits table (to_float, or vec_dot on activations quantized to
+ * the row type's vec_dot_type, as llama.cpp's CPU backend does). Nothing is
+ * allocated while evaluating; all buffers are sized at qt_engine_new.
+ *
+ * The KV cache can be stored as f32, f16 (default, like llama.cpp), bf16,
+ * FP8 E4M3 / E5M2 or int8, the last three with per-tensor or per-head scales
+ * taken from the model file, fixed at 1.0 or computed on the fly; the engine
+ * says which in qt_engine_describe().
+ */
+#ifndef QUANTA_ENGINE_H
+#define QUANTA_ENGINE_H
+
+#include "core.h"
+#include "model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- KV cache storage ------------------------------------------------------ */
+typedef enum qt_kv_type {
+    QT_KV_TYPE_F32 = 0,
+    QT_KV_TYPE_F16,        /* llama.cpp's default cache type */
+    QT_KV_TYPE_BF16,
+    QT_KV_TYPE_FP8_E4M3,   /* OCP E4M3FN, saturating, scaled */
+    QT_KV_TYPE_FP8_E5M2,   /* OCP E5M2, saturating, scaled */
+    QT_KV_TYPE_INT8,       /* symmetric int8, scaled */
+    QT_KV_TYPE_COUNT
+} qt_kv_type;
+
+/* Granularity of the scales of the scaled formats (fp8, int8). */
+typedef enum qt_kv_scale_gran {
+    QT_KV_SCALE_PER_TENSOR = 0, /* one scale per layer for K and one for V */
+    QT_KV_SCALE_PER_HEAD,       /* one per layer and KV head, for K and for V */
+} qt_kv_scale_gran;
+
+/* Where the scales of the scaled formats come from. */
+typedef enum qt_kv_scale_source {
+    QT_KV_SCALE_AUTO = 0,  /* the file's when present; else fp8: 1.0 (what vLLM does without
+                              calibration), int8: on the fly */
+    QT_KV_SCALE_FILE,      /* the model's blk.N.attn_k_scale / blk.N.attn_v_scale (error if absent) */
+    QT_KV_SCALE_ONE,       /* 1.0 */
+    QT_KV_SCALE_DYNAMIC,   /* absmax / format max over the first batch the engine evaluates, then fixed */
+} qt_kv_scale_source;
+
+/* Tensor names the engine reads KV scales from (F32; 1 element = per tensor,
+ * n_head_kv elements = per head). Dequantization multipliers, as vLLM's
+ * k_scale / v_scale (formats.md §4.8): stored = fp8(k / k_scale). */
+#define QT_KV_K_SCALE_FMT "blk.%d.attn_k_scale"
+#define QT_KV_V_SCALE_FMT "blk.%d.attn_v_scale"
+
+const char *qt_kv_type_name(qt_kv_type d); /* "f32", "f16", "bf16", "fp8-e4m3", "fp8-e5m2", "int8" */
+/* QT_ERR_UNSUPPORTED naming the accepted formats when `name` is not one of them. */
+qt_status qt_kv_type_parse(const char *name, qt_kv_type *out);
+const char *qt_kv_scale_source_name(qt_kv_scale_source s); /* "auto", "file", "one", "dynamic" */
+qt_status qt_kv_scale_source_parse(const char *name, qt_kv_scale_source *out);
+
+/* ---- engine ------------------------------------------------------------------ */
+typedef struct qt_engine_opts {
+    int32_t n_ctx;            /* KV cache length; 0: the model's training context capped at 4096 */
+    int32_t n_batch;          /* most tokens per forward batch; 0: min(n_ctx, 512) */
+    int n_threads;            /* <= 0: all online CPUs */
+    qt_kv_type kv_type;      /* QT_KV_TYPE_F16 by default */
+    qt_kv_scale_gran kv_scale_gran;
+    qt_kv_scale_source kv_scale_source;
+    bool act_quant_off;       /* false (default): quantize activations to each weight type's
+                                 vec_dot_type and dot in that domain, as llama.cpp does;
+                                 true: dequantize weight rows to f32 and dot in f32 */
+} qt_engine_opts;
+
+void qt_engine_opts_default(qt_engine_opts *o);
+
+typedef struct qt_engine_ctx qt_engine_ctx;
+
+/* Binds the model's tensors (checking names and shapes) and allocates every
+ * buffer. The model must outlive the engine. */
+qt_status qt_engine_new(const qt_model *m, const qt_engine_opts *o, qt_engine_ctx **out);
+void qt_engine_free(qt_engine_ctx *e);
+
+/* One paragraph naming the numerics in use: KV format, scales and where they
+ * came from, activation handling (e.g. "activations quantized to q8_0 for
+ * q4_0/q8_0 weights, f16 for f16 weights (llama.cpp CPU behaviour)"). */
+const char *qt_engine_describe(const qt_engine_ctx *e);
+
+int32_t qt_engine_n_ctx(const qt_engine_ctx *e);
+int32_t qt_engine_n_vocab(const qt_engine_ctx *e);
+int32_t qt_engine_n_past(const qt_engine_ctx *e);   /* tokens held in the KV cache */
+
+/* Forget the KV cache (scales computed on the fly are kept). */
+void qt_engine_reset(qt_engine_ctx *e);
+
+/* Evaluates tokens[0..n) at positions n_past .. n_past+n-1 (in batches of at
+ * most n_batch), appending them to the cache. If logits is not NULL it
+ * receives (n - first_logit) rows of n_vocab floats: the logits after tokens
+ * first_logit .. n-1. QT_ERR_ARG if the tokens do not fit the context or an id
+ * is outside the vocabulary (the cache is then unchanged). */
+qt_status qt_engine_eval(qt_engine_ctx *e, const int32_t *tokens, int32_t n, int32_t first_logit, float *logits);
+
+/* The KV scales in use (after the first eval for on-the-fly ones): n_head_kv
+ * values per layer for K and V (all equal for per-tensor scales), or NULL for
+ * unscaled formats. */
+const float *qt_engine_kv_scales(const qt_engine_ctx *e, int32_t layer, bool value);
+
+/* ---- sampling ---------------------------------------------------------------- */
+typedef struct qt_sampler_opts {
+    float temp;       /* 0: greedy (argmax, lowest id on ties) */
+    int32_t top_k;    /* <= 0: off */
+    float top_p;      /* >= 1: off */
+    uint64_t seed;
+} qt_sampler_opts;
+
+typedef struct qt_sampler qt_sampler;
+qt_status qt_sampler_new(const qt_sampler_opts *o, int32_t n_vocab, qt_sampler **out);
+void qt_sampler_free(qt_sampler *s);
+/* Picks the next token from one row of logits: top-k, then temperature
+ * softmax, then top-p (nucleus), then a draw from the seeded generator.
+ * Deterministic given the seed and the logits. */
+int32_t qt_sampler_sample(qt_sampler *s, const float *logits);
+
+/* ---- perplexity (llama-perplexity's method) ---------------------------------- */
+/* `tokens` is the whole text tokenized once with BOS. It is cut into
+ * non-overlapping chunks of n_ctx tokens; the first token of each chunk is
+ * replaced by BOS; the negative log-likelihood of tokens n_ctx/2+1 .. n_ctx-1
+ * (predicted from positions n_ctx/2 .. n_ctx-2) is averaged over all chunks.
+ * ppl = exp(mean nll); ppl_stderr = ppl * sqrt((mean nll² - mean nll²)/(N-1)),
+ * exactly as llama.cpp's perplexity tool reports it. */
+typedef void (*qt_ppl_chunk_fn)(void *user, int32_t chunks_done, int32_t n_chunks, double ppl_so_far);
+
+typedef struct qt_ppl_opts {
+    int32_t n_ctx;            /* chunk length; must not exceed the engine's context */
+    int32_t n_chunks;         /* <= 0: every full chunk */
+    int32_t bos_id;           /* replaces each chunk's first token; < 0: keep the text's token */
+    qt_progress progress;     /* "perplexity", chunks done / total */
+    qt_ppl_chunk_fn on_chunk; /* running estimate after each chunk, or NULL */
+    void *user;
+} qt_ppl_opts;
+
+typedef struct qt_ppl_result {
+    double ppl, ppl_stderr;
+    double nll_mean;          /* mean negative log-likelihood (nats) */
+    int32_t n_ctx, n_chunks;
+    int64_t n_scored;         /* tokens whose probability was scored */
+    int64_t n_evaluated;      /* tokens run through the model */
+    double seconds;           /* wall time of the evaluation */
+} qt_ppl_result;
+
+qt_status qt_perplexity(qt_engine_ctx *e, const int32_t *tokens, int64_t n_tokens,
+                        const qt_ppl_opts *o, qt_ppl_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,470 @@
+/* lib/engine/dot.c — scalar reference dot kernels and activation quantizers.
+ *
+ * Semantics follow llama.cpp's CPU backend (ggml-cpu: vec_dot_* and
+ * quantize_row_q8_*), written from the block layouts in formats.md §3.2/§3.4:
+ * per block (or K-quant sub-block) an exact int32 sum of products, then one
+ * float multiply by the block scales. Float rounding order differs from
+ * ggml's SIMD code, so results agree to float precision, not bit for bit.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "dot.h"
+#include "quant/blocks.h"
+#include "quanta/num.h"
+
+static inline float h2f(qt_half h) { return qt_fp16_to_f32(h); }
+
+/* ---- float kernels ------------------------------------------------------------ */
+
+/* Horizontal sum of 8 lanes in the order x86 code reduces a __m256
+ * (hsum_float_8 / tinyBLAS hsum): high half + low half, then (0+2) + (1+3). */
+static inline float hsum8(const float a[8]) {
+    float t[4];
+    for (int i = 0; i < 4; i++) t[i] = a[i + 4] + a[i];
+    return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+/* Dot of two f32 rows in the float order llama.cpp's AVX2 build uses, so that
+ * values rounded to f16 afterwards (the KV cache) round the same way:
+ *   n % 8 == 0: tinyBLAS (llamafile_sgemm): 8 lanes, lane l an FMA chain over
+ *               elements l, l+8, l+16, ..., then hsum8;
+ *   otherwise:  ggml_vec_dot_f32: 4 x 8 lanes over 32-element steps, the four
+ *               accumulators added (0+2, 1+3, then 0+1), hsum8, then the
+ *               remaining elements added one product at a time.
+ * fmaf is exact everywhere, so the result does not depend on the machine. */
+static float dot_f32_lanes(const float *x, const float *y, int64_t n) {
+    if (n % 8 == 0) {
+        float acc[8] = {0};
+        for (int64_t i = 0; i < n; i += 8)
+            for (int l = 0; l < 8; l++) acc[l] = fmaf(x[i + l], y[i + l], acc[l]);
+        return hsum8(acc);
+    }
+    const int64_t np = n & ~(int64_t)31;
+    float acc[4][8] = {{0}};
+    for (int64_t i = 0; i < np; i += 32)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 8; l++) acc[j][l] = fmaf(x[i + 8 * j + l], y[i + 8 * j + l], acc[j][l]);
+    for (int l = 0; l < 8; l++) acc[0][l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    float sum = hsum8(acc[0]);
+    for (int64_t i = np; i < n; i++) sum += x[i] * y[i];
+    return sum;
+}
+
+float qt__dot_f32_ref(const void *x, const void *y, int64_t n) { return dot_f32_lanes(x, y, n); }
+
+/* ggml_vec_dot_f16: both operands f16 (products exact in f32). The same lane
+ * structure as f32 for n % 32 == 0 parts; the tail is summed in double. */
+float qt__dot_f16_ref(const void *vx, const void *vy, int64_t n) {
+    const uint16_t *x = vx, *y = vy;
+    const int64_t np = n & ~(int64_t)31;
+    float acc[4][8] = {{0}};
+    for (int64_t i = 0; i < np; i += 32)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 8; l++)
+                acc[j][l] = fmaf(qt_fp16_to_f32(x[i + 8 * j + l]), qt_fp16_to_f32(y[i + 8 * j + l]), acc[j][l]);
+    for (int l = 0; l < 8; l++) acc[0][l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    double sum = np ? (double)hsum8(acc[0]) : 0.0;
+    for (int64_t i = np; i < n; i++) sum += (double)(qt_fp16_to_f32(x[i]) * qt_fp16_to_f32(y[i]));
+    return (float)sum;
+}
+
+/* ggml_vec_dot_bf16's scalar path: products in f32, summed in double. */
+float qt__dot_bf16_ref(const void *vx, const void *vy, int64_t n) {
+    const uint16_t *x = vx, *y = vy;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)(qt_bf16_to_f32(x[i]) * qt_bf16_to_f32(y[i]));
+    return (float)sum;
+}
+
+/* ---- 32-element blocks against q8_0 / q8_1 ------------------------------------- */
+
+/* The AVX2 structure of ggml's vec_dot_q4_0_q8_0 & co.: per block an exact
+ * int32 sum for each of 8 lanes (lane l covers elements 4l..4l+3), converted
+ * to float and accumulated with one FMA by the block's combined scale
+ * d = d_x * d_y; hsum8 at the end. q[] holds the 32 weight values as ints in
+ * element order. */
+static inline void block_lanes(float acc[8], const int8_t q[32], const int8_t *y, float d) {
+    for (int l = 0; l < 8; l++) {
+        int32_t s = 0;
+        for (int e = 4 * l; e < 4 * l + 4; e++) s += q[e] * y[e];
+        acc[l] = fmaf(d, (float)s, acc[l]);
+    }
+}
+
+float qt__dot_q4_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
+    const block_q4_0 *x = vx;
+    const block_q8_0 *y = vy;
+    float acc[8] = {0};
+    for (int64_t b = 0; b < n / QK4_0; b++) {
+        int8_t q[32];
+        for (int j = 0; j < 16; j++) {
+            q[j] = (int8_t)((x[b].qs[j] & 0x0F) - 8);
+            q[j + 16] = (int8_t)((x[b].qs[j] >> 4) - 8);
+        }
+        block_lanes(acc, q, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
+    }
+    return hsum8(acc);
+}
+
+float qt__dot_q4_1_q8_1_ref(const void *vx, const void *vy, int64_t n) {
+    const block_q4_1 *x = vx;
+    const block_q8_1 *y = vy;
+    float acc[8] = {0}, mins = 0.0f;
+    for (int64_t b = 0; b < n / QK4_1; b++) {
+        int8_t q[32];
+        for (int j = 0; j < 16; j++) {
+            q[j] = (int8_t)(x[b].qs[j] & 0x0F);
+            q[j + 16] = (int8_t)(x[b].qs[j] >> 4);
+        }
+        /* y.s = d_y * sum(q_y) carries the min term: sum(m * d_y * q_y) = m * s */
+        mins = fmaf(h2f(x[b].m), h2f(y[b].s), mins);
+        block_lanes(acc, q, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
+    }
+    return hsum8(acc) + mins;
+}
+
+static inline uint32_t load_qh(const uint8_t qh[4]) {
+    return (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+}
+
+/* 5-bit values of a q5_0/q5_1 block: nibble | high bit << 4 (formats.md §3.4), minus `offset`. */
+static inline void q5_values(const uint8_t qs[16], const uint8_t qh4[4], int offset, int8_t q[32]) {
+    const uint32_t qh = load_qh(qh4);
+    for (int j = 0; j < 16; j++) {
+        q[j] = (int8_t)(((qs[j] & 0x0F) | (int)((qh >> j) & 1) << 4) - offset);
+        q[j + 16] = (int8_t)(((qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4) - offset);
+    }
+}
+
+float qt__dot_q5_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
+    const block_q5_0 *x = vx;
+    const block_q8_0 *y = vy;
+    float acc[8] = {0};
+    for (int64_t b = 0; b < n / QK5_0; b++) {
+        int8_t q[32];
+        q5_values(x[b].qs, x[b].qh, 16, q);
+        block_lanes(acc, q, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
+    }
+    return hsum8(acc);
+}
+
+float qt__dot_q5_1_q8_1_ref(const void *vx, const void *vy, int64_t n) {
+    const block_q5_1 *x = vx;
+    const block_q8_1 *y = vy;
+    float acc[8] = {0}, mins = 0.0f;
+    for (int64_t b = 0; b < n / QK5_1; b++) {
+        int8_t q[32];
+        q5_values(x[b].qs, x[b].qh, 0, q);
+        mins = fmaf(h2f(x[b].m), h2f(y[b].s), mins);
+        block_lanes(acc, q, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
+    }
+    return hsum8(acc) + mins;
+}
+
+float qt__dot_q8_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
+    const block_q8_0 *x = vx;
+    const block_q8_0 *y = vy;
+    float acc[8] = {0};
+    for (int64_t b = 0; b < n / QK8_0; b++) block_lanes(acc, x[b].qs, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
+    return hsum8(acc);
+}
+
+/* IQ4_NL / IQ4_XS non-linear code book (formats.md §3.4). */
+static const int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
+float qt__dot_iq4_nl_q8_0_ref(const void *vx, const void *vy, int64_t n) {
+    const block_iq4_nl *x = vx;
+    const block_q8_0 *y = vy;
+    float acc[8] = {0};
+    for (int64_t b = 0; b < n / QK4_NL; b++) {
+        int8_t q[32];
+        for (int j = 0; j < 16; j++) {
+            q[j] = kvalues_iq4nl[x[b].qs[j] & 0x0F];
+            q[j + 16] = kvalues_iq4nl[x[b].qs[j] >> 4];
+        }
+        block_lanes(acc, q, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
+    }
+    return hsum8(acc);
+}
+
+/* MXFP4: E2M1 code book doubled to integers, so the E8M0 scale is halved
+ * (2^(e-128)); formats.md §3.4, §5.5. */
+static const int8_t kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+float qt__dot_mxfp4_q8_0_ref(const void *vx, const void *vy, int64_t n) {
+    const block_mxfp4 *x = vx;
+    const block_q8_0 *y = vy;
+    float acc[8] = {0};
+    for (int64_t b = 0; b < n / QK_MXFP4; b++) {
+        int8_t q[32];
+        for (int j = 0; j < 16; j++) {
+            q[j] = kvalues_mxfp4[x[b].qs[j] & 0x0F];
+            q[j + 16] = kvalues_mxfp4[x[b].qs[j] >> 4];
+        }
+        block_lanes(acc, q, y[b].qs, ldexpf(1.0f, (int)x[b].e - 128) * h2f(y[b].d));
+    }
+    return hsum8(acc);
+}
+
+/* ---- 256-element K-quant super-blocks against q8_K ------------------------------ */
+
+float qt__dot_q2_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
+    const block_q2_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        int32_t isum = 0, msum = 0;
+        for (int e = 0; e < QK_K; e++) {
+            const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+            const int q = (x[b].qs[32 * h + l] >> (2 * k)) & 3;
+            isum += (x[b].scales[e / 16] & 0x0F) * q * y[b].qs[e];
+        }
+        for (int j = 0; j < QK_K / 16; j++) msum += (x[b].scales[j] >> 4) * y[b].bsums[j];
+        sum += y[b].d * h2f(x[b].d) * (float)isum - y[b].d * h2f(x[b].dmin) * (float)msum;
+    }
+    return sum;
+}
+
+/* Q3_K's sixteen 6-bit scales (formats.md §3.4), minus 32. */
+static void q3_K_scales(const uint8_t s[12], int sc[16]) {
+    for (int j = 0; j < 16; j++) {
+        const int lo = j < 8 ? (s[j] & 0x0F) : (s[j - 8] >> 4);
+        const int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+        sc[j] = (lo | hi << 4) - 32;
+    }
+}
+
+float qt__dot_q3_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
+    const block_q3_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        int sc[16];
+        q3_K_scales(x[b].scales, sc);
+        int32_t isum = 0;
+        for (int j = 0; j < 16; j++) {
+            int32_t sub = 0;
+            for (int e = 16 * j; e < 16 * j + 16; e++) {
+                const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+                const int q2 = (x[b].qs[32 * h + l] >> (2 * k)) & 3;
+                const int high = (x[b].hmask[l] >> (4 * h + k)) & 1;
+                sub += (q2 - (high ? 0 : 4)) * y[b].qs[e];
+            }
+            isum += sc[j] * sub;
+        }
+        sum += h2f(x[b].d) * y[b].d * (float)isum;
+    }
+    return sum;
+}
+
+/* Q4_K / Q5_K 6-bit scale and min of sub-block j (get_scale_min_k4, formats.md §3.4). */
+static void scale_min_k4(int j, const uint8_t s[12], int *sc, int *m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0x0F) | (s[j - 4] >> 6) << 4;
+        *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+float qt__dot_q4_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
+    const block_q4_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        int32_t isum = 0, msum = 0;
+        for (int j = 0; j < 8; j++) {
+            int sc, m;
+            scale_min_k4(j, x[b].scales, &sc, &m);
+            const int c = j / 2, shift = 4 * (j % 2);
+            int32_t sub = 0;
+            for (int l = 0; l < 32; l++) sub += ((x[b].qs[32 * c + l] >> shift) & 0x0F) * y[b].qs[32 * j + l];
+            isum += sc * sub;
+            msum += m * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
+        }
+        sum += h2f(x[b].d) * y[b].d * (float)isum - h2f(x[b].dmin) * y[b].d * (float)msum;
+    }
+    return sum;
+}
+
+float qt__dot_q5_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
+    const block_q5_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        int32_t isum = 0, msum = 0;
+        for (int j = 0; j < 8; j++) {
+            int sc, m;
+            scale_min_k4(j, x[b].scales, &sc, &m);
+            const int c = j / 2, shift = 4 * (j % 2);
+            int32_t sub = 0;
+            for (int l = 0; l < 32; l++) {
+                const int q = ((x[b].qs[32 * c + l] >> shift) & 0x0F) | ((x[b].qh[l] >> j) & 1) << 4;
+                sub += q * y[b].qs[32 * j + l];
+            }
+            isum += sc * sub;
+            msum += m * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
+        }
+        sum += h2f(x[b].d) * y[b].d * (float)isum - h2f(x[b].dmin) * y[b].d * (float)msum;
+    }
+    return sum;
+}
+
+float qt__dot_q6_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
+    const block_q6_K *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        int32_t sub[16] = {0};
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[b].ql + 64 * h, *qh = x[b].qh + 32 * h;
+            const int8_t *q8 = y[b].qs + 128 * h;
+            int32_t *s = sub + 8 * h;
+            for (int l = 0; l < 32; l++) {
+                const int q1 = ((ql[l] & 0x0F) | ((qh[l] >> 0) & 3) << 4) - 32;
+                const int q2 = ((ql[l + 32] & 0x0F) | ((qh[l] >> 2) & 3) << 4) - 32;
+                const int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
+                const int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
+                s[l / 16 + 0] += q1 * q8[l];
+                s[l / 16 + 2] += q2 * q8[l + 32];
+                s[l / 16 + 4] += q3 * q8[l + 64];
+                s[l / 16 + 6] += q4 * q8[l + 96];
+            }
+        }
+        int32_t isum = 0;
+        for (int j = 0; j < 16; j++) isum += x[b].scales[j] * sub[j];
+        sum += h2f(x[b].d) * y[b].d * (float)isum;
+    }
+    return sum;
+}
+
+float qt__dot_iq4_xs_q8_K_ref(const void *vx, const void *vy, int64_t n) {
+    const block_iq4_xs *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        int32_t isum = 0;
+        for (int ib = 0; ib < QK_K / 32; ib++) {
+            const int ls = ((x[b].scales_l[ib / 2] >> (4 * (ib % 2))) & 0x0F) |
+                           ((x[b].scales_h >> (2 * ib)) & 3) << 4;
+            const uint8_t *qs = x[b].qs + 16 * ib;
+            const int8_t *q8 = y[b].qs + 32 * ib;
+            int32_t sub = 0;
+            for (int j = 0; j < 16; j++)
+                sub += kvalues_iq4nl[qs[j] & 0x0F] * q8[j] + kvalues_iq4nl[qs[j] >> 4] * q8[j + 16];
+            isum += (ls - 32) * sub;
+        }
+        sum += h2f(x[b].d) * y[b].d * (float)isum;
+    }
+    return sum;
+}
+
+float qt__dot_tq2_0_q8_K_ref(const void *vx, const void *vy, int64_t n) {
+    const block_tq2_0 *x = vx;
+    const block_q8_K *y = vy;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        int32_t isum = 0;
+        for (int g = 0; g < 2; g++)
+            for (int lane = 0; lane < 4; lane++)
+                for (int m = 0; m < 32; m++)
+                    isum += (((x[b].qs[32 * g + m] >> (2 * lane)) & 3) - 1) * y[b].qs[128 * g + 32 * lane + m];
+        sum += (float)isum * (h2f(x[b].d) * y[b].d);
+    }
+    return sum;
+}
+
+/* ---- activation quantizers --------------------------------------------------- */
+
+/* Round half to even, as the CPU backend's _mm256_round_ps(.., NEAREST) and
+ * ggml's nearest_int (the 1.5*2^23 trick) both do. */
+static inline int round_even(float v) { return (int)nearbyintf(v); }
+
+/* quantize_row_q8_0 as ggml-cpu runs it on x86 (the AVX path: id = 127/amax,
+ * round half to even), not the reference (1/d, round half away). */
+static void act_q8_0(const float *x, block_q8_0 *y, int64_t n) {
+    for (int64_t b = 0; b < n / QK8_0; b++, x += QK8_0) {
+        float amax = 0.0f;
+        for (int j = 0; j < QK8_0; j++) amax = fmaxf(amax, fabsf(x[j]));
+        const float d = amax / 127.0f;
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        y[b].d = qt_f32_to_fp16(d);
+        for (int j = 0; j < QK8_0; j++) y[b].qs[j] = (int8_t)round_even(x[j] * id);
+    }
+}
+
+static void act_q8_1(const float *x, block_q8_1 *y, int64_t n) {
+    for (int64_t b = 0; b < n / QK8_1; b++, x += QK8_1) {
+        float amax = 0.0f;
+        for (int j = 0; j < QK8_1; j++) amax = fmaxf(amax, fabsf(x[j]));
+        const float d = amax / 127.0f;
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        int32_t s = 0;
+        for (int j = 0; j < QK8_1; j++) {
+            y[b].qs[j] = (int8_t)round_even(x[j] * id);
+            s += y[b].qs[j];
+        }
+        y[b].d = qt_f32_to_fp16(d);
+        y[b].s = qt_f32_to_fp16(d * (float)s);
+    }
+}
+
+/* quantize_row_q8_K_ref (formats.md §3.4): the signed value of largest
+ * magnitude maps to -127; d stays f32; bsums hold the 16-element sums. */
+static void act_q8_K(const float *x, block_q8_K *y, int64_t n) {
+    for (int64_t b = 0; b < n / QK_K; b++, x += QK_K) {
+        float max = 0.0f, amax = 0.0f;
+        for (int j = 0; j < QK_K; j++) {
+            const float ax = fabsf(x[j]);
+            if (ax > amax) { amax = ax; max = x[j]; }
+        }
+        if (amax == 0.0f) {
+            memset(&y[b], 0, sizeof y[b]);
+            continue;
+        }
+        const float iscale = -127.0f / max;
+        for (int j = 0; j < QK_K; j++) {
+            const int v = round_even(iscale * x[j]);
+            y[b].qs[j] = (int8_t)(v < 127 ? v : 127);
+        }
+        for (int j = 0; j < QK_K / 16; j++) {
+            int s = 0;
+            for (int i = 0; i < 16; i++) s += y[b].qs[16 * j + i];
+            y[b].bsums[j] = (int16_t)s;
+        }
+        y[b].d = 1.0f / iscale;
+    }
+}
+
+bool qt__act_type_supported(qt_type type) {
+    switch (type) {
+    case QT_TYPE_F32: case QT_TYPE_F16: case QT_TYPE_BF16:
+    case QT_TYPE_Q8_0: case QT_TYPE_Q8_1: case QT_TYPE_Q8_K:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool qt__act_quantize(qt_type type, const float *x, void *y, int64_t n) {
+    switch (type) {
+    case QT_TYPE_F32: memcpy(y, x, (size_t)n * sizeof *x); return true;
+    case QT_TYPE_F16: {
+        uint16_t *h = y;
+        for (int64_t i = 0; i < n; i++) h[i] = qt_f32_to_fp16(x[i]);
+        return true;
+    }
+    case QT_TYPE_BF16: {
+        uint16_t *h = y;
+        for (int64_t i = 0; i < n; i++) h[i] = qt_f32_to_bf16(x[i]);
+        return true;
+    }
+    case QT_TYPE_Q8_0: act_q8_0(x, y, n); return true;
+    case QT_TYPE_Q8_1: act_q8_1(x, y, n); return true;
+    case QT_TYPE_Q8_K: act_q8_K(x, y, n); return true;
+    default: return false;
+    }
+}

@@ -1,0 +1,58 @@
+/* lib/engine/dot.h — the engine's dot kernels and activation quantizers.
+ *
+ * Each kernel is `float dot(const void *x, const void *y, int64_t n)` with x
+ * one stored row of type T and y one activation row already converted to
+ * T's vec_dot_type (the traits table, lib/quant/traits.c, pairs them). The
+ * pairing is llama.cpp's CPU backend's (ggml-cpu.c type_traits_cpu):
+ *   f32 -> f32, f16 -> f16, bf16 -> bf16,
+ *   q4_0, q5_0, q8_0, iq4_nl, mxfp4 -> q8_0,   q4_1, q5_1 -> q8_1,
+ *   q2_K..q6_K, iq4_xs, tq2_0 -> q8_K.
+ * The integer kernels sum block by block in int32 and scale once per block
+ * (or sub-block), which is what makes llama.cpp's quantized-model numbers
+ * differ from a float dot of the dequantized weights.
+ *
+ * `_ref` kernels are the scalar references; dot_avx2.c / dot_avx512.c hold
+ * SIMD variants that dispatch.c patches in (tests compare the two).
+ */
+#ifndef QT_ENGINE_DOT_H
+#define QT_ENGINE_DOT_H
+
+#include "quanta/quant.h"
+
+float qt__dot_f32_ref(const void *x, const void *y, int64_t n);
+float qt__dot_f16_ref(const void *x, const void *y, int64_t n);
+float qt__dot_bf16_ref(const void *x, const void *y, int64_t n);
+float qt__dot_q4_0_q8_0_ref(const void *x, const void *y, int64_t n);
+float qt__dot_q4_1_q8_1_ref(const void *x, const void *y, int64_t n);
+float qt__dot_q5_0_q8_0_ref(const void *x, const void *y, int64_t n);
+float qt__dot_q5_1_q8_1_ref(const void *x, const void *y, int64_t n);
+float qt__dot_q8_0_q8_0_ref(const void *x, const void *y, int64_t n);
+float qt__dot_iq4_nl_q8_0_ref(const void *x, const void *y, int64_t n);
+float qt__dot_mxfp4_q8_0_ref(const void *x, const void *y, int64_t n);
+float qt__dot_q2_K_q8_K_ref(const void *x, const void *y, int64_t n);
+float qt__dot_q3_K_q8_K_ref(const void *x, const void *y, int64_t n);
+float qt__dot_q4_K_q8_K_ref(const void *x, const void *y, int64_t n);
+float qt__dot_q5_K_q8_K_ref(const void *x, const void *y, int64_t n);
+float qt__dot_q6_K_q8_K_ref(const void *x, const void *y, int64_t n);
+float qt__dot_iq4_xs_q8_K_ref(const void *x, const void *y, int64_t n);
+float qt__dot_tq2_0_q8_K_ref(const void *x, const void *y, int64_t n);
+
+/* Converts one activation row of n floats to `type` (one of f32, f16, bf16,
+ * q8_0, q8_1, q8_K) the way llama.cpp's CPU backend does before a matmul.
+ * Returns false for other types. n must be a multiple of the block size. */
+bool qt__act_quantize(qt_type type, const float *x, void *y, int64_t n);
+/* True if qt__act_quantize handles `type`. */
+bool qt__act_type_supported(qt_type type);
+
+/* Replaces vec_dot pointers with SIMD variants the CPU supports
+ * (called from lib/quant/dispatch.c, once). */
+void qt__engine_dot_dispatch(void);
+
+#ifdef QT_ARCH_X86
+float qt__dot_f32_avx2(const void *x, const void *y, int64_t n);
+float qt__dot_f16_avx2(const void *x, const void *y, int64_t n);
+float qt__dot_q8_0_q8_0_avx2(const void *x, const void *y, int64_t n);
+float qt__dot_q4_0_q8_0_avx2(const void *x, const void *y, int64_t n);
+#endif
+
+#endif

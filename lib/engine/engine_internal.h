@@ -1,0 +1,132 @@
+/* lib/engine/engine_internal.h — the engine object behind qt_engine_ctx.
+ *
+ * Shapes: B = tokens in the current batch (<= n_batch), n_q = n_head*head_dim,
+ * n_kv = n_head_kv*head_dim. Matrices keep ggml's convention: a weight has
+ * n_out rows of n_in elements (ne = [n_in, n_out]) and y = W x means
+ * y[r] = dot(row r, x).
+ */
+#ifndef QT_ENGINE_INTERNAL_H
+#define QT_ENGINE_INTERNAL_H
+
+#include "quanta/engine.h"
+#include "quanta/quant.h"
+
+/* One weight matrix, used in its stored format. */
+typedef struct qt__mat {
+    const qt_tensor *t;
+    const qt_type_traits *tr;   /* the stored type's row of the traits table */
+    const uint8_t *data;        /* (n_out, row_bytes) */
+    int64_t n_in, n_out;
+    size_t row_bytes;
+    /* How rows meet activations (decided once at qt_engine_new):
+     * act_type == the stored type's vec_dot_type and dot = its vec_dot, or
+     * act_type = f32 and rows dequantized with to_float (dot = f32 kernel). */
+    qt_type act_type;
+    size_t act_row_bytes;       /* bytes of one activation row converted to act_type */
+    bool dequant_rows;          /* true: to_float each row, dot in f32 */
+    qt_vec_dot_fn dot;
+} qt__mat;
+
+typedef struct qt__layer {
+    float *attn_norm;           /* (n_embd) */
+    qt__mat wq, wk, wv;         /* (n_q|n_kv rows, n_embd) */
+    float *bq, *bk, *bv;        /* (n_q), (n_kv), (n_kv) or NULL */
+    float *q_norm, *k_norm;     /* (head_dim) or NULL: per-head RMSNorm (qwen3) */
+    qt__mat wo;                 /* (n_embd rows, n_q) */
+    float *bo;                  /* (n_embd) or NULL */
+    float *ffn_norm;            /* (n_embd) */
+    qt__mat w_gate, w_up;       /* (n_ff rows, n_embd) */
+    qt__mat w_down;             /* (n_embd rows, n_ff) */
+} qt__layer;
+
+/* A KV cache storage format: element codec and, for scaled formats, the
+ * largest representable magnitude (scale = absmax / max_value on the fly). */
+typedef struct qt__kv_format {
+    const char *name;
+    qt_kv_type dtype;
+    size_t elem_bytes;
+    bool scaled;
+    float max_value;
+    /* The ggml type with the same bits (f32, f16, bf16) or QT_TYPE_COUNT:
+     * with activation quantization on, Q is converted to it and dotted with
+     * K rows in place, as llama.cpp's KQ matmul does. */
+    qt_type ggml_type;
+    void (*store)(const float *x, void *dst, int64_t n, float scale);
+    void (*load)(const void *src, float *dst, int64_t n, float scale);
+} qt__kv_format;
+
+const qt__kv_format *qt__kv_format_get(qt_kv_type d);
+
+/* Per-thread scratch, sized at creation. */
+typedef struct qt__scratch {
+    float *row;                 /* (max n_in) a dequantized weight row */
+    float *scores;              /* (n_ctx) attention scores of one query */
+    float *kv_row;              /* (head_dim) a K or V row loaded from the cache */
+    void *q_conv;               /* (head_dim) Q converted to the K cache type */
+    float *acc;                 /* (head_dim) attention output accumulator */
+} qt__scratch;
+
+struct qt_engine_ctx {
+    const qt_model *model;
+    qt_hparams hp;
+    qt_engine_opts opts;
+    int32_t n_ctx, n_batch, n_q, n_kv, n_rep; /* n_rep = n_head / n_head_kv (GQA) */
+    int32_t n_past;
+    float kq_scale;             /* 1/sqrt(head_dim) */
+
+    /* weights */
+    qt__mat tok_embd;           /* (n_vocab rows, n_embd): rows read with to_float */
+    qt__layer *layers;          /* (n_layer) */
+    float *out_norm;            /* (n_embd) */
+    qt__mat output;             /* (n_vocab rows, n_embd); token_embd when tied */
+    bool output_tied;
+
+    /* rotary tables, computed as ggml's rope does (theta = p * base^(-2i/n_rot) by
+     * repeated multiplication, divided by the llama3 frequency factors) */
+    float *rope_cos, *rope_sin; /* (n_ctx, n_rot/2) */
+
+    /* KV cache */
+    const qt__kv_format *kvf;
+    uint8_t *k_cache, *v_cache; /* (n_layer, n_ctx, n_head_kv, head_dim) elements */
+    size_t kv_layer_bytes;      /* n_ctx * n_kv * elem_bytes */
+    float *k_scale, *v_scale;   /* (n_layer, n_head_kv) dequantization multipliers, or NULL */
+    qt_kv_scale_source scale_source; /* resolved: FILE, ONE or DYNAMIC */
+    bool scales_ready;          /* DYNAMIC scales computed (first batch) */
+
+    /* activations of one batch */
+    float *x;                   /* (n_batch, n_embd) residual stream */
+    float *xb;                  /* (n_batch, n_embd) normed input of a sub-layer */
+    float *xb2;                 /* (n_batch, n_embd) sub-layer output */
+    float *q;                   /* (n_batch, n_q) */
+    float *k, *v;               /* (n_batch, n_kv) */
+    float *att;                 /* (n_batch, n_q) attention output */
+    float *hb, *hb2;            /* (n_batch, n_ff) */
+    void *act;                  /* (n_batch, largest act_row_bytes) activations converted for vec_dot */
+    qt__scratch *scratch;       /* (n_threads) */
+    int n_threads;
+    qt_threadpool *pool;
+
+    char describe[1024];
+};
+
+/* lib/engine/weights.c: bind and check every tensor; free what was allocated. */
+qt_status qt__engine_bind_weights(qt_engine_ctx *e);
+void qt__engine_free_weights(qt_engine_ctx *e);
+
+/* lib/engine/kv.c: allocate the cache and resolve its scales. */
+qt_status qt__engine_kv_init(qt_engine_ctx *e);
+void qt__engine_kv_free(qt_engine_ctx *e);
+/* Writes K and V of batch rows [0, B) at positions n_past.. of layer il
+ * (computing on-the-fly scales first if they are still pending). */
+void qt__engine_kv_store(qt_engine_ctx *e, int il, int32_t B);
+void qt__engine_kv_finish_batch(qt_engine_ctx *e);
+
+/* lib/engine/matmul.c: out (B, m->n_out) = in (B, m->n_in) x W^T, threaded over rows. */
+void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m);
+/* Fill a qt__mat from a tensor with ne = [n_in, n_out] (checked by the caller). */
+qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant);
+
+/* lib/engine/forward.c */
+qt_status qt__engine_forward(qt_engine_ctx *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits);
+
+#endif

@@ -1,0 +1,248 @@
+/* lib/engine/forward.c — the transformer forward pass for one batch.
+ *
+ * Read top to bottom it is the Llama block (llama2.c's run.c, batched):
+ *
+ *   x = embed(tokens)
+ *   for each layer:
+ *     h = rmsnorm(x) * attn_norm
+ *     q, k, v = Wq h (+bq), Wk h (+bk), Wv h (+bv)       qwen2 adds the biases
+ *     q, k = rmsnorm_per_head(q) * q_norm, ...            qwen3 only
+ *     q, k = rope(q, pos), rope(k, pos)                   pairs or halves (hp.rope_neox)
+ *     cache[pos] = k, v                                   in the KV cache's format
+ *     a = softmax(q K^T / sqrt(head_dim), causal) V       GQA: n_rep query heads per KV head
+ *     x = x + Wo a
+ *     h = rmsnorm(x) * ffn_norm
+ *     x = x + W_down (silu(W_gate h) * W_up h)            SwiGLU
+ *   logits = W_out (rmsnorm(x) * output_norm)
+ *
+ * Architecture differences are flags in qt_hparams (data from the arch table
+ * and the file), never tests of the architecture's name. The numerics mirror
+ * ggml's CPU ops where that matters for agreement with llama.cpp: RMSNorm's
+ * sum of squares in double, rope angles by repeated multiplication,
+ * and ggml's flash-attention order (Q rounded to f16 and an f16 value
+ * accumulator against an f16 KV cache).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "dot.h"
+#include "engine_internal.h"
+#include "quanta/num.h"
+
+/* ggml_compute_forward_rms_norm_f32 followed by ggml_mul with the weight. */
+static void rmsnorm(float *out, const float *x, const float *w, int32_t n, float eps) {
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int32_t i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
+}
+
+static void add_bias(float *x, const float *bias, int32_t B, int32_t n) {
+    if (!bias) return;
+    for (int32_t b = 0; b < B; b++)
+        for (int32_t i = 0; i < n; i++) x[(size_t)b * n + i] += bias[i];
+}
+
+/* Rotates each head of rows (B, n_heads*head_dim) by its token's position.
+ * NORM convention (GGUF llama): pairs (2i, 2i+1); NEOX (HF layout, qwen):
+ * pairs (i, i + n_rot/2). Dims past n_rot are left alone. The products are
+ * grouped as llama.cpp's x86 build computes them (x0's product fused with the
+ * subtraction/addition, x1's rounded first), which matters once K is rounded
+ * to f16 in the cache. */
+static void rope(const qt_engine_ctx *e, float *rows, int32_t B, int32_t n_heads) {
+    const int32_t hd = e->hp.head_dim, half = e->hp.n_rot / 2;
+    const int32_t stride = e->hp.rope_neox ? 1 : 2, other = e->hp.rope_neox ? half : 1;
+    for (int32_t b = 0; b < B; b++) {
+        const float *cs = e->rope_cos + (size_t)(e->n_past + b) * half;
+        const float *sn = e->rope_sin + (size_t)(e->n_past + b) * half;
+        for (int32_t h = 0; h < n_heads; h++) {
+            float *v = rows + ((size_t)b * n_heads + h) * hd;
+            for (int32_t i = 0; i < half; i++) {
+                float *p0 = v + i * stride, *p1 = p0 + other;
+                const float x0 = *p0, x1 = *p1;
+                *p0 = fmaf(cs[i], x0, -(x1 * sn[i]));
+                *p1 = fmaf(sn[i], x0, x1 * cs[i]);
+            }
+        }
+    }
+}
+
+/* qwen3: RMSNorm over each head's head_dim values, one weight shared by all heads. */
+static void head_norm(const qt_engine_ctx *e, float *rows, int32_t B, int32_t n_heads, const float *w) {
+    if (!w) return;
+    const int32_t hd = e->hp.head_dim;
+    for (int64_t i = 0; i < (int64_t)B * n_heads; i++) rmsnorm(rows + i * hd, rows + i * hd, w, hd, e->hp.rms_eps);
+}
+
+/* ---- attention ------------------------------------------------------------------ */
+
+/* The float nearest x among f16 values (round to nearest even, overflow to
+ * infinity): f16(x) widened back, without the round trip through 16 bits. */
+static inline float round_to_f16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    const uint32_t a = u & 0x7fffffffu;
+    if (a >= 0x477ff000u) { /* >= 65520 (rounds to Inf), Inf or NaN: the exact converter */
+        return qt_fp16_to_f32(qt_f32_to_fp16(x));
+    }
+    if (a < 0x38800000u) { /* below 2^-14: f16 subnormals are multiples of 2^-24 */
+        const float c = x < 0 ? -0.5f : 0.5f; /* ulp(0.5) = 2^-24 */
+        const float r = (x + c) - c;
+        return r == 0.0f ? (x < 0 ? -0.0f : 0.0f) : r;
+    }
+    u += 0x0fffu + ((u >> 13) & 1u); /* keep 10 mantissa bits, ties to even */
+    u &= 0xffffe000u;
+    float r;
+    memcpy(&r, &u, 4);
+    return r;
+}
+
+typedef struct attn_job {
+    qt_engine_ctx *e;
+    int il;
+    int32_t B;
+} attn_job;
+
+/* One (token, query head) pair per item, computed the way ggml's CPU flash
+ * attention (ggml_compute_forward_flash_attn_ext_f16_one_chunk, which
+ * llama.cpp runs by default) does: Q converted to the K cache's type, one
+ * score per cached key up to the token's own position (s = dot * scale), an
+ * online softmax (running max M and sum S, rescaling by expf(M_old - M)), and
+ * a value accumulator that is f16 when the V cache is f16 (each update
+ * rounded: acc = f16(fma(v, w, acc))) and f32 otherwise; finally acc / S.
+ * With --act-quant off, Q stays f32 against dequantized keys and the
+ * accumulator is always f32. */
+static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
+    const attn_job *j = ctx;
+    qt_engine_ctx *e = j->e;
+    qt__scratch *sc = &e->scratch[ti];
+    const int32_t hd = e->hp.head_dim, n_head = e->hp.n_head, hkv = e->hp.n_head_kv;
+    const qt__kv_format *f = e->kvf;
+    const size_t eb = f->elem_bytes, row_stride = (size_t)e->n_kv * eb;
+    const bool llama_numerics = !e->opts.act_quant_off;
+    /* K rows are dotted in place when Q can be converted to their type (f32, f16, bf16) */
+    const bool k_in_place = f->ggml_type != QT_TYPE_COUNT && (llama_numerics || f->ggml_type == QT_TYPE_F32);
+    const qt_vec_dot_fn kdot = qt_type_get(k_in_place ? f->ggml_type : QT_TYPE_F32)->vec_dot;
+    const bool acc_f16 = llama_numerics && f->dtype == QT_KV_TYPE_F16;
+
+    for (int64_t it = i0; it < i1; it++) {
+        const int32_t b = (int32_t)(it / n_head), h = (int32_t)(it % n_head), kvh = h / e->n_rep;
+        const int32_t n_keys = e->n_past + b + 1; /* causal: keys 0 .. own position */
+        const float ks = e->k_scale ? e->k_scale[j->il * hkv + kvh] : 1.0f;
+        const float vs = e->v_scale ? e->v_scale[j->il * hkv + kvh] : 1.0f;
+        const float *q = e->q + (size_t)b * e->n_q + (size_t)h * hd;
+        const void *qv = q;
+        if (k_in_place && f->ggml_type != QT_TYPE_F32) {
+            qt__act_quantize(f->ggml_type, q, sc->q_conv, hd);
+            qv = sc->q_conv;
+        }
+        const uint8_t *krow = e->k_cache + (size_t)j->il * e->kv_layer_bytes + (size_t)kvh * hd * eb;
+        const uint8_t *vrow = e->v_cache + (size_t)j->il * e->kv_layer_bytes + (size_t)kvh * hd * eb;
+        float S = 0.0f, M = -INFINITY;
+        for (int32_t d = 0; d < hd; d++) sc->acc[d] = 0.0f;
+
+        for (int32_t p = 0; p < n_keys; p++, krow += row_stride, vrow += row_stride) {
+            float s;
+            if (k_in_place) {
+                s = kdot(krow, qv, hd);
+            } else {
+                f->load(krow, sc->kv_row, hd, ks);
+                s = kdot(sc->kv_row, q, hd);
+            }
+            s *= e->kq_scale;
+            float ms = 1.0f, w = 1.0f; /* rescale of the old state, weight of this value */
+            if (s > M) {
+                ms = expf(M - s);
+                M = s;
+            } else {
+                w = expf(s - M);
+            }
+            if (acc_f16) { /* acc holds f16 values (ggml's VKQ16), each update rounded */
+                if (ms != 1.0f)
+                    for (int32_t d = 0; d < hd; d++) sc->acc[d] = round_to_f16(sc->acc[d] * ms);
+                f->load(vrow, sc->kv_row, hd, vs);
+                for (int32_t d = 0; d < hd; d++) sc->acc[d] = round_to_f16(fmaf(sc->kv_row[d], w, sc->acc[d]));
+            } else {
+                if (ms != 1.0f)
+                    for (int32_t d = 0; d < hd; d++) sc->acc[d] *= ms;
+                f->load(vrow, sc->kv_row, hd, vs);
+                for (int32_t d = 0; d < hd; d++) sc->acc[d] = fmaf(sc->kv_row[d], w, sc->acc[d]);
+            }
+            S = S * ms + w;
+        }
+        const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+        float *out = e->att + (size_t)b * e->n_q + (size_t)h * hd;
+        for (int32_t d = 0; d < hd; d++) out[d] = sc->acc[d] * inv;
+    }
+}
+
+static void attention(qt_engine_ctx *e, int il, int32_t B) {
+    attn_job j = {e, il, B};
+    qt_parallel_for(e->pool, (int64_t)B * e->hp.n_head, attention_items, &j);
+}
+
+/* ---- the block ------------------------------------------------------------------- */
+
+/* SwiGLU: silu(gate) * up, silu(x) = x / (1 + expf(-x)) (ggml_silu_f32). */
+static void silu_mul(float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i < n; i++) g[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
+}
+
+static void residual_add(float *x, const float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+static void layer_forward(qt_engine_ctx *e, int il, int32_t B) {
+    const qt__layer *L = &e->layers[il];
+    const int32_t n_embd = e->hp.n_embd;
+    const float eps = e->hp.rms_eps;
+
+    /* attention */
+    for (int32_t b = 0; b < B; b++) rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)b * n_embd, L->attn_norm, n_embd, eps);
+    qt__matmul(e, e->q, e->xb, B, &L->wq);
+    qt__matmul(e, e->k, e->xb, B, &L->wk);
+    qt__matmul(e, e->v, e->xb, B, &L->wv);
+    add_bias(e->q, L->bq, B, e->n_q);
+    add_bias(e->k, L->bk, B, e->n_kv);
+    add_bias(e->v, L->bv, B, e->n_kv);
+    head_norm(e, e->q, B, e->hp.n_head, L->q_norm);
+    head_norm(e, e->k, B, e->hp.n_head_kv, L->k_norm);
+    rope(e, e->q, B, e->hp.n_head);
+    rope(e, e->k, B, e->hp.n_head_kv);
+    qt__engine_kv_store(e, il, B);
+    attention(e, il, B);
+    qt__matmul(e, e->xb2, e->att, B, &L->wo);
+    add_bias(e->xb2, L->bo, B, n_embd);
+    residual_add(e->x, e->xb2, (int64_t)B * n_embd);
+
+    /* feed-forward (SwiGLU) */
+    for (int32_t b = 0; b < B; b++) rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)b * n_embd, L->ffn_norm, n_embd, eps);
+    qt__matmul(e, e->hb, e->xb, B, &L->w_gate);
+    qt__matmul(e, e->hb2, e->xb, B, &L->w_up);
+    silu_mul(e->hb, e->hb2, (int64_t)B * e->hp.n_ff);
+    qt__matmul(e, e->xb2, e->hb, B, &L->w_down);
+    residual_add(e->x, e->xb2, (int64_t)B * n_embd);
+}
+
+qt_status qt__engine_forward(qt_engine_ctx *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits) {
+    const int32_t n_embd = e->hp.n_embd;
+    const qt__mat *emb = &e->tok_embd;
+    for (int32_t b = 0; b < B; b++)
+        emb->tr->to_float(emb->data + (size_t)tokens[b] * emb->row_bytes, e->x + (size_t)b * n_embd, n_embd);
+
+    for (int il = 0; il < e->hp.n_layer; il++) {
+        if (qt_cancelled()) return qt_error(QT_ERR_INTERRUPTED, "evaluation interrupted");
+        layer_forward(e, il, B);
+    }
+    qt__engine_kv_finish_batch(e);
+    e->n_past += B;
+
+    if (logits && first_logit < B) {
+        const int32_t n_out = B - first_logit;
+        for (int32_t b = 0; b < n_out; b++)
+            rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)(first_logit + b) * n_embd, e->out_norm, n_embd, e->hp.rms_eps);
+        qt__matmul(e, logits, e->xb, n_out, &e->output);
+    }
+    return QT_OK;
+}
