@@ -20,6 +20,7 @@
 #define QUANTA_EVAL_H
 
 #include "core.h"
+#include "engine.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -345,6 +346,46 @@ qt_status qt_eval_report_html(const qt_eval_report *r, char **out);
 /* Either of the above written atomically to path. */
 qt_status qt_eval_report_write_json(const qt_eval_report *r, const char *path);
 qt_status qt_eval_report_write_html(const qt_eval_report *r, const char *path);
+
+/* ---- running models: the engine glue behind `quanta eval` ------------------------ */
+
+/* One model to run: a path and the engine settings it runs with. */
+typedef struct qt_eval_model {
+    char label[4096];        /* shown in reports: the spec as written, or its name= */
+    char path[4096];
+    qt_engine_opts engine;   /* n_ctx is set by qt_eval_run */
+} qt_eval_model;
+
+/* Parses "PATH[@key=value,...]" (keys: kv, kv-scale, kv-gran, name; docs/eval.md)
+ * on top of `defaults`. The split is at the last '@' followed by key=value.
+ * QT_ERR_ARG naming the bad key or value. */
+qt_status qt_eval_parse_model(const char *spec, const qt_engine_opts *defaults, qt_eval_model *out);
+
+typedef struct qt_eval_opts {
+    int32_t n_ctx;                 /* chunk length, llama-perplexity's -c; default 512 */
+    int32_t n_chunks;              /* <= 0: every full chunk of the text */
+    qt_eval_thresholds thresholds;
+    bool strict;                   /* held-out overlap fails instead of warning */
+    bool needle;
+    qt_needle_opts needle_opts;    /* lengths longer than n_ctx allows are dropped */
+    const char *mc_path;           /* NULL: no multiple choice */
+    bool bench;
+    qt_progress progress;
+} qt_eval_opts;
+
+void qt_eval_opts_default(qt_eval_opts *o);
+
+typedef struct qt_eval_result qt_eval_result;
+
+/* Opens every model (a path given twice is opened once), tokenizes the text
+ * once with the base's tokenizer, runs base and candidates chunk by chunk on
+ * identical tokens (llama-perplexity's chunks: BOS first, second half scored),
+ * then the optional tasks, and judges each candidate. Nothing is written;
+ * the report is ready for qt_eval_report_*. */
+qt_status qt_eval_run(const qt_eval_model *base, const qt_eval_model *cands, int32_t n_cands, const char *text_path,
+                      const qt_eval_opts *o, qt_eval_result **out);
+const qt_eval_report *qt_eval_result_report(const qt_eval_result *r);
+void qt_eval_result_free(qt_eval_result *r);
 
 #ifdef __cplusplus
 }
