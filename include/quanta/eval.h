@@ -21,6 +21,7 @@
 
 #include "core.h"
 #include "engine.h"
+#include "gguf.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -284,6 +285,17 @@ void qt_calib_fingerprint_free(qt_calib_fingerprint *fp);
  * largest stored calibration hash), appended to *out (malloc'd, ascending, unique). */
 qt_status qt_calib_shingles(const void *text, size_t len, uint64_t cutoff, int32_t cap, uint64_t **out,
                             int32_t *n_out);
+
+/* The metadata entries recording fp (QT_CALIB_KEY_*), for qt_gguf_write_opts.extra_kv:
+ * sha256, scheme, shingles, and ranges unless fp covers the whole file. They
+ * point into fp and into ranges_buf (cap bytes), which must outlive them.
+ * Returns the number of entries written to out (at most 4). */
+int32_t qt_calib_gguf_kv(const qt_calib_fingerprint *fp, char *ranges_buf, size_t cap, qt_gguf_kv out[4]);
+/* Reads the record back from a model opened from GGUF; *has = false when the
+ * model records no calibration text (or is not GGUF). A shingle sample with
+ * another scheme is ignored (the SHA-256 / range check still applies);
+ * malformed entries are QT_ERR_FORMAT naming the key. */
+qt_status qt_calib_from_model(const qt_model *m, qt_calib_fingerprint *fp, bool *has);
 
 typedef struct qt_heldout_result {
     bool same_file;          /* evaluation file has the calibration file's SHA-256 */

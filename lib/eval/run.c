@@ -333,12 +333,11 @@ static bool is_hex64(const char *s) {
     return s[64] == '\0';
 }
 
-/* Reads a candidate's calibration record. *has = false when it has none. */
-static qt_status read_calibration(const qt_model *m, const char *name, qt_calib_fingerprint *fp, bool *has) {
+qt_status qt_calib_from_model(const qt_model *m, qt_calib_fingerprint *fp, bool *has) {
     memset(fp, 0, sizeof *fp);
     *has = false;
     const qt_gguf *g = qt_model_gguf(m);
-    const char *sha;
+    const char *sha, *name = qt_model_path(m);
     if (!g || qt_gguf_get_str(g, QT_CALIB_KEY_SHA256, &sha) != QT_OK) return QT_OK;
     if (!is_hex64(sha)) return qt_error(QT_ERR_FORMAT, "%s: metadata '%s': not 64 lowercase hex digits", name, QT_CALIB_KEY_SHA256);
     memcpy(fp->sha256, sha, 65);
@@ -353,8 +352,10 @@ static qt_status read_calibration(const qt_model *m, const char *name, qt_calib_
     }
     const qt_gguf_value *arr;
     bool scheme_ok = qt_gguf_get_str(g, QT_CALIB_KEY_SCHEME, &scheme) == QT_OK && !strcmp(scheme, QT_CALIB_SCHEME);
-    if (scheme_ok && qt_gguf_get_arr(g, QT_CALIB_KEY_SHINGLES, QT_GGUF_UINT64, &arr) == QT_OK && arr->arr.n > 0 &&
-        arr->arr.n <= QT_CALIB_MAX_SHINGLES) {
+    if (scheme_ok && qt_gguf_get_arr(g, QT_CALIB_KEY_SHINGLES, QT_GGUF_UINT64, &arr) == QT_OK && arr->arr.n > 0) {
+        if (arr->arr.n > QT_CALIB_MAX_SHINGLES)
+            return qt_error(QT_ERR_FORMAT, "%s: metadata '%s': %llu entries, at most %d", name, QT_CALIB_KEY_SHINGLES,
+                            (unsigned long long)arr->arr.n, QT_CALIB_MAX_SHINGLES);
         fp->shingles = malloc(sizeof(uint64_t) * arr->arr.n);
         if (!fp->shingles) return qt_error(QT_ERR_NOMEM, "%s: out of memory", name);
         fp->n_shingles = (int32_t)arr->arr.n;
@@ -368,6 +369,32 @@ static qt_status read_calibration(const qt_model *m, const char *name, qt_calib_
     }
     *has = true;
     return QT_OK;
+}
+
+int32_t qt_calib_gguf_kv(const qt_calib_fingerprint *fp, char *ranges_buf, size_t cap, qt_gguf_kv out[4]) {
+    int32_t n = 0;
+    memset(out, 0, sizeof(qt_gguf_kv) * 4);
+    out[n].key = QT_CALIB_KEY_SHA256;
+    out[n].value.type = QT_GGUF_STRING;
+    out[n].value.str.ptr = fp->sha256;
+    out[n++].value.str.len = strlen(fp->sha256);
+    if (fp->n_ranges > 0 && cap > 0) {
+        qt_calib_format_ranges(fp, ranges_buf, cap);
+        out[n].key = QT_CALIB_KEY_RANGES;
+        out[n].value.type = QT_GGUF_STRING;
+        out[n].value.str.ptr = ranges_buf;
+        out[n++].value.str.len = strlen(ranges_buf);
+    }
+    out[n].key = QT_CALIB_KEY_SCHEME;
+    out[n].value.type = QT_GGUF_STRING;
+    out[n].value.str.ptr = QT_CALIB_SCHEME;
+    out[n++].value.str.len = strlen(QT_CALIB_SCHEME);
+    out[n].key = QT_CALIB_KEY_SHINGLES;
+    out[n].value.type = QT_GGUF_ARRAY;
+    out[n].value.arr.type = QT_GGUF_UINT64;
+    out[n].value.arr.n = (uint64_t)fp->n_shingles;
+    out[n++].value.arr.raw = fp->shingles; /* GGUF is little-endian, as every target of this build */
+    return n;
 }
 
 /* Bytes of the text the scored chunks cover (the pieces of their tokens, BOS excluded). */
@@ -386,7 +413,7 @@ static qt_status check_heldout(qt_eval_result *R, const qt_eval_opts *o, int32_t
     qt_eval_candidate *c = &R->cands[k];
     qt_calib_fingerprint fp;
     bool has;
-    qt_status s = read_calibration(r->model, r->spec->path, &fp, &has);
+    qt_status s = qt_calib_from_model(r->model, &fp, &has);
     if (s || !has) return s;
     s = qt_heldout_check(&fp, R->text, R->text_len, used, &R->heldout[k]);
     qt_calib_fingerprint_free(&fp);

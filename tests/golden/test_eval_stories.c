@@ -227,6 +227,85 @@ static void test_mc_and_needle(void) {
     qt_eval_result_free(r);
 }
 
+/* A copy of llama.cpp's Q8_0 file that records calibration text (bytes
+ * [begin, end) of the TinyStories file) as a quanta quantizer would. */
+static void write_calibrated_copy(const char *path, uint64_t begin, uint64_t end) {
+    size_t n;
+    char *text = qt_test_read(qt_test_shared(TEXT), &n);
+    uint64_t ranges[1][2] = {{begin, end}};
+    qt_calib_fingerprint fp;
+    CHECK_OK(qt_calib_fingerprint_make(text, n, ranges, 1, &fp));
+    qt_model *m;
+    CHECK_OK(qt_model_open(qt_test_shared("reference/llamacpp/stories260K-Q8_0.gguf"), &m));
+    char rbuf[128];
+    qt_gguf_kv kv[4];
+    qt_gguf_write_opts wo = qt_gguf_write_opts_default();
+    wo.extra_kv = kv;
+    wo.n_extra_kv = qt_calib_gguf_kv(&fp, rbuf, sizeof rbuf, kv);
+    CHECK_EQ_INT(wo.n_extra_kv, 4);
+    CHECK_OK(qt_gguf_write(m, path, &wo));
+    qt_model_free(m);
+
+    /* the record reads back as written */
+    qt_calib_fingerprint back;
+    bool has;
+    CHECK_OK(qt_model_open(path, &m));
+    CHECK_OK(qt_calib_from_model(m, &back, &has));
+    CHECK(has);
+    CHECK_EQ_STR(back.sha256, fp.sha256);
+    CHECK_EQ_INT(back.n_ranges, 1);
+    CHECK_EQ_INT(back.ranges[0][0], begin);
+    CHECK_EQ_INT(back.ranges[0][1], end);
+    CHECK_EQ_INT(back.n_shingles, fp.n_shingles);
+    CHECK(back.shingles && memcmp(back.shingles, fp.shingles, sizeof(uint64_t) * (size_t)fp.n_shingles) == 0);
+    qt_calib_fingerprint_free(&back);
+    qt_model_free(m);
+    qt_calib_fingerprint_free(&fp);
+    free(text);
+}
+
+static void test_heldout_metadata(void) {
+    char held[600], leaky[600];
+    snprintf(held, sizeof held, "%s/held.gguf", qt_test_tmpdir());
+    snprintf(leaky, sizeof leaky, "%s/leaky.gguf", qt_test_tmpdir());
+    write_calibrated_copy(held, 400000, 794375);  /* calibrated on the second half */
+    write_calibrated_copy(leaky, 0, 100000);      /* calibrated on the text being evaluated */
+    char sh[700], sl[700];
+    snprintf(sh, sizeof sh, "%s@name=held", held);
+    snprintf(sl, sizeof sl, "%s@name=leaky", leaky);
+    qt_engine_opts eo;
+    qt_engine_opts_default(&eo);
+    eo.n_threads = 1;
+    qt_eval_model c[2];
+    CHECK_OK(qt_eval_parse_model(sh, &eo, &c[0]));
+    CHECK_OK(qt_eval_parse_model(sl, &eo, &c[1]));
+    for (int strict = 0; strict < 2; strict++) {
+        qt_eval_opts o;
+        qt_eval_opts_default(&o);
+        o.strict = strict;
+        qt_eval_result *r = run(c, 2, 128, 2, &o);
+        if (!r) return;
+        const qt_eval_report *rep = qt_eval_result_report(r);
+        const qt_eval_candidate *h = &rep->candidates[0], *l = &rep->candidates[1];
+        CHECK(h->heldout && h->heldout->same_file && h->heldout->overlap_bytes == 0 && !h->heldout->overlaps);
+        CHECK_EQ_INT(h->n_warnings, 0);
+        CHECK_EQ_INT(h->verdict.verdict, QT_VERDICT_PASS);
+        CHECK(l->heldout && l->heldout->same_file && l->heldout->overlaps);
+        /* 2 chunks of 128 tokens cover about the first kilobyte, all inside the calibration range */
+        CHECK(l->heldout->overlap_bytes > 500 && l->heldout->overlap > 0.99);
+        if (!strict) {
+            CHECK_EQ_INT(l->n_warnings, 1);
+            CHECK(l->n_warnings == 1 && strstr(l->warnings[0], "overlaps the candidate's calibration text"));
+            CHECK_EQ_INT(l->verdict.verdict, QT_VERDICT_PASS);
+        } else {
+            CHECK_EQ_INT(l->n_warnings, 0);
+            CHECK_EQ_INT(l->verdict.verdict, QT_VERDICT_FAIL);
+            CHECK(strstr(l->verdict.reasons[l->verdict.n_reasons - 1], "--strict") != NULL);
+        }
+        qt_eval_result_free(r);
+    }
+}
+
 static void test_bad_input(void) {
     qt_eval_model c[1] = {spec("reference/llamacpp/stories260K-Q8_0.gguf", NULL)};
     qt_eval_model base = spec("models/stories260K.gguf", NULL);
@@ -280,6 +359,7 @@ int main(void) {
     QT_RUN(test_base_ppl_is_engine_perplexity);
     QT_RUN(test_fp8_kv_scales);
     QT_RUN(test_mc_and_needle);
+    QT_RUN(test_heldout_metadata);
     QT_RUN(test_bad_input);
     return qt_test_finish("test_eval_stories");
 }
