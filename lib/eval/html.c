@@ -373,7 +373,7 @@ static void needle_map(qt__eval_sbuf *b, const char *label, const qt_needle_resu
     int32_t n_depths = 1;
     while (n_depths < nr->n_cells && nr->cells[n_depths].length == nr->cells[0].length) n_depths++;
     int32_t n_len = (nr->n_cells + n_depths - 1) / n_depths;
-    int cw = 62, ch = 30, x0 = 70, y0 = 44, w = x0 + n_depths * cw + 16, h = y0 + n_len * ch + 44;
+    int cw = 62, ch = 36, x0 = 70, y0 = 44, w = x0 + n_depths * cw + 16, h = y0 + n_len * ch + 44;
     qt__eval_sb_printf(b, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                      "role=\"img\"><title>needle retrieval</title><rect class=\"bg\" width=\"100%%\" height=\"100%%\"/>"
                      "<text class=\"ttl\" x=\"12\" y=\"20\">", w, h, w, h);
@@ -389,10 +389,12 @@ static void needle_map(qt__eval_sbuf *b, const char *label, const qt_needle_resu
             const qt_needle_cell *c = &nr->cells[l * n_depths + d];
             char col[8];
             rate_color(col, sizeof col, c->n_trials ? (double)c->n_success / c->n_trials : 0);
+            /* the count, and the key's mean log-probability (the graded signal) under it */
             qt__eval_sb_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#fff\"/>"
-                             "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" style=\"fill:#fff\">%d/%d</text>",
-                          x0 + d * cw, y0 + l * ch, cw, ch, col, x0 + d * cw + cw / 2, y0 + l * ch + ch / 2 + 4,
-                          (int)c->n_success, (int)c->n_trials);
+                             "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" style=\"fill:#fff\">%d/%d</text>"
+                             "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" style=\"fill:#fff;font-size:9px\">lp %.1f</text>",
+                          x0 + d * cw, y0 + l * ch, cw, ch, col, x0 + d * cw + cw / 2, y0 + l * ch + 15,
+                          (int)c->n_success, (int)c->n_trials, x0 + d * cw + cw / 2, y0 + l * ch + 29, c->mean_key_logprob);
         }
     }
     qt__eval_sb_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">needle depth</text></svg></figure>\n",
@@ -423,7 +425,8 @@ qt_status qt_eval_report_html(const qt_eval_report *r, char **out) {
     if (r->base_mc) mc_chart(&b, r);
     if (r->base_needle) {
         qt__eval_sb_puts(&b, "<h2>Needle in a haystack</h2><p class=\"sub\">Cells: trials where greedy decoding wrote the key "
-                        "(rows: prompt length, columns: where the key sits).</p><div class=\"charts\">\n");
+                        "(rows: prompt length, columns: where the key sits) and the key's mean log-probability "
+                        "(nats; higher is better).</p><div class=\"charts\">\n");
         needle_map(&b, qt__eval_basename(r->base.label), r->base_needle);
         for (int32_t i = 0; i < r->n_candidates; i++)
             if (r->candidates[i].needle) needle_map(&b, qt__eval_basename(r->candidates[i].info.label), r->candidates[i].needle);

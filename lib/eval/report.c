@@ -80,13 +80,13 @@ static void table_needle_one(qt__eval_sbuf *b, const char *label, const qt_needl
     int32_t n_depths = 1;
     while (n_depths < n->n_cells && n->cells[n_depths].length == n->cells[0].length) n_depths++;
     qt__eval_sb_printf(b, "  %-12s", "tokens\\depth");
-    for (int32_t d = 0; d < n_depths; d++) qt__eval_sb_printf(b, " %13.0f%%", 100 * n->cells[d].depth);
+    for (int32_t d = 0; d < n_depths; d++) qt__eval_sb_printf(b, " %14.0f%%", 100 * n->cells[d].depth);
     qt__eval_sb_puts(b, "\n");
     for (int32_t c = 0; c < n->n_cells; c += n_depths) {
         qt__eval_sb_printf(b, "  %-12d", (int)n->cells[c].length);
         for (int32_t d = 0; d < n_depths && c + d < n->n_cells; d++) {
             const qt_needle_cell *x = &n->cells[c + d];
-            qt__eval_sb_printf(b, "  %d/%d lp%6.2f", (int)x->n_success, (int)x->n_trials, x->mean_key_logprob);
+            qt__eval_sb_printf(b, "  %d/%d lp %6.2f", (int)x->n_success, (int)x->n_trials, x->mean_key_logprob);
         }
         qt__eval_sb_puts(b, "\n");
     }
