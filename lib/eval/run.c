@@ -229,6 +229,7 @@ typedef struct scorer {
     runner *r;
     const qt_tokenizer *tok;
     int32_t n_ctx, n_vocab;
+    bool add_bos;      /* as the vocabulary asks (and llama-perplexity does) */
     float *rows;       /* (n_ctx, n_vocab) */
     double *logp;      /* (n_vocab) */
 } scorer;
@@ -251,8 +252,8 @@ static qt_status score_continuation(void *user, const char *context, const char 
     memcpy(full, context, lc);
     memcpy(full + lc, cont, lk + 1);
     int32_t *a = NULL, *b = NULL, na = 0, nb = 0;
-    qt_status s = qt_tokenize(sc->tok, context, lc, true, &a, &na);
-    if (!s) s = qt_tokenize(sc->tok, full, lc + lk, true, &b, &nb);
+    qt_status s = qt_tokenize(sc->tok, context, lc, sc->add_bos, &a, &na);
+    if (!s) s = qt_tokenize(sc->tok, full, lc + lk, sc->add_bos, &b, &nb);
     free(full);
     /* the continuation's tokens: those after the longest common prefix with the context's own */
     int32_t p = 0;
@@ -289,6 +290,7 @@ static qt_status scorer_init(scorer *sc, qt_eval_result *R, runner *r, int32_t n
     sc->tok = R->tok;
     sc->n_ctx = n_ctx;
     sc->n_vocab = R->n_vocab;
+    sc->add_bos = qt_model_vocab(R->runners[0].model)->add_bos;
     sc->rows = malloc(sizeof(float) * (size_t)n_ctx * (size_t)R->n_vocab);
     sc->logp = malloc(sizeof(double) * (size_t)R->n_vocab);
     if (!sc->rows || !sc->logp) return qt_error(QT_ERR_NOMEM, "eval: out of memory for scoring");
