@@ -334,7 +334,15 @@ static void charts(qt__eval_sbuf *b, const qt_eval_report *r) {
 }
 
 static void mc_chart(qt__eval_sbuf *b, const qt_eval_report *r) {
-    int n = 1 + r->n_candidates, row = 26, h = 40 + n * row + 30, x0 = 170, x1 = CHART_W + 160;
+    /* room on the left for the longest label (about 6.5 px per character at 11 px) */
+    size_t longest = strlen(qt__eval_basename(r->base.label));
+    for (int32_t i = 0; i < r->n_candidates; i++)
+        if (strlen(qt__eval_basename(r->candidates[i].info.label)) > longest)
+            longest = strlen(qt__eval_basename(r->candidates[i].info.label));
+    int n = 1 + r->n_candidates, row = 26, h = 40 + n * row + 30;
+    int x0 = 20 + (int)(6.5 * (double)(longest > 80 ? 80 : longest)), x1;
+    if (x0 < 170) x0 = 170;
+    x1 = x0 + CHART_W - 10;
     qt__eval_sb_printf(b, "<h2>Multiple choice</h2><figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                      "viewBox=\"0 0 %d %d\" role=\"img\"><title>Multiple-choice accuracy</title>"
                      "<rect class=\"bg\" width=\"100%%\" height=\"100%%\"/><text class=\"ttl\" x=\"12\" y=\"20\">"
@@ -374,6 +382,8 @@ static void needle_map(qt__eval_sbuf *b, const char *label, const qt_needle_resu
     while (n_depths < nr->n_cells && nr->cells[n_depths].length == nr->cells[0].length) n_depths++;
     int32_t n_len = (nr->n_cells + n_depths - 1) / n_depths;
     int cw = 62, ch = 36, x0 = 70, y0 = 44, w = x0 + n_depths * cw + 16, h = y0 + n_len * ch + 44;
+    int title_w = 24 + (int)(7.5 * (double)(strlen(label) + 12)); /* bold 13 px title and " — k/n" */
+    if (w < title_w) w = title_w;
     qt__eval_sb_printf(b, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                      "role=\"img\"><title>needle retrieval</title><rect class=\"bg\" width=\"100%%\" height=\"100%%\"/>"
                      "<text class=\"ttl\" x=\"12\" y=\"20\">", w, h, w, h);
