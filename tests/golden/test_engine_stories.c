@@ -22,8 +22,24 @@
 #include "qtest.h"
 #include "quanta.h"
 
+/* The F16 row of llama.cpp's table came from its converter's --outtype f16; ours
+ * is written here the same way (2-D weights to f16, norms stay f32). */
+static const char *f16_model(void) {
+    static char path[600];
+    if (path[0]) return path;
+    snprintf(path, sizeof path, "%s/stories260K-F16.gguf", qt_test_tmpdir());
+    qt_model *m = NULL;
+    CHECK_OK(qt_model_open(qt_test_shared("models/stories260K.gguf"), &m));
+    qt_gguf_write_opts wo = qt_gguf_write_opts_default();
+    wo.outtype = QT_TYPE_F16;
+    if (m) CHECK_OK(qt_gguf_write(m, path, &wo));
+    qt_model_free(m);
+    return path;
+}
+
 static const char *model_path(const char *file) {
     if (!strcmp(file, "stories260K.gguf")) return qt_test_shared("models/stories260K.gguf");
+    if (!strcmp(file, "stories260K-F16.gguf")) return f16_model();
     static char buf[8][512];
     static int i;
     char *b = buf[i++ & 7];
@@ -146,6 +162,7 @@ static void test_greedy(void) {
 /* llama.cpp's table (README): ppl at c = 128 and 256 */
 static const struct { const char *file; double c128, c256, tol; } table[] = {
     {"stories260K.gguf", 4.9693, 4.8753, 0.001},
+    {"stories260K-F16.gguf", 4.9692, 4.8751, 0.001},
     {"stories260K-Q8_0.gguf", 4.9757, 4.8821, 0.005},
     {"stories260K-Q4_0.gguf", 5.2620, 5.2261, 0.005},
 };
