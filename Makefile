@@ -47,7 +47,8 @@ test-asan: asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    ctest --output-on-failure -j $(JOBS) -LE interop
 
-test: test-release test-asan fuzz
+# Fuzzers and the sanitizer build first, so the run ends with the full release ctest summary.
+test: fuzz test-asan test-release
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang + ASan/UBSan and run
 # FUZZ_TIME seconds each from their seed corpus (tests/fuzz/corpus/<target>/,
@@ -60,7 +61,7 @@ fuzz: deps
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	    mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts; \
 	    echo "fuzz: $$t for $(FUZZ_TIME) s"; \
-	    ./$(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_TIME) -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+	    ./$(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_TIME) -print_final_stats=1 -timeout=60 -rss_limit_mb=2048 \
 	        -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t- $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t 2>$(FUZZ_BUILD)/$$t.log \
 	        || { tail -n 40 $(FUZZ_BUILD)/$$t.log; exit 1; }; \
 	    grep -E '^stat::number_of_executed_units' $(FUZZ_BUILD)/$$t.log | sed "s/^/  $$t: /"; \

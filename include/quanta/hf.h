@@ -27,11 +27,16 @@ typedef struct qt_hf_write_opts {
      * outtype (F32, F16 or BF16), dequantizing where needed. */
     bool convert_types;
     qt_type outtype;
+    /* 0: one model.safetensors. Otherwise shards model-0000K-of-0000M.safetensors
+     * of at most this many tensor bytes (a bigger tensor gets its own shard) and
+     * model.safetensors.index.json, as transformers' save_pretrained does. */
+    uint64_t max_shard_bytes;
     qt_progress progress;
 } qt_hf_write_opts;
 
-/* Writes dir/config.json, dir/model.safetensors and, when the model has a
- * vocabulary, dir/tokenizer.json and dir/tokenizer_config.json. The directory
+/* Writes dir/config.json, dir/model.safetensors (or shards and an index) and,
+ * when the model has a vocabulary, dir/tokenizer.json and
+ * dir/tokenizer_config.json. The directory
  * is created if missing. Tensors get HF names and [out, in] shapes; Q/K rows
  * stored in llama.cpp's pairs order (hp.rope_neox == false) are put back in HF
  * rotate-half order (inverse of formats.md §2.10). All files are written to

@@ -141,8 +141,9 @@ static qt_status read_token_id(qt_model *m, const qt_gguf *g, const char *key, i
     qt_status s = qt_gguf_get_u32(g, key, &v);
     if (s == QT_ERR_NOT_FOUND) return QT_OK; /* keep the default */
     if (s != QT_OK) return s;
-    /* 0xFFFFFFFF (-1) means "none"; llama.cpp ignores ids outside the vocabulary. */
-    *id = (v < (uint32_t)m->vocab.n_tokens) ? (int32_t)v : -1;
+    /* llama.cpp ignores ids outside the vocabulary (0xFFFFFFFF included) and
+     * keeps its default, so a file cannot switch off e.g. gpt2's default BOS 11. */
+    if (v < (uint32_t)m->vocab.n_tokens) *id = (int32_t)v;
     return QT_OK;
 }
 

@@ -130,6 +130,33 @@ static qt_status add_tensors(qt_model *m, const qt_st_checkpoint *ck) {
     return QT_OK;
 }
 
+/* Tokenizers often have fewer entries than the embedding has rows (Qwen);
+ * llama.cpp's converter fills ids up to vocab_size with "[PAD<id>]", type
+ * UNUSED, score -10000 (formats.md §8.1), so every token_embd row has a token. */
+static qt_status pad_vocab(qt_model *m) {
+    qt_vocab *v = &m->vocab;
+    int32_t n = m->hp.n_vocab;
+    if (v->kind == QT_VOCAB_NONE || v->n_tokens >= n) return QT_OK;
+    char **tokens = qt__model_alloc(m, (size_t)n * sizeof *tokens);
+    int32_t *types = qt__model_alloc(m, (size_t)n * sizeof *types);
+    float *scores = v->scores ? qt__model_alloc(m, (size_t)n * sizeof *scores) : NULL;
+    if (!tokens || !types || (v->scores && !scores)) return QT_ERR_NOMEM; /* message set by qt__model_alloc */
+    for (int32_t i = 0; i < n; i++) {
+        bool old = i < v->n_tokens;
+        char pad[32];
+        snprintf(pad, sizeof pad, "[PAD%d]", i);
+        tokens[i] = old ? v->tokens[i] : qt__model_strdup(m, pad);
+        if (!tokens[i]) return QT_ERR_NOMEM;
+        types[i] = old ? (v->token_types ? v->token_types[i] : QT_TOKEN_NORMAL) : QT_TOKEN_UNUSED;
+        if (scores) scores[i] = old ? v->scores[i] : -10000.0f;
+    }
+    v->tokens = tokens;
+    v->token_types = types;
+    if (scores) v->scores = scores;
+    v->n_tokens = n;
+    return QT_OK;
+}
+
 static qt_status read_vocab(qt_model *m, const char *dir) {
     char tj[4096], tc[4096];
     snprintf(tj, sizeof tj, "%s/tokenizer.json", dir);
@@ -140,9 +167,7 @@ static qt_status read_vocab(qt_model *m, const char *dir) {
     if (m->vocab.n_tokens > m->hp.n_vocab)
         return qt_error(QT_ERR_FORMAT, "%s: %d tokens but config.json field 'vocab_size' is %d (the embedding rows)", tj,
                         m->vocab.n_tokens, m->hp.n_vocab);
-    /* Tokenizers often have fewer entries than the embedding has rows (Qwen):
-     * fill up to vocab_size with "[PAD<id>]" as llama.cpp's converter does (§8.1). */
-    return qt__vocab_pad(m, m->hp.n_vocab);
+    return pad_vocab(m);
 }
 
 qt_status qt__read_hf_dir(qt_model *m, const char *dir) {

@@ -41,8 +41,8 @@ typedef struct hf_writer {
     qt_st_entry *entries;/* (n_plan) */
     int32_t n_plan;
     bool has_o_bias, has_mlp_bias;
-    qt_afile *files[4];  /* complete temporaries awaiting rename */
-    int n_files;
+    qt_afile **files;    /* (n_files) complete temporaries awaiting rename */
+    int32_t n_files, cap_files;
 } hf_writer;
 
 /* ---- tensors ---------------------------------------------------------------- */
@@ -74,6 +74,14 @@ static qt_status plan_one(hf_writer *w, const qt_tensor *t, plan_tensor *p) {
         t->type != QT_TYPE_BF16 && t->type != p->out_type)
         return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': cannot convert %s to %s", w->m->path, t->name, tr->name,
                         qt_type_get(p->out_type)->name);
+    /* The shape config.json will imply: never write what our reader (or transformers) would refuse. */
+    bool ok = t->n_dims == ti->n_dims;
+    for (int32_t d = 0; ok && d < ti->n_dims; d++) ok = t->ne[d] == qt__tn_dim(ti->ne[d], hp);
+    if (!ok)
+        return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': shape [%lld, %lld] does not match the hyperparameters "
+                        "(expected [%lld, %lld])", w->m->path, t->name, (long long)t->ne[0],
+                        (long long)(t->n_dims > 1 ? t->ne[1] : 1), (long long)qt__tn_dim(ti->ne[0], hp),
+                        (long long)(ti->n_dims > 1 ? qt__tn_dim(ti->ne[1], hp) : 1));
     p->permute = !hp->rope_neox && ti->rows != QT_TN_ROWS_PLAIN;
     if (p->permute) {
         int64_t rows = t->n_dims == 1 ? t->ne[0] : t->ne[1];
@@ -153,18 +161,96 @@ static qt_status write_tensor(hf_writer *w, qt_st_writer *sw, const plan_tensor 
     return s;
 }
 
-static qt_status write_weights(hf_writer *w, const char *path) {
+static qt_status push_file(hf_writer *w, qt_afile *f) {
+    if (w->n_files == w->cap_files) {
+        int32_t cap = w->cap_files ? 2 * w->cap_files : 8;
+        qt_afile **nf = realloc(w->files, (size_t)cap * sizeof *nf);
+        if (!nf) { qt_afile_abort(f); return qt_error(QT_ERR_NOMEM, "%s: out of memory", w->dir); }
+        w->files = nf;
+        w->cap_files = cap;
+    }
+    w->files[w->n_files++] = f;
+    return QT_OK;
+}
+
+/* One safetensors file holding plan tensors [first, first + count). */
+static qt_status write_st_file(hf_writer *w, const char *path, int32_t first, int32_t count, int32_t *done) {
     static const qt_st_kv meta[] = {{"format", "pt"}}; /* transformers requires it (formats.md §1.4) */
     qt_st_writer *sw;
-    qt_status s = qt_st_writer_open(path, w->entries, w->n_plan, meta, 1, &sw);
+    qt_status s = qt_st_writer_open(path, w->entries + first, count, meta, 1, &sw);
     if (s != QT_OK) return s;
-    for (int32_t k = 0; k < w->n_plan && s == QT_OK; k++) {
-        s = write_tensor(w, sw, &w->plan[qt_st_writer_order(sw, k)]);
-        qt_progress_report(&w->opts.progress, "writing safetensors", k + 1, w->n_plan);
+    for (int32_t k = 0; k < count && s == QT_OK; k++) {
+        s = write_tensor(w, sw, &w->plan[first + qt_st_writer_order(sw, k)]);
+        qt_progress_report(&w->opts.progress, "writing safetensors", ++*done, w->n_plan);
     }
     if (s != QT_OK) { qt_st_writer_abort(sw); return s; }
-    s = qt_st_writer_finish(sw, &w->files[w->n_files]);
-    if (s == QT_OK) w->n_files++;
+    qt_afile *f;
+    s = qt_st_writer_finish(sw, &f);
+    return s == QT_OK ? push_file(w, f) : s;
+}
+
+typedef struct named_shard {
+    const char *name;
+    int32_t shard;
+} named_shard;
+
+static int cmp_named_shard(const void *a, const void *b) {
+    return strcmp(((const named_shard *)a)->name, ((const named_shard *)b)->name);
+}
+
+/* model.safetensors.index.json as transformers writes it: total_size and a weight_map sorted by name. */
+static qt_status stage_json(hf_writer *w, const char *name, json_t *j);
+static qt_status stage_index(hf_writer *w, const int32_t *shard_of, int32_t n_shards, uint64_t total) {
+    named_shard *sorted = malloc((size_t)(w->n_plan ? w->n_plan : 1) * sizeof *sorted);
+    if (!sorted) return qt_error(QT_ERR_NOMEM, "%s: out of memory", w->dir);
+    for (int32_t i = 0; i < w->n_plan; i++) sorted[i] = (named_shard){w->entries[i].name, shard_of[i]};
+    qsort(sorted, (size_t)w->n_plan, sizeof *sorted, cmp_named_shard);
+    json_t *map = json_object();
+    for (int32_t i = 0; map && i < w->n_plan; i++) {
+        char file[64];
+        snprintf(file, sizeof file, "model-%05d-of-%05d.safetensors", sorted[i].shard + 1, n_shards);
+        if (json_object_set_new(map, sorted[i].name, json_string(file))) { json_decref(map); map = NULL; }
+    }
+    free(sorted);
+    json_t *idx = map ? json_pack("{s:{s:I}, s:o}", "metadata", "total_size", (json_int_t)total, "weight_map", map) : NULL;
+    return stage_json(w, QT_ST_INDEX_NAME, idx);
+}
+
+/* One model.safetensors, or shards of at most max_shard_bytes (a bigger
+ * tensor gets a shard of its own) in canonical tensor order plus the index. */
+static qt_status write_weights(hf_writer *w) {
+    int32_t *shard_of = calloc((size_t)(w->n_plan ? w->n_plan : 1), sizeof *shard_of);
+    if (!shard_of) return qt_error(QT_ERR_NOMEM, "%s: out of memory", w->dir);
+    uint64_t max = w->opts.max_shard_bytes, total = 0, cur = 0;
+    int32_t n_shards = 1;
+    for (int32_t i = 0; i < w->n_plan; i++) {
+        uint64_t b = qt_st_entry_nbytes(&w->entries[i]);
+        if (max && cur > 0 && cur + b > max) { n_shards++; cur = 0; }
+        shard_of[i] = n_shards - 1;
+        cur += b;
+        total += b;
+    }
+    char path[4096];
+    int32_t done = 0;
+    qt_status s = QT_OK;
+    if (n_shards == 1) {
+        snprintf(path, sizeof path, "%s/%s", w->dir, QT_ST_SINGLE_NAME);
+        s = write_st_file(w, path, 0, w->n_plan, &done);
+    } else {
+        snprintf(path, sizeof path, "%s/%s", w->dir, QT_ST_SINGLE_NAME);
+        if (access(path, F_OK) == 0)
+            s = qt_error(QT_ERR_ARG, "%s: already holds %s, which loaders would prefer to the shards; write into another "
+                         "directory", w->dir, QT_ST_SINGLE_NAME);
+        for (int32_t k = 0, first = 0; s == QT_OK && k < n_shards; k++) {
+            int32_t count = 0;
+            while (first + count < w->n_plan && shard_of[first + count] == k) count++;
+            snprintf(path, sizeof path, "%s/model-%05d-of-%05d.safetensors", w->dir, k + 1, n_shards);
+            s = write_st_file(w, path, first, count, &done);
+            first += count;
+        }
+        if (s == QT_OK) s = stage_index(w, shard_of, n_shards, total);
+    }
+    free(shard_of);
     return s;
 }
 
@@ -269,7 +355,7 @@ static bool is_trailing_pad(const qt_vocab *v, int32_t i) {
     return v->token_types && v->token_types[i] == QT_TOKEN_UNUSED && !strcmp(v->tokens[i], pad);
 }
 
-/* Tokens written: all but trailing "[PAD<id>]" fillers, which the reader regenerates (qt__vocab_pad). */
+/* Tokens written: all but trailing "[PAD<id>]" fillers, which the reader regenerates (hf_read.c pad_vocab). */
 static int32_t written_tokens(const qt_vocab *v) {
     int32_t n = v->n_tokens;
     while (n > 0 && is_trailing_pad(v, n - 1)) n--;
@@ -391,8 +477,7 @@ static qt_status stage_text(hf_writer *w, const char *name, const char *text) {
     qt_status s = qt_afile_open(path, &f);
     if (s == QT_OK) s = qt_afile_write(f, text, strlen(text));
     if (s != QT_OK) { qt_afile_abort(f); return s; }
-    w->files[w->n_files++] = f;
-    return QT_OK;
+    return push_file(w, f);
 }
 
 static qt_status stage_json(hf_writer *w, const char *name, json_t *j) {
@@ -414,6 +499,8 @@ static qt_status stage_tokenizer(hf_writer *w) {
     const qt_vocab *v = &w->m->vocab;
     if (v->kind == QT_VOCAB_NONE) return QT_OK;
     int32_t n = written_tokens(v);
+    if (n > w->m->hp.n_vocab)
+        return qt_error(QT_ERR_SHAPE, "%s: %d tokens but the embedding has %d rows", w->m->path, n, w->m->hp.n_vocab);
     json_t *tok = NULL;
     qt_status s = QT_OK;
     if (v->kind == QT_VOCAB_SPM) {
@@ -478,10 +565,7 @@ qt_status qt_hf_write(const qt_model *m, const char *dir, const qt_hf_write_opts
     if (s == QT_OK) s = plan_tensors(&w);
     if (s == QT_OK) s = config_text(&w, &config);
     if (s == QT_OK) s = make_dirs(dir, &created);
-    if (s == QT_OK) {
-        snprintf(path, sizeof path, "%s/%s", dir, QT_ST_SINGLE_NAME);
-        s = write_weights(&w, path);
-    }
+    if (s == QT_OK) s = write_weights(&w);
     if (s == QT_OK) s = stage_text(&w, "config.json", config);
     if (s == QT_OK) s = stage_tokenizer(&w);
     for (int i = 0; i < w.n_files; i++) {
@@ -490,6 +574,7 @@ qt_status qt_hf_write(const qt_model *m, const char *dir, const qt_hf_write_opts
     }
     if (s != QT_OK && created) rmdir(dir); /* only succeeds if we left it empty */
     free(config);
+    free(w.files);
     free(w.plan);
     free(w.entries);
     return s;

@@ -45,8 +45,5 @@ qt_status qt__read_hf_dir(qt_model *m, const char *dir);
  * ids, "<0xNN>" pieces = BYTE, a Prepend("\u2581") normalizer = add_space_prefix,
  * bos/eos/unk/pad and add_bos/add_eos from tokenizer_config.json. */
 qt_status qt__vocab_load_hf(qt_model *m, const char *tokenizer_json_path, const char *tokenizer_config_path_or_NULL);
-/* Grows the vocabulary to n_vocab entries with "[PAD<id>]" tokens of type UNUSED
- * (score -10000), as llama.cpp's converter does up to config.json vocab_size. */
-qt_status qt__vocab_pad(qt_model *m, int32_t n_vocab);
 
 #endif

@@ -492,31 +492,6 @@ done:
     return st;
 }
 
-qt_status qt__vocab_pad(qt_model *m, int32_t n_vocab) {
-    qt_vocab *v = &m->vocab;
-    if (n_vocab <= v->n_tokens) return QT_OK;
-    char **tokens = qt__model_alloc(m, (size_t)n_vocab * sizeof *tokens);
-    int32_t *types = qt__model_alloc(m, (size_t)n_vocab * sizeof *types);
-    float *scores = v->scores ? qt__model_alloc(m, (size_t)n_vocab * sizeof *scores) : NULL;
-    char *arena = qt__model_alloc(m, (size_t)(n_vocab - v->n_tokens) * 24);
-    if (!tokens || !types || (v->scores && !scores) || !arena) return QT_ERR_NOMEM;
-    memcpy(tokens, v->tokens, (size_t)v->n_tokens * sizeof *tokens);
-    if (v->token_types) memcpy(types, v->token_types, (size_t)v->n_tokens * sizeof *types);
-    else for (int32_t t = 0; t < v->n_tokens; t++) types[t] = QT_TOKEN_NORMAL;
-    if (scores) memcpy(scores, v->scores, (size_t)v->n_tokens * sizeof *scores);
-    for (int32_t t = v->n_tokens; t < n_vocab; t++) {
-        tokens[t] = arena;
-        arena += snprintf(arena, 24, "[PAD%d]", t) + 1;
-        types[t] = QT_TOKEN_UNUSED;
-        if (scores) scores[t] = -10000.0f;
-    }
-    v->tokens = tokens;
-    v->token_types = types;
-    v->scores = scores;
-    v->n_tokens = n_vocab;
-    return QT_OK;
-}
-
 qt_status qt_model_open_tokenizer_json(const char *path, qt_model **out) {
     *out = NULL;
     struct stat sb;

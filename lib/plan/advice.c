@@ -321,7 +321,7 @@ static void warnings_for(qt_plan *p) {
         if (p->rows[i].scheme->kind == QT_SCHEME_FLOAT16 && (!r16 || p->rows[i].rank)) r16 = &p->rows[i];
     if (r16) {
         const double share = r16->est.weights_bytes / r16->est.budget_bytes;
-        if (r16->est.n_params < 2000000000ull || share < 0.25)
+        if ((r16->est.n_params < 2000000000ull || share < 0.25) && p->goal != QT_GOAL_THROUGHPUT)
             note(p, "%s is small for this target: its 16-bit weights are %s, %.0f%% of the %s budget. Quantizing them buys "
                     "little memory and small models lose the most quality per bit; the KV cache is what grows with load: "
                     "quantize the cache first",

@@ -71,7 +71,15 @@ qt_status qt_hw_local_cpu(qt_hw_info *out, char *name_buf, size_t name_size) {
         return qt_error(QT_ERR_UNSUPPORTED, "cpu: cannot read the amount of RAM from the OS; give --memory");
     out->mem_gb = (double)pages * (double)page / QT_GB;
     const qt_cpu_features *f = qt_cpu();
-    snprintf(name_buf, name_size, "this machine (x86-64%s%s%s, %.1f GB RAM)", f->avx2 ? ", AVX2" : "",
+#if defined(__x86_64__) || defined(_M_X64)
+    const char *isa = "x86-64";
+#elif defined(__aarch64__)
+    const char *isa = "arm64";
+#else
+    const char *isa = "CPU";
+#endif
+    out->arch_name = isa;
+    snprintf(name_buf, name_size, "this machine (%s%s%s%s, %.1f GB RAM)", isa, f->avx2 ? ", AVX2" : "",
              f->avx512f ? ", AVX-512" : "", f->amx_bf16 ? ", AMX-BF16" : "", out->mem_gb);
     out->name = name_buf;
     return QT_OK;

@@ -188,12 +188,6 @@ qt_status qt_plan_svg(const qt_plan *p, char **out) {
 
 /* ---- HTML --------------------------------------------------------------------- */
 
-static void cell(qt__sbuf *b, const char *tag, const char *s) {
-    qt__sb_printf(b, "<%s>", tag);
-    qt__sb_escape(b, s);
-    qt__sb_printf(b, "</%s>", tag);
-}
-
 qt_status qt_plan_html(const qt_plan *p, char **out) {
     qt__sbuf b = {0};
     char buf[512], a[32];
@@ -218,20 +212,24 @@ qt_status qt_plan_html(const qt_plan *p, char **out) {
         const qt_estimate *e = &r->est;
         if (r->rank) qt__sb_printf(&b, "<tr><td>%d</td>", r->rank);
         else qt__sb_printf(&b, "<tr class=\"no\"><td>-</td>");
-        cell(&b, "td", r->scheme->key);
+        qt__sb_printf(&b, "<td class=\"l\">");
+        qt__sb_escape(&b, r->scheme->key);
+        qt__sb_printf(&b, "</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>", e->weights_bytes / QT_GB,
+                      e->overhead_bytes / QT_GB, e->kv_budget_bytes / QT_GB);
         int dec;
         double fr = frac_shown(e->concurrency_frac, &dec);
-        qt__sb_printf(&b, "<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%lld (%.*f)</td><td>%lld</td><td>%.0f</td>",
-                      e->weights_bytes / QT_GB, e->overhead_bytes / QT_GB, e->kv_budget_bytes / QT_GB,
-                      (long long)e->concurrency, dec, fr, (long long)e->max_context, e->tok_s_batch);
+        if (e->concurrency_frac > 0) qt__sb_printf(&b, "<td>%lld (%.*f)</td>", (long long)e->concurrency, dec, fr);
+        else qt__sb_printf(&b, "<td>-</td>");
+        qt__sb_printf(&b, "<td>%lld</td><td>%.0f</td>", (long long)e->max_context, e->tok_s_batch);
         if (!r->rank) {
             qt__sb_printf(&b, "<td class=\"l\">");
             qt__sb_escape(&b, e->reason);
             qt__sb_printf(&b, "</td></tr>\n");
         } else if (e->fits) {
-            qt__sb_printf(&b, "<td class=\"ok\">fits</td></tr>\n");
+            qt__sb_printf(&b, "<td class=\"l ok\">fits</td></tr>\n");
         } else {
-            qt__sb_printf(&b, "<td class=\"bad\">DOES NOT FIT (%s short)</td></tr>\n", qt__fmt_gb(e->shortfall_bytes, a, sizeof a));
+            qt__sb_printf(&b, "<td class=\"l bad\">DOES NOT FIT (%s short)</td></tr>\n",
+                          qt__fmt_gb(e->shortfall_bytes, a, sizeof a));
         }
     }
     qt__sb_printf(&b, "</table>\n");

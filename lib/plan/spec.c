@@ -6,16 +6,12 @@
  * preset table: Gemma 2 (explicit head_dim, alternating sliding window),
  * Mixtral / Qwen3-MoE / DeepSeek (experts), DeepSeek (MLA ranks).
  */
+#include <dirent.h>
 #include <jansson.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "plan_internal.h"
-
-/* qt_model_open is provided by the checkpoint readers (lib/io), a separate
- * subsystem. A weak reference keeps the planner linkable while they are not
- * part of the build; when present, checkpoints are read through it. */
-#pragma weak qt_model_open
 
 typedef struct cfg {
     const char *path;
@@ -213,6 +209,18 @@ qt_status qt_plan_spec_from_model(const qt_model *mdl, qt_model_spec *out) {
     return QT_OK;
 }
 
+static bool has_safetensors(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        found = n > 12 && !strcmp(e->d_name + n - 12, ".safetensors");
+    }
+    closedir(d);
+    return found;
+}
+
 static bool is_config_file(const char *path) {
     size_t n = strlen(path);
     return n >= 5 && !strcmp(path + n - 5, ".json");
@@ -223,23 +231,26 @@ qt_status qt_plan_spec_resolve(const char *name, qt_model_spec *out) {
     struct stat sb;
     if (stat(name, &sb) == 0) {
         if (is_config_file(name)) return qt_plan_spec_from_config(name, out);
+        const bool dir = S_ISDIR(sb.st_mode);
         char cfgpath[1024];
         snprintf(cfgpath, sizeof cfgpath, "%s/config.json", name);
-        const bool has_config = S_ISDIR(sb.st_mode) && stat(cfgpath, &sb) == 0;
-        if (qt_model_open) {
-            qt_model *mdl;
-            qt_status st = qt_model_open(name, &mdl);
-            if (st == QT_OK) {
-                st = qt_plan_spec_from_model(mdl, out);
-                qt_model_free(mdl);
-                return st;
-            }
-            /* An architecture the readers do not run may still be planned from its config. */
-            if (!has_config || st != QT_ERR_UNSUPPORTED) return st;
+        const bool has_config = dir && stat(cfgpath, &sb) == 0;
+        /* A directory with a config.json but no weights (just downloaded the config, as the
+         * seeds advise) is planned from the config alone. */
+        if (has_config && !has_safetensors(name)) return qt_plan_spec_from_config(name, out);
+        qt_model *mdl;
+        qt_status st = qt_model_open(name, &mdl);
+        if (st == QT_OK) {
+            st = qt_plan_spec_from_model(mdl, out);
+            qt_model_free(mdl);
+            return st;
         }
-        if (has_config) return qt_plan_spec_from_config(name, out);
-        return qt_error(QT_ERR_UNSUPPORTED, "%s: reading checkpoints needs the model readers (qt_model_open), not in this build; "
-                                            "point --model at its config.json instead", name);
+        /* An architecture the readers do not run may still be planned from its config. */
+        if (has_config && st == QT_ERR_UNSUPPORTED) {
+            qt_clear_error();
+            return qt_plan_spec_from_config(name, out);
+        }
+        return st;
     }
     const qt_model_spec *p = qt_plan_preset_find(name);
     if (p) {

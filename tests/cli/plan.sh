@@ -103,11 +103,14 @@ echo '{"model_type": "llama"}' >"$tmp/bad.json"
 run 1 plan --model "$tmp/bad.json" --gpu l4
 has "quanta: error:" "bad.json" "'vocab_size'"
 
-# a checkpoint: exact counts once the readers are in the build, a clear refusal before
+# a checkpoint: exact counts from its tensors and the bytes as stored
 if [ -n "$SHARED" ] && [ -f "$SHARED/models/stories260K.gguf" ]; then
-    "$Q" estimate --model "$SHARED/models/stories260K.gguf" --scheme q8_0 --memory 1GB >"$out" 2>&1
-    rc=$?
-    if [ $rc -eq 0 ]; then has "292,800 params"; else has "model readers"; fi
+    run 0 estimate --model "$SHARED/models/stories260K.gguf" --scheme q8_0 --memory 1GB
+    has "292,800 params" "checkpoint        292,800 params, 1.2 MB as stored (gguf f32 (mostly))"
+    run 0 plan --model "$SHARED/models/stories260K.gguf" --gpu cpu --memory 1GB --context 512 --json
+    has '"measured": {' '"bytes": 1171200'
+    run 1 plan --model "$SHARED/data/wiki.test.raw" --gpu t4
+    has "quanta: error:" "wiki.test.raw"
 fi
 
 # ---- hw ------------------------------------------------------------------------------------

@@ -636,6 +636,57 @@ static void test_convert_types(void) {
     qt_model_free(a);
 }
 
+/* Shards of at most max_shard_bytes plus an index, read back to the same model. */
+static void test_sharded_write(void) {
+    const char *src = tmp_path("shw_src");
+    CHECK_EQ_INT(fx_write_hf(src, &fx_qwen2_bias, 29), 0);
+    qt_model *a, *b = NULL;
+    CHECK_OK(open_hf(src, &a));
+    if (!a) return;
+    const uint64_t max = 6000; /* embedding alone is 64*32*2 = 4096 bytes */
+    qt_hf_write_opts o = {.max_shard_bytes = max};
+    const char *out = tmp_path("shw_out");
+    CHECK_OK(qt_hf_write(a, out, &o));
+    CHECK_OK(open_hf(out, &b));
+    if (b) check_same_model(a, b);
+    qt_st_checkpoint *ck;
+    CHECK_OK(qt_st_checkpoint_open(out, &ck));
+    if (ck) {
+        CHECK(qt_st_checkpoint_sharded(ck));
+        int32_t nf = qt_st_checkpoint_n_files(ck);
+        CHECK(nf > 2);
+        uint64_t total = 0;
+        unsigned seen = 0;
+        for (int32_t f = 0; f < nf; f++) {
+            const qt_safetensors *st = qt_st_checkpoint_file(ck, f);
+            uint64_t bytes = 0;
+            for (int32_t i = 0; i < qt_st_n_tensors(st); i++) bytes += qt_st_tensor_at(st, i)->end - qt_st_tensor_at(st, i)->begin;
+            CHECK(bytes <= max || qt_st_n_tensors(st) == 1);
+            CHECK_EQ_STR(qt_st_metadata_get(st, "format"), "pt");
+            total += bytes;
+            int k = 0, of = 0;
+            const char *base = strrchr(qt_st_path(st), '/');
+            CHECK(base && sscanf(base, "/model-%05d-of-%05d.safetensors", &k, &of) == 2 && of == nf && k >= 1 && k <= nf);
+            seen |= 1u << k;
+        }
+        CHECK_EQ_INT(seen, ((1u << nf) - 1) << 1); /* shards 1..nf, each once */
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", out, QT_ST_INDEX_NAME);
+        char *idx = qt_test_read(p, NULL), want[64];
+        snprintf(want, sizeof want, "\"total_size\": %llu", (unsigned long long)total);
+        CHECK_MSG(strstr(idx, want) != NULL, "index lacks %s", want);
+        /* weight_map sorted by name: lm_head is absent (tied), model.embed_tokens comes first, model.norm last. */
+        char *e = strstr(idx, "\"model.embed_tokens.weight\""), *l0 = strstr(idx, "\"model.layers.0."), *nrm = strstr(idx, "\"model.norm.weight\"");
+        CHECK(e && l0 && nrm && e < l0 && l0 < nrm);
+        free(idx);
+        qt_st_checkpoint_close(ck);
+    }
+    /* Sharded output next to an existing model.safetensors is refused (loaders would take the single file). */
+    CHECK_ERR_HAS(qt_hf_write(a, src, &o), QT_ERR_ARG, "already holds model.safetensors");
+    qt_model_free(a);
+    qt_model_free(b);
+}
+
 static void test_writer_refusals_leave_nothing(void) {
     const char *src = tmp_path("ref_src");
     CHECK_EQ_INT(fx_write_hf(src, &fx_llama, 17), 0);
@@ -648,6 +699,12 @@ static void test_writer_refusals_leave_nothing(void) {
     CHECK_ERR_HAS(qt_hf_write(m, tmp_path("ref_q"), NULL), QT_ERR_UNSUPPORTED, "is q8_0, which safetensors cannot hold");
     CHECK(access(tmp_path("ref_q"), F_OK) != 0);
     m->tensors[3] = saved;
+    /* Hyperparameters that disagree with a tensor's shape. */
+    m->hp.n_ff = 40;
+    CHECK_ERR_HAS(qt_hf_write(m, tmp_path("ref_shape"), NULL), QT_ERR_SHAPE,
+                  "tensor 'blk.0.ffn_gate.weight': shape [32, 48] does not match the hyperparameters (expected [32, 40])");
+    CHECK(access(tmp_path("ref_shape"), F_OK) != 0);
+    m->hp.n_ff = 48;
     /* An unknown architecture has no HF class. */
     m->hp.arch = QT_ARCH_UNKNOWN;
     CHECK_ERR_HAS(qt_hf_write(m, tmp_path("ref_arch"), NULL), QT_ERR_UNSUPPORTED, "has no Hugging Face class");
@@ -813,6 +870,7 @@ int main(void) {
     QT_RUN(test_written_config);
     QT_RUN(test_unpermute_on_write);
     QT_RUN(test_convert_types);
+    QT_RUN(test_sharded_write);
     QT_RUN(test_writer_refusals_leave_nothing);
     QT_RUN(test_spm_vocab_round_trip);
     QT_RUN(test_real_llama3_vocab);

@@ -7,12 +7,6 @@
 #include "qtest.h"
 #include "quanta.h"
 
-/* The checkpoint readers (lib/io) land separately: a weak reference lets this
- * test build without them and skip the on-disk case. Once qt_model_open is in
- * the library, delete this line so the test links it (a weak reference does
- * not pull an object out of a static library). */
-#pragma weak qt_model_open
-
 static const char *write_tmp(const char *name, const char *text) {
     static char path[8][512];
     static int k;
@@ -198,7 +192,6 @@ static void test_spec_from_model_is_exact(void) {
 }
 
 static void test_spec_from_checkpoint_on_disk(void) {
-    if (!qt_model_open) SKIP("qt_model_open is not linked into this build (lib/io not merged): checkpoint path untested");
     qt_model_spec s;
     CHECK_OK(qt_plan_spec_resolve(qt_test_shared("models/stories260K.gguf"), &s));
     CHECK(s.measured);

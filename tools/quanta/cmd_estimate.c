@@ -71,7 +71,7 @@ static void print_text(const plan_opts *o, const qt_estimate *e, const qt_estima
     }
     if (m->measured)
         printf("  checkpoint        %s params, %s as stored (%s)\n", fmt_count((double)m->measured_params, a, sizeof a),
-               fmt_gb((double)m->measured_bytes, b, sizeof b), m->measured_format);
+               fmt_size((double)m->measured_bytes, b, sizeof b), m->measured_format);
     if (r->overhead_bytes >= 0)
         printf("  overhead          %s (given)\n", fmt_gb(e->overhead_bytes, a, sizeof a));
     else if (r->accounting == QT_ACCOUNTING_SIMPLE)

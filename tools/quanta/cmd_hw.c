@@ -23,12 +23,12 @@ static char mark(qt_support s) { return s == QT_SUPPORT_YES ? 'Y' : (s == QT_SUP
 static const char *sname(qt_support s) { return s == QT_SUPPORT_YES ? "yes" : (s == QT_SUPPORT_PARTIAL ? "partial" : "no"); }
 
 static void print_matrix(void) {
-    printf("%-44s", "format \\ hardware");
+    printf("%-48s", "format \\ hardware");
     for (int c = 0; c < QT_HW_CLASS_COUNT; c++) printf(" %-9s", qt_hw_class_name((qt_hw_class)c));
     printf("\n");
     for (int i = 0; i < qt_support_row_count(); i++) {
         const qt_support_row *r = qt_support_row_get(i);
-        printf("%-44s", r->title);
+        printf("%-48s", r->title);
         for (int c = 0; c < QT_HW_CLASS_COUNT; c++) printf(" %-9c", mark(r->cell[c].s));
         printf("\n");
     }

@@ -58,13 +58,20 @@ static void print_header(const qt_plan *p) {
     if (m->kind == QT_SPEC_LLM) {
         printf("model       %s (%s): %s parameters", m->display, m->arch, fmt_count((double)pc.total, a, sizeof a));
         if (m->n_expert) printf(" (%s active)", fmt_count((double)pc.active, b, sizeof b));
-        printf(", %lld layers, %lld heads, %lld KV heads x %lld\n", (long long)m->n_layer, (long long)m->n_head,
-               (long long)m->n_head_kv, (long long)m->head_dim);
+        if (m->kv_lora_rank > 0)
+            printf(", %lld layers, %lld heads, MLA latent %lld + rope %lld\n", (long long)m->n_layer, (long long)m->n_head,
+                   (long long)m->kv_lora_rank, (long long)m->qk_rope_dim);
+        else
+            printf(", %lld layers, %lld heads, %lld KV heads x %lld\n", (long long)m->n_layer, (long long)m->n_head,
+                   (long long)m->n_head_kv, (long long)m->head_dim);
     } else {
         printf("pipeline    %s: %s parameters in %d components\n", m->display, fmt_count((double)pc.total, a, sizeof a),
                m->n_components);
     }
     printf("            source: %s\n", m->source);
+    if (m->measured)
+        printf("            checkpoint: %s parameters, %s as stored (%s)\n", fmt_count((double)m->measured_params, a, sizeof a),
+               fmt_size((double)m->measured_bytes, b, sizeof b), m->measured_format);
     printf("budget      %s x %.2f = %s per %s (GB = 1e9 bytes)", fmt_gb(e0->device_bytes, a, sizeof a),
            e0->budget_bytes / e0->device_bytes, fmt_gb(e0->budget_bytes, b, sizeof b),
            r->hw && (r->hw->cls == QT_HW_CPU || r->hw->cls == QT_HW_APPLE) ? "host" : "GPU");
@@ -108,10 +115,11 @@ static void print_rows(const qt_plan *p) {
             if (e->concurrency_frac > 0)
                 snprintf(seqs, sizeof seqs, "%lld (%s)", (long long)e->concurrency, fmt_frac(e->concurrency_frac, fr, sizeof fr));
             else snprintf(seqs, sizeof seqs, "-");
-            printf("%4d %-11s %-9s %6.2f GB %6.2f GB %6.2f GB  %-13s %9s %10.0f %s  %s\n", r->rank, r->scheme->key,
+            char tps[32] = "-";
+            if (e->tok_s_batch > 0) snprintf(tps, sizeof tps, "%.0f", e->tok_s_batch);
+            printf("%4d %-11s %-9s %6.2f GB %6.2f GB %6.2f GB  %-13s %9s %10s %s  %s\n", r->rank, r->scheme->key,
                    engine_name(r->scheme->engine), e->weights_bytes / 1e9, e->overhead_bytes / 1e9, e->kv_budget_bytes / 1e9,
-                   seqs, fmt_count((double)e->max_context, b, sizeof b), e->tok_s_batch, e->compute_bound ? "c" : " ",
-                   verdict);
+                   seqs, fmt_count((double)e->max_context, b, sizeof b), tps, e->compute_bound ? "c" : " ", verdict);
         } else {
             /* the plan keeps the text encoders 16-bit unless that alone breaks the fit */
             double enc16 = 0, vae = 0;

@@ -1,0 +1,28 @@
+// Load GGUF files in real llama.cpp (node-llama-cpp, prebuilt CPU binaries,
+// never built here) and generate greedily: argmax at every step, BOS
+// prepended, the way ../shared/reference/llamacpp/greedy.tsv was made.
+// One process for all models: starting llama.cpp's backend is the slow part.
+// usage: node llamacpp_greedy.mjs PROMPT N_TOKENS MODEL.gguf...
+// prints one JSON line per model: {"model": path, "prompt": [ids], "gen": [ids], "text": "..."}
+import {getLlama} from "node-llama-cpp";
+
+const [prompt, nArg, ...models] = process.argv.slice(2);
+const n = Number(nArg);
+const llama = await getLlama({gpu: false, build: "never", logLevel: "error"});
+for (const modelPath of models) {
+    const model = await llama.loadModel({modelPath});
+    // One thread: llama.cpp's worker threads spin-wait, and on a small shared
+    // machine several of them make 32 tokens of a 260K model take minutes.
+    const context = await model.createContext({contextSize: 256, threads: 1});
+    const sequence = context.getSequence();
+    const promptIds = [model.tokens.bos, ...model.tokenize(prompt)];
+    const gen = [];
+    for await (const token of sequence.evaluate(promptIds, {temperature: 0})) {
+        gen.push(token);
+        if (gen.length >= n) break;
+    }
+    console.log(JSON.stringify({model: modelPath, prompt: promptIds, gen, text: model.detokenize(gen)}));
+    await context.dispose();
+    await model.dispose();
+}
+await llama.dispose();
