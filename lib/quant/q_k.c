@@ -5,7 +5,7 @@
  * quantize_row_q*_K_ref, quantize_row_q*_K_impl, dequantize_row_q*_K).
  *
  * What bit-exactness rests on (formats.md §3.3):
- *  - rounding is qt__k_nearest_int (round half to even via 1.5*2^23);
+ *  - rounding is qt__nearest_int (round half to even via 1.5*2^23);
  *  - every multiply/add is a separate fp32 operation (the build uses
  *    -ffp-contract=off) and the expression association below follows ggml's
  *    left-to-right order — e.g. `w * x * l` is (w*x)*l — so do not "simplify";
@@ -23,7 +23,7 @@
 
 #include "blocks.h"
 #include "kernels_k.h"
-#include "quant_k_util.h"
+#include "quant_util.h"
 #include "quanta/num.h"
 
 /* ggml's GROUP_MAX_EPS: below this max |x| a group counts as all zero. */
@@ -51,7 +51,7 @@ static float fit_symmetric(int n, int nmax, const float *x, int8_t *L, const flo
     float iscale = (float)-nmax / max;
     float sumlx = 0.0f, suml2 = 0.0f;
     for (int i = 0; i < n; ++i) {
-        const int l = qt__k_clamp_i(qt__k_nearest_int(iscale * x[i]), -nmax, nmax - 1);
+        const int l = qt__clamp_int(qt__nearest_int(iscale * x[i]), -nmax, nmax - 1);
         L[i] = (int8_t)(l + nmax);
         const float w = qw ? qw[i] : x[i] * x[i];
         sumlx += w * x[i] * (float)l;
@@ -64,14 +64,14 @@ static float fit_symmetric(int n, int nmax, const float *x, int8_t *L, const flo
         iscale = -((float)nmax + 0.1f * (float)is) / max;
         sumlx = suml2 = 0.0f;
         for (int i = 0; i < n; ++i) {
-            const int l = qt__k_clamp_i(qt__k_nearest_int(iscale * x[i]), -nmax, nmax - 1);
+            const int l = qt__clamp_int(qt__nearest_int(iscale * x[i]), -nmax, nmax - 1);
             const float w = qw ? qw[i] : x[i] * x[i];
             sumlx += w * x[i] * (float)l;
             suml2 += w * (float)l * (float)l;
         }
         if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
             for (int i = 0; i < n; ++i) {
-                const int l = qt__k_clamp_i(qt__k_nearest_int(iscale * x[i]), -nmax, nmax - 1);
+                const int l = qt__clamp_int(qt__nearest_int(iscale * x[i]), -nmax, nmax - 1);
                 L[i] = (int8_t)(l + nmax);
             }
             scale = sumlx / suml2;
@@ -99,7 +99,7 @@ static float fit_symmetric_descent(int n, int nmax, const float *x, int8_t *L) {
     const float iscale = (float)-nmax / max;
     float sumlx = 0.0f, suml2 = 0.0f;
     for (int i = 0; i < n; ++i) {
-        const int l = qt__k_clamp_i(qt__k_nearest_int(iscale * x[i]), -nmax, nmax - 1);
+        const int l = qt__clamp_int(qt__nearest_int(iscale * x[i]), -nmax, nmax - 1);
         L[i] = (int8_t)l;
         const float w = x[i] * x[i];
         sumlx += w * x[i] * (float)l;
@@ -112,7 +112,7 @@ static float fit_symmetric_descent(int n, int nmax, const float *x, int8_t *L) {
             float slx = sumlx - w * x[i] * (float)L[i];
             if (slx > 0.0f) {
                 float sl2 = suml2 - w * (float)L[i] * (float)L[i];
-                const int new_l = qt__k_clamp_i(qt__k_nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
+                const int new_l = qt__clamp_int(qt__nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
                 if (new_l != L[i]) {
                     slx += w * x[i] * (float)new_l;
                     sl2 += w * (float)new_l * (float)new_l;
@@ -159,7 +159,7 @@ static float fit_affine(int n, int nmax, const float *x, const float *w, uint8_t
     float scale = 1.0f / iscale;
     float best_error = 0.0f;
     for (int i = 0; i < n; ++i) {
-        L[i] = (uint8_t)qt__k_clamp_i(qt__k_nearest_int(iscale * (x[i] - min)), 0, nmax);
+        L[i] = (uint8_t)qt__clamp_int(qt__nearest_int(iscale * (x[i] - min)), 0, nmax);
         float diff = scale * (float)L[i] + min - x[i];
         diff = use_mad ? fabsf(diff) : diff * diff;
         best_error += w[i] * diff;
@@ -168,7 +168,7 @@ static float fit_affine(int n, int nmax, const float *x, const float *w, uint8_t
         iscale = (rmin + rdelta * (float)is + (float)nmax) / (max - min);
         float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
         for (int i = 0; i < n; ++i) {
-            const int l = qt__k_clamp_i(qt__k_nearest_int(iscale * (x[i] - min)), 0, nmax);
+            const int l = qt__clamp_int(qt__nearest_int(iscale * (x[i] - min)), 0, nmax);
             Laux[i] = (uint8_t)l;
             const float fl = (float)l;
             sum_l += w[i] * fl;
@@ -216,7 +216,7 @@ static float fit_scales(int n, int nmax, const float *x, uint8_t *L, const float
         return 0.0f;
     }
     float iscale = (float)nmax / max;
-    for (int i = 0; i < n; ++i) L[i] = (uint8_t)qt__k_nearest_int(iscale * x[i]);
+    for (int i = 0; i < n; ++i) L[i] = (uint8_t)qt__nearest_int(iscale * x[i]);
     const float scale = 1.0f / iscale;
     float best_mse = 0.0f;
     for (int i = 0; i < n; ++i) {
@@ -229,7 +229,7 @@ static float fit_scales(int n, int nmax, const float *x, uint8_t *L, const float
         const float scale_is = 1.0f / iscale_is;
         float mse = 0.0f;
         for (int i = 0; i < n; ++i) {
-            const int l = qt__k_min_i(nmax, qt__k_nearest_int(iscale_is * x[i]));
+            const int l = qt__min_int(nmax, qt__nearest_int(iscale_is * x[i]));
             const float diff = x[i] - scale_is * (float)l;
             mse += qw[i] * diff * diff;
         }
@@ -240,7 +240,7 @@ static float fit_scales(int n, int nmax, const float *x, uint8_t *L, const float
     }
     float sumlx = 0.0f, suml2 = 0.0f;
     for (int i = 0; i < n; ++i) {
-        const int l = qt__k_min_i(nmax, qt__k_nearest_int(iscale * x[i]));
+        const int l = qt__min_int(nmax, qt__nearest_int(iscale * x[i]));
         L[i] = (uint8_t)l;
         sumlx += qw[i] * x[i] * (float)l;
         suml2 += qw[i] * (float)l * (float)l;
@@ -252,7 +252,7 @@ static float fit_scales(int n, int nmax, const float *x, uint8_t *L, const float
             float slx = sumlx - w * x[i] * (float)L[i];
             float sl2 = suml2 - w * (float)L[i] * (float)L[i];
             if (slx > 0.0f && sl2 > 0.0f) {
-                const int new_l = qt__k_min_i(nmax, qt__k_nearest_int(x[i] * sl2 / slx));
+                const int new_l = qt__min_int(nmax, qt__nearest_int(x[i] * sl2 / slx));
                 if (new_l != L[i]) {
                     slx += w * x[i] * (float)new_l;
                     sl2 += w * (float)new_l * (float)new_l;
@@ -328,7 +328,7 @@ static void requant_affine_k4(const float *x, qt_half d16, qt_half dmin16, const
         if (d == 0.0f) continue;
         const float dm = dmin_all * (float)m;
         for (int ii = 0; ii < 32; ++ii)
-            L[32 * j + ii] = (uint8_t)qt__k_clamp_i(qt__k_nearest_int((x[32 * j + ii] + dm) / d), 0, nmax);
+            L[32 * j + ii] = (uint8_t)qt__clamp_int(qt__nearest_int((x[32 * j + ii] + dm) / d), 0, nmax);
     }
 }
 
@@ -343,7 +343,7 @@ static void q2_K_finish(const float *x, block_q2_K *y, uint8_t *L) {
         if (d == 0.0f) continue;
         const float dm = dmin_all * (float)(y->scales[j] >> 4);
         for (int ii = 0; ii < 16; ++ii)
-            L[16 * j + ii] = (uint8_t)qt__k_clamp_i(qt__k_nearest_int((x[16 * j + ii] + dm) / d), 0, 3);
+            L[16 * j + ii] = (uint8_t)qt__clamp_int(qt__nearest_int((x[16 * j + ii] + dm) / d), 0, 3);
     }
     pack_2bit(L, y->qs);
 }
@@ -363,7 +363,7 @@ static void q2_K_block_ref(const float *x, block_q2_K *y) {
     }
     if (max_scale > 0.0f) {
         const float iscale = 15.0f / max_scale;
-        for (int j = 0; j < QK_K / 16; ++j) y->scales[j] = (uint8_t)qt__k_nearest_int(iscale * scales[j]);
+        for (int j = 0; j < QK_K / 16; ++j) y->scales[j] = (uint8_t)qt__nearest_int(iscale * scales[j]);
         y->d = qt_f32_to_fp16(max_scale / 15.0f);
     } else {
         memset(y->scales, 0, sizeof y->scales);
@@ -372,7 +372,7 @@ static void q2_K_block_ref(const float *x, block_q2_K *y) {
     if (max_min > 0.0f) {
         const float iscale = 15.0f / max_min;
         for (int j = 0; j < QK_K / 16; ++j)
-            y->scales[j] |= (uint8_t)((unsigned)qt__k_nearest_int(iscale * mins[j]) << 4);
+            y->scales[j] |= (uint8_t)((unsigned)qt__nearest_int(iscale * mins[j]) << 4);
         y->dmin = qt_f32_to_fp16(max_min / 15.0f);
     } else {
         y->dmin = qt_f32_to_fp16(0.0f);
@@ -461,7 +461,7 @@ static void q3_K_finish(const float *x, block_q3_K *y, int8_t *L) {
         const float d = d_all * (float)q3_K_scale(y->scales, j);
         if (d == 0.0f) continue;
         for (int ii = 0; ii < 16; ++ii)
-            L[16 * j + ii] = (int8_t)(qt__k_clamp_i(qt__k_nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
+            L[16 * j + ii] = (int8_t)(qt__clamp_int(qt__nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
     }
     uint8_t L2[QK_K];
     memset(y->hmask, 0, sizeof y->hmask);
@@ -490,7 +490,7 @@ static void q3_K_block_ref(const float *x, block_q3_K *y) {
         const float iscale = -32.0f / max_scale;
         int ls[QK_K / 16];
         for (int j = 0; j < QK_K / 16; ++j)
-            ls[j] = qt__k_clamp_i((int8_t)qt__k_nearest_int(iscale * scales[j]), -32, 31) + 32;
+            ls[j] = qt__clamp_int((int8_t)qt__nearest_int(iscale * scales[j]), -32, 31) + 32;
         q3_K_pack_scales(ls, y->scales);
         y->d = qt_f32_to_fp16(1.0f / iscale);
     } else {
@@ -580,8 +580,8 @@ static void k4_search_ref(const float *x, int nmax, float rmin, int nstep, uint8
     const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
     for (int j = 0; j < QK_K / 32; ++j) {
         /* uint8_t first, then clamp: ggml's order (matters only for wrapped negatives). */
-        const uint8_t s = (uint8_t)qt__k_nearest_int(inv_scale * scales[j]);
-        const uint8_t m = (uint8_t)qt__k_nearest_int(inv_min * mins[j]);
+        const uint8_t s = (uint8_t)qt__nearest_int(inv_scale * scales[j]);
+        const uint8_t m = (uint8_t)qt__nearest_int(inv_min * mins[j]);
         ls[j] = s < 63 ? s : 63;
         lm[j] = m < 63 ? m : 63;
     }
@@ -712,13 +712,13 @@ static void q6_K_block(const float *x, block_q6_K *y, const float *qw) {
     const float iscale = -128.0f / max_scale;
     y->d = qt_f32_to_fp16(1.0f / iscale);
     for (int ib = 0; ib < QK_K / 16; ++ib)
-        y->scales[ib] = (int8_t)qt__k_min_i(127, qt__k_nearest_int(iscale * scales[ib]));
+        y->scales[ib] = (int8_t)qt__min_int(127, qt__nearest_int(iscale * scales[ib]));
     const float d_all = qt_fp16_to_f32(y->d);
     for (int j = 0; j < QK_K / 16; ++j) {
         const float d = d_all * (float)y->scales[j];
         if (d == 0.0f) continue;
         for (int ii = 0; ii < 16; ++ii)
-            L[16 * j + ii] = (int8_t)(qt__k_clamp_i(qt__k_nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
+            L[16 * j + ii] = (int8_t)(qt__clamp_int(qt__nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
     }
     /* per half h: ql[64h + l] = L[l] | L[l+64] << 4, ql[64h + 32 + l] = L[l+32] | L[l+96] << 4,
      * qh[32h + l] = top 2 bits of L[l], L[l+32], L[l+64], L[l+96] (indices relative to 128h) */
@@ -785,7 +785,7 @@ void qt__quantize_q8_K(const float *src, void *dst, int64_t n, const float *imat
             continue;
         }
         const float iscale = -127.0f / max;
-        for (int j = 0; j < QK_K; ++j) y[i].qs[j] = (int8_t)qt__k_min_i(127, qt__k_nearest_int(iscale * x[j]));
+        for (int j = 0; j < QK_K; ++j) y[i].qs[j] = (int8_t)qt__min_int(127, qt__nearest_int(iscale * x[j]));
         for (int k = 0; k < QK_K / 16; ++k) {
             int sum = 0;
             for (int l = 0; l < 16; ++l) sum += y[i].qs[16 * k + l];

@@ -1,8 +1,5 @@
-/* lib/quant/quant_util.h — scalar helpers shared by the legacy, IQ4 and
- * FP4/ternary codecs (q_legacy.c, q_iq4.c, q_fp4_tq.c). Static inline only.
- *
- * The K-quant codecs keep their own copy in quant_k_util.h so the two files
- * can evolve independently.
+/* lib/quant/quant_util.h — scalar helpers shared by the ggml block codecs
+ * (q_legacy.c, q_k.c, q_iq4.c). Static inline only.
  */
 #ifndef QT_QUANT_UTIL_H
 #define QT_QUANT_UTIL_H
@@ -31,6 +28,7 @@ static inline int32_t qt__cvtt_i32(float v) {
     return (v >= -2147483648.0f && v < 2147483648.0f) ? (int32_t)v : INT32_MIN;
 }
 
+static inline int qt__min_int(int a, int b) { return a < b ? a : b; }
 static inline int qt__clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 #endif
