@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "blocks.h"
-#include "kernels_k.h"
+#include "kernels.h"
 #include "quant_util.h"
 #include "quanta/num.h"
 

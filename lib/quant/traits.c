@@ -7,7 +7,6 @@
  */
 #include "kernels.h"
 #include "traits_internal.h"
-#include "kernels_k.h"
 
 qt_type_traits qt__traits[QT_TYPE_COUNT] = {
     [QT_TYPE_F32] = {
