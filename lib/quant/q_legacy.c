@@ -8,7 +8,7 @@
  *    w_j = imatrix_j * sqrt(sigma2 + x_j^2) with sigma2 = sum(x^2)/n over the
  *    whole row, then a weighted symmetric scale search (Q4_0/Q5_0, ggml's
  *    make_qx_quants) or a weighted scale+min search (Q4_1/Q5_1, ggml's
- *    make_qkx3_quants).
+ *    make_qkx3_quants), both in quant_search.c.
  * Float-to-integer casts go through qt__cvtt_i32 so blocks with fp32-subnormal
  * scales (1/d = Inf) give x86 ggml's bytes instead of undefined behaviour.
  * Bit-exactness rests on evaluating every float expression in ggml's order
@@ -21,130 +21,18 @@
 
 #include "blocks.h"
 #include "kernels.h"
+#include "quant_search.h"
 #include "quant_util.h"
 #include "quanta/num.h"
 
 #define LEGACY_QK 32
 
-/* Blocks whose largest |x| is below this are treated as all zero by the
- * searches (ggml GROUP_MAX_EPS). */
-#define GROUP_MAX_EPS 1e-15f
+/* ggml make_qkx3_quants as quantize_row_q{4,5}_1_impl call it; see
+ * qt__affine_search for clamp_before_round. */
+static const qt__affine_search LEGACY_IMATRIX = {
+    .rmin = -0.9f, .rdelta = 0.05f, .nstep = 36, .use_mad = false, .clamp_before_round = true};
 
-/* ---- search helpers (importance-weighted paths) ------------------------ */
-
-/* Weighted least-squares symmetric scale: integers l in [-nmax, nmax-1],
- * x ~ scale*l, minimizing sum w (x - scale*l)^2 over 19 candidate inverse
- * scales -(nmax + 0.1*is)/max around the extreme value (ggml make_qx_quants,
- * rmse_type 1 with explicit weights). L receives l + nmax. */
-static float search_symmetric_scale(int n, int nmax, const float *x, const float *w, int8_t *L) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) { amax = ax; max = x[i]; }
-    }
-    if (amax < GROUP_MAX_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.f;
-    }
-    float iscale = (float)-nmax / max;
-    float sumlx = 0, suml2 = 0;
-    for (int i = 0; i < n; i++) {
-        const int l = qt__clamp_int(qt__nearest_int(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = (int8_t)(l + nmax);
-        sumlx += w[i] * x[i] * (float)l;
-        suml2 += w[i] * (float)l * (float)l;
-    }
-    float scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
-    float best = scale * sumlx;
-    for (int is = -9; is <= 9; is++) {
-        if (is == 0) continue;
-        iscale = -((float)nmax + 0.1f * (float)is) / max;
-        sumlx = suml2 = 0;
-        for (int i = 0; i < n; i++) {
-            const int l = qt__clamp_int(qt__nearest_int(iscale * x[i]), -nmax, nmax - 1);
-            sumlx += w[i] * x[i] * (float)l;
-            suml2 += w[i] * (float)l * (float)l;
-        }
-        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-            for (int i = 0; i < n; i++)
-                L[i] = (int8_t)(nmax + qt__clamp_int(qt__nearest_int(iscale * x[i]), -nmax, nmax - 1));
-            scale = sumlx / suml2;
-            best = scale * sumlx;
-        }
-    }
-    return scale;
-}
-
-/* Weighted least-squares affine fit x ~ scale*l + min with l in [0, nmax] and
- * min <= 0: start from the range, then try inverse scales
- * (nmax - 0.9 + 0.05*is)/(max - min) for is = 0..36, each followed by a
- * closed-form weighted fit of scale and min, keeping the one with the lowest
- * weighted squared error (ggml make_qkx3_quants, use_mad = false). Returns the
- * scale; *neg_min receives -min (>= 0). */
-static float search_affine_scale(int n, int nmax, const float *x, const float *w,
-                                 uint8_t *L, uint8_t *Laux, float *neg_min) {
-    const float rmin = -0.9f, rdelta = 0.05f;
-    const int nstep = 36;
-    float min = x[0], max = x[0];
-    float sum_w = w[0];
-    float sum_x = sum_w * x[0];
-    for (int i = 1; i < n; i++) {
-        if (x[i] < min) min = x[i];
-        if (x[i] > max) max = x[i];
-        sum_w += w[i];
-        sum_x += w[i] * x[i];
-    }
-    if (min > 0) min = 0;
-    if (max <= min) {
-        memset(L, 0, (size_t)n);
-        *neg_min = -min;
-        return 0.f;
-    }
-    float iscale = (float)nmax / (max - min);
-    float scale = 1 / iscale;
-    float best_err = 0;
-    for (int i = 0; i < n; i++) {
-        L[i] = (uint8_t)qt__clamp_int(qt__nearest_int(iscale * (x[i] - min)), 0, nmax);
-        const float diff = scale * (float)L[i] + min - x[i];
-        best_err += w[i] * (diff * diff);
-    }
-    for (int is = 0; is <= nstep; is++) {
-        iscale = (rmin + rdelta * (float)is + (float)nmax) / (max - min);
-        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-        for (int i = 0; i < n; i++) {
-            /* min may have moved close to max: clamp before rounding so the
-             * integer conversion never sees a huge value (same result). */
-            const float v = iscale * (x[i] - min);
-            const int l = v > 0 ? qt__nearest_int(v < (float)nmax ? v : (float)nmax) : 0;
-            Laux[i] = (uint8_t)l;
-            sum_l += w[i] * (float)l;
-            sum_l2 += w[i] * (float)l * (float)l;
-            sum_xl += w[i] * (float)l * x[i];
-        }
-        const float D = sum_w * sum_l2 - sum_l * sum_l;
-        if (D > 0) {
-            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-            if (this_min > 0) {
-                this_min = 0;
-                this_scale = sum_xl / sum_l2;
-            }
-            float err = 0;
-            for (int i = 0; i < n; i++) {
-                const float diff = this_scale * (float)Laux[i] + this_min - x[i];
-                err += w[i] * (diff * diff);
-            }
-            if (err < best_err) {
-                memcpy(L, Laux, (size_t)n);
-                best_err = err;
-                scale = this_scale;
-                min = this_min;
-            }
-        }
-    }
-    *neg_min = -min;
-    return scale;
-}
+/* ---- helpers ------------------------------------------------------------- */
 
 /* sigma2 = sum(x^2)/n over the whole row, and the per-block weights
  * w_j = imatrix_j * sqrt(sigma2 + x_j^2) (ggml quantize_row_q*_impl). */
@@ -195,7 +83,7 @@ void qt__quantize_q4_0(const float *x, void *dst, int64_t n, const float *imatri
         for (int64_t ib = 0; ib < nb; ib++) {
             const float *xb = x + LEGACY_QK * ib;
             block_weights(xb, imatrix + LEGACY_QK * ib, sigma2, w);
-            const float d = search_symmetric_scale(LEGACY_QK, 8, xb, w, L);
+            const float d = qt__fit_symmetric(LEGACY_QK, 8, xb, w, L);
             y[ib].d = qt_f32_to_fp16(d);
             for (int j = 0; j < 16; j++) y[ib].qs[j] = (uint8_t)(L[j] | (L[j + 16] << 4));
         }
@@ -241,7 +129,7 @@ void qt__quantize_q4_1(const float *x, void *dst, int64_t n, const float *imatri
             const float *xb = x + LEGACY_QK * ib;
             block_weights(xb, imatrix + LEGACY_QK * ib, sigma2, w);
             float neg_min;
-            const float d = search_affine_scale(LEGACY_QK, 15, xb, w, L, Laux, &neg_min);
+            const float d = qt__fit_affine(LEGACY_QK, 15, xb, w, &LEGACY_IMATRIX, L, Laux, &neg_min);
             y[ib].d = qt_f32_to_fp16(d);
             y[ib].m = qt_f32_to_fp16(-neg_min);
             for (int j = 0; j < 16; j++) y[ib].qs[j] = (uint8_t)(L[j] | (L[j + 16] << 4));
@@ -293,7 +181,7 @@ void qt__quantize_q5_0(const float *x, void *dst, int64_t n, const float *imatri
         for (int64_t ib = 0; ib < nb; ib++) {
             const float *xb = x + LEGACY_QK * ib;
             block_weights(xb, imatrix + LEGACY_QK * ib, sigma2, w);
-            const float d = search_symmetric_scale(LEGACY_QK, 16, xb, w, L);
+            const float d = qt__fit_symmetric(LEGACY_QK, 16, xb, w, L);
             y[ib].d = qt_f32_to_fp16(d);
             for (int j = 0; j < LEGACY_QK; j++) q[j] = (uint8_t)L[j];
             pack_q5_high_bits(q, y[ib].qs, y[ib].qh);
@@ -342,7 +230,7 @@ void qt__quantize_q5_1(const float *x, void *dst, int64_t n, const float *imatri
             const float *xb = x + LEGACY_QK * ib;
             block_weights(xb, imatrix + LEGACY_QK * ib, sigma2, w);
             float neg_min;
-            const float d = search_affine_scale(LEGACY_QK, 31, xb, w, q, Laux, &neg_min);
+            const float d = qt__fit_affine(LEGACY_QK, 31, xb, w, &LEGACY_IMATRIX, q, Laux, &neg_min);
             y[ib].d = qt_f32_to_fp16(d);
             y[ib].m = qt_f32_to_fp16(-neg_min);
             pack_q5_high_bits(q, y[ib].qs, y[ib].qh);

@@ -4,13 +4,19 @@
 #ifndef QT_QUANT_UTIL_H
 #define QT_QUANT_UTIL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+/* ggml's GROUP_MAX_EPS: a group whose largest |x| is below this counts as all
+ * zero in the scale searches. */
+#define QT_GROUP_MAX_EPS 1e-15f
 
 /* Round to nearest, ties to even, as ggml's nearest_int does (formats.md
  * §3.3): adding 1.5*2^23 moves the integer part into the low mantissa bits and
  * the FPU's round-to-nearest-even does the rounding. Valid for |x| <= 4194303;
- * every caller feeds values bounded by a few hundred. */
+ * beyond that it returns a wrapped value, exactly as ggml's does (callers stay
+ * far inside except in the case qt__affine_search describes). */
 static inline int qt__nearest_int(float x) {
     const float biased = x + 12582912.0f;
     int32_t bits;
@@ -28,7 +34,21 @@ static inline int32_t qt__cvtt_i32(float v) {
     return (v >= -2147483648.0f && v < 2147483648.0f) ? (int32_t)v : INT32_MIN;
 }
 
+/* The signed value of largest magnitude; the first one wins ties (ggml's
+ * `if (ax > amax) { amax = ax; max = x[i]; }` scan). 0 when all are 0. */
+static inline float qt__signed_absmax(const float *x, int n) {
+    float amax = 0.0f, max = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float ax = fabsf(x[i]);
+        if (ax > amax) { amax = ax; max = x[i]; }
+    }
+    return max;
+}
+
 static inline int qt__min_int(int a, int b) { return a < b ? a : b; }
-static inline int qt__clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+static inline int qt__max_int(int a, int b) { return a > b ? a : b; }
+/* ggml's MAX(lo, MIN(hi, v)); lo <= hi. Written as min/max so loops using it
+ * stay vectorizable. */
+static inline int qt__clamp_int(int v, int lo, int hi) { return qt__max_int(lo, qt__min_int(hi, v)); }
 
 #endif
