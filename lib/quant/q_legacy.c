@@ -17,7 +17,7 @@
  */
 #include <float.h>
 #include <math.h>
-#include <string.h>
+#include <stdbool.h>
 
 #include "blocks.h"
 #include "kernels.h"
@@ -34,29 +34,74 @@ static const qt__affine_search LEGACY_IMATRIX = {
 
 /* ---- helpers ------------------------------------------------------------- */
 
-/* sigma2 = sum(x^2)/n over the whole row, and the per-block weights
- * w_j = imatrix_j * sqrt(sigma2 + x_j^2) (ggml quantize_row_q*_impl). */
-static float row_sigma2(const float *x, int64_t n) {
-    float sum_x2 = 0;
-    for (int64_t j = 0; j < n; j++) sum_x2 += x[j] * x[j];
-    return sum_x2 / (float)n;
+/* sigma2 = sum(x^2)/n over the whole row, as quantize_row_q*_impl computes
+ * it; unused without importance weights. */
+static float row_sigma2(const float *x, int64_t n, const float *imatrix) {
+    return imatrix ? qt__sum_squares(x, n) / (float)n : 0.0f;
 }
 
-static void block_weights(const float *xb, const float *qw, float sigma2, float *w) {
-    for (int j = 0; j < LEGACY_QK; j++) w[j] = qw[j] * sqrtf(sigma2 + xb[j] * xb[j]);
+/* Block ib's weights w_j = imatrix_j * sqrt(sigma2 + x_j^2) in w, or NULL
+ * without an imatrix (the block then takes ggml's "_ref" rounding). */
+static const float *block_weights(const float *x, const float *imatrix, int64_t ib, float sigma2, float *w) {
+    if (!imatrix) return NULL;
+    qt__importance_weights(x + LEGACY_QK * ib, imatrix + LEGACY_QK * ib, sigma2, LEGACY_QK, w);
+    return w;
 }
 
-/* Signed value of the largest |x| (first one wins ties). */
-static float signed_absmax(const float *x) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < LEGACY_QK; j++) {
-        if (amax < fabsf(x[j])) { amax = fabsf(x[j]); max = x[j]; }
+/* Q4_0 (nmax 8) / Q5_0 (nmax 16): levels L in 0..2*nmax-1 and the scale of
+ * one block. Without weights ggml's quantize_row_q{4,5}_0_ref: d = max/-nmax
+ * (max the signed extreme), levels trunc(x/d + nmax + 0.5) (round half up;
+ * the extreme maps to 0, its negation to 2*nmax, clamped to 2*nmax-1). With
+ * weights the symmetric search of quantize_row_q{4,5}_0_impl. */
+static float symmetric_block(const float *xb, const float *w, int nmax, uint8_t *L) {
+    if (w) {
+        int8_t Ls[LEGACY_QK];
+        const float d = qt__fit_symmetric(LEGACY_QK, nmax, xb, w, Ls);
+        for (int j = 0; j < LEGACY_QK; j++) L[j] = (uint8_t)Ls[j];
+        return d;
     }
-    return max;
+    const float d = qt__signed_absmax(xb, LEGACY_QK) / (float)-nmax;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    const float bias = (float)nmax + 0.5f;
+    const int top = 2 * nmax - 1;
+    for (int j = 0; j < LEGACY_QK; j++) {
+        const int q = (int8_t)qt__cvtt_i32(xb[j] * id + bias);
+        L[j] = (uint8_t)(q < top ? q : top);
+    }
+    return d;
+}
+
+/* Q4_1 (nmax 15) / Q5_1 (nmax 31): levels L in 0..nmax, the scale (returned)
+ * and the offset *m of one block, x ~ d*l + m. Without weights ggml's
+ * quantize_row_q{4,5}_1_ref: m = min, d = (max - min)/nmax, levels
+ * trunc((x - min)/d + 0.5), clamped to nmax only where ggml clamps (Q4_1; for
+ * finite input the value stays below nmax + 1 anyway). With weights the
+ * affine search of quantize_row_q{4,5}_1_impl. */
+static float affine_block(const float *xb, const float *w, int nmax, bool clamp, uint8_t *L, float *m) {
+    if (w) {
+        uint8_t Laux[LEGACY_QK];
+        float neg_min;
+        const float d = qt__fit_affine(LEGACY_QK, nmax, xb, w, &LEGACY_IMATRIX, L, Laux, &neg_min);
+        *m = -neg_min;
+        return d;
+    }
+    float min = FLT_MAX, max = -FLT_MAX;
+    for (int j = 0; j < LEGACY_QK; j++) {
+        if (xb[j] < min) min = xb[j];
+        if (xb[j] > max) max = xb[j];
+    }
+    const float d = (max - min) / (float)nmax;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    *m = min;
+    for (int j = 0; j < LEGACY_QK; j++) {
+        const int q = (int8_t)qt__cvtt_i32((xb[j] - min) * id + 0.5f);
+        L[j] = (uint8_t)(clamp && q > nmax ? nmax : q);
+    }
+    return d;
 }
 
 /* Fifth bits of 32 5-bit values: bit j of element j / j+16 (formats.md §3.4). */
-static void pack_q5_high_bits(const uint8_t *L, uint8_t qs[16], uint8_t qh_bytes[4]) {
+static void pack_q5(const uint8_t *L, uint8_t qs[16], uint8_t qh_bytes[4]) {
     uint32_t qh = 0;
     for (int j = 0; j < 16; j++) {
         qs[j] = (uint8_t)((L[j] & 0x0F) | ((L[j + 16] & 0x0F) << 4));
@@ -75,32 +120,13 @@ static uint32_t load_q5_high_bits(const uint8_t qh_bytes[4]) {
 
 void qt__quantize_q4_0(const float *x, void *dst, int64_t n, const float *imatrix) {
     block_q4_0 *y = dst;
-    const int64_t nb = n / LEGACY_QK;
-    if (imatrix) {
-        const float sigma2 = row_sigma2(x, n);
-        float w[LEGACY_QK];
-        int8_t L[LEGACY_QK];
-        for (int64_t ib = 0; ib < nb; ib++) {
-            const float *xb = x + LEGACY_QK * ib;
-            block_weights(xb, imatrix + LEGACY_QK * ib, sigma2, w);
-            const float d = qt__fit_symmetric(LEGACY_QK, 8, xb, w, L);
-            y[ib].d = qt_f32_to_fp16(d);
-            for (int j = 0; j < 16; j++) y[ib].qs[j] = (uint8_t)(L[j] | (L[j + 16] << 4));
-        }
-        return;
-    }
-    for (int64_t ib = 0; ib < nb; ib++) {
-        const float *xb = x + LEGACY_QK * ib;
-        const float d = signed_absmax(xb) / -8;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
+    const float sigma2 = row_sigma2(x, n, imatrix);
+    float w[LEGACY_QK];
+    uint8_t L[LEGACY_QK];
+    for (int64_t ib = 0; ib < n / LEGACY_QK; ib++) {
+        const float d = symmetric_block(x + LEGACY_QK * ib, block_weights(x, imatrix, ib, sigma2, w), 8, L);
         y[ib].d = qt_f32_to_fp16(d);
-        for (int j = 0; j < 16; j++) {
-            /* Truncation of x*id + 8.5 (round half up); the extreme maps to 0
-             * and its negation to 16, clamped to 15. */
-            const int q0 = (int8_t)qt__cvtt_i32(xb[j] * id + 8.5f);
-            const int q1 = (int8_t)qt__cvtt_i32(xb[j + 16] * id + 8.5f);
-            y[ib].qs[j] = (uint8_t)((q0 < 15 ? q0 : 15) | (q1 < 15 ? q1 : 15) << 4);
-        }
+        qt__pack_nibbles32(L, y[ib].qs);
     }
 }
 
@@ -120,38 +146,14 @@ void qt__dequantize_q4_0(const void *src, float *y, int64_t n) {
 
 void qt__quantize_q4_1(const float *x, void *dst, int64_t n, const float *imatrix) {
     block_q4_1 *y = dst;
-    const int64_t nb = n / LEGACY_QK;
-    if (imatrix) {
-        const float sigma2 = row_sigma2(x, n);
-        float w[LEGACY_QK];
-        uint8_t L[LEGACY_QK], Laux[LEGACY_QK];
-        for (int64_t ib = 0; ib < nb; ib++) {
-            const float *xb = x + LEGACY_QK * ib;
-            block_weights(xb, imatrix + LEGACY_QK * ib, sigma2, w);
-            float neg_min;
-            const float d = qt__fit_affine(LEGACY_QK, 15, xb, w, &LEGACY_IMATRIX, L, Laux, &neg_min);
-            y[ib].d = qt_f32_to_fp16(d);
-            y[ib].m = qt_f32_to_fp16(-neg_min);
-            for (int j = 0; j < 16; j++) y[ib].qs[j] = (uint8_t)(L[j] | (L[j + 16] << 4));
-        }
-        return;
-    }
-    for (int64_t ib = 0; ib < nb; ib++) {
-        const float *xb = x + LEGACY_QK * ib;
-        float min = FLT_MAX, max = -FLT_MAX;
-        for (int j = 0; j < LEGACY_QK; j++) {
-            if (xb[j] < min) min = xb[j];
-            if (xb[j] > max) max = xb[j];
-        }
-        const float d = (max - min) / 15;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
+    const float sigma2 = row_sigma2(x, n, imatrix);
+    float w[LEGACY_QK], m;
+    uint8_t L[LEGACY_QK];
+    for (int64_t ib = 0; ib < n / LEGACY_QK; ib++) {
+        const float d = affine_block(x + LEGACY_QK * ib, block_weights(x, imatrix, ib, sigma2, w), 15, true, L, &m);
         y[ib].d = qt_f32_to_fp16(d);
-        y[ib].m = qt_f32_to_fp16(min);
-        for (int j = 0; j < 16; j++) {
-            const int q0 = (int8_t)qt__cvtt_i32((xb[j] - min) * id + 0.5f);
-            const int q1 = (int8_t)qt__cvtt_i32((xb[j + 16] - min) * id + 0.5f);
-            y[ib].qs[j] = (uint8_t)((q0 < 15 ? q0 : 15) | (q1 < 15 ? q1 : 15) << 4);
-        }
+        y[ib].m = qt_f32_to_fp16(m);
+        qt__pack_nibbles32(L, y[ib].qs);
     }
 }
 
@@ -172,32 +174,13 @@ void qt__dequantize_q4_1(const void *src, float *y, int64_t n) {
 
 void qt__quantize_q5_0(const float *x, void *dst, int64_t n, const float *imatrix) {
     block_q5_0 *y = dst;
-    const int64_t nb = n / LEGACY_QK;
-    uint8_t q[LEGACY_QK];
-    if (imatrix) {
-        const float sigma2 = row_sigma2(x, n);
-        float w[LEGACY_QK];
-        int8_t L[LEGACY_QK];
-        for (int64_t ib = 0; ib < nb; ib++) {
-            const float *xb = x + LEGACY_QK * ib;
-            block_weights(xb, imatrix + LEGACY_QK * ib, sigma2, w);
-            const float d = qt__fit_symmetric(LEGACY_QK, 16, xb, w, L);
-            y[ib].d = qt_f32_to_fp16(d);
-            for (int j = 0; j < LEGACY_QK; j++) q[j] = (uint8_t)L[j];
-            pack_q5_high_bits(q, y[ib].qs, y[ib].qh);
-        }
-        return;
-    }
-    for (int64_t ib = 0; ib < nb; ib++) {
-        const float *xb = x + LEGACY_QK * ib;
-        const float d = signed_absmax(xb) / -16;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
+    const float sigma2 = row_sigma2(x, n, imatrix);
+    float w[LEGACY_QK];
+    uint8_t L[LEGACY_QK];
+    for (int64_t ib = 0; ib < n / LEGACY_QK; ib++) {
+        const float d = symmetric_block(x + LEGACY_QK * ib, block_weights(x, imatrix, ib, sigma2, w), 16, L);
         y[ib].d = qt_f32_to_fp16(d);
-        for (int j = 0; j < LEGACY_QK; j++) {
-            const int v = (int8_t)qt__cvtt_i32(xb[j] * id + 16.5f);
-            q[j] = (uint8_t)(v < 31 ? v : 31);
-        }
-        pack_q5_high_bits(q, y[ib].qs, y[ib].qh);
+        pack_q5(L, y[ib].qs, y[ib].qh);
     }
 }
 
@@ -220,37 +203,14 @@ void qt__dequantize_q5_0(const void *src, float *y, int64_t n) {
 
 void qt__quantize_q5_1(const float *x, void *dst, int64_t n, const float *imatrix) {
     block_q5_1 *y = dst;
-    const int64_t nb = n / LEGACY_QK;
-    uint8_t q[LEGACY_QK];
-    if (imatrix) {
-        const float sigma2 = row_sigma2(x, n);
-        float w[LEGACY_QK];
-        uint8_t Laux[LEGACY_QK];
-        for (int64_t ib = 0; ib < nb; ib++) {
-            const float *xb = x + LEGACY_QK * ib;
-            block_weights(xb, imatrix + LEGACY_QK * ib, sigma2, w);
-            float neg_min;
-            const float d = qt__fit_affine(LEGACY_QK, 31, xb, w, &LEGACY_IMATRIX, q, Laux, &neg_min);
-            y[ib].d = qt_f32_to_fp16(d);
-            y[ib].m = qt_f32_to_fp16(-neg_min);
-            pack_q5_high_bits(q, y[ib].qs, y[ib].qh);
-        }
-        return;
-    }
-    for (int64_t ib = 0; ib < nb; ib++) {
-        const float *xb = x + LEGACY_QK * ib;
-        float min = FLT_MAX, max = -FLT_MAX;
-        for (int j = 0; j < LEGACY_QK; j++) {
-            if (xb[j] < min) min = xb[j];
-            if (xb[j] > max) max = xb[j];
-        }
-        const float d = (max - min) / 31;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
+    const float sigma2 = row_sigma2(x, n, imatrix);
+    float w[LEGACY_QK], m;
+    uint8_t L[LEGACY_QK];
+    for (int64_t ib = 0; ib < n / LEGACY_QK; ib++) {
+        const float d = affine_block(x + LEGACY_QK * ib, block_weights(x, imatrix, ib, sigma2, w), 31, false, L, &m);
         y[ib].d = qt_f32_to_fp16(d);
-        y[ib].m = qt_f32_to_fp16(min);
-        /* No clamp in ggml: (x-min)*id + 0.5 stays below 32 for finite input. */
-        for (int j = 0; j < LEGACY_QK; j++) q[j] = (uint8_t)qt__cvtt_i32((xb[j] - min) * id + 0.5f);
-        pack_q5_high_bits(q, y[ib].qs, y[ib].qh);
+        y[ib].m = qt_f32_to_fp16(m);
+        pack_q5(L, y[ib].qs, y[ib].qh);
     }
 }
 
@@ -285,6 +245,12 @@ static float q8_block(const float *xb, int8_t *qs) {
     return d;
 }
 
+/* y = q*d for one block (Q8_0 and Q8_1 store qs and d alike). */
+static void q8_block_to_float(const int8_t *qs, qt_half d16, float *y) {
+    const float d = qt_fp16_to_f32(d16);
+    for (int j = 0; j < LEGACY_QK; j++) y[j] = (float)qs[j] * d;
+}
+
 void qt__quantize_q8_0(const float *x, void *dst, int64_t n, const float *imatrix) {
     (void)imatrix; /* ggml's quantize_q8_0 ignores importance weights */
     block_q8_0 *y = dst;
@@ -294,10 +260,7 @@ void qt__quantize_q8_0(const float *x, void *dst, int64_t n, const float *imatri
 
 void qt__dequantize_q8_0(const void *src, float *y, int64_t n) {
     const block_q8_0 *x = src;
-    for (int64_t ib = 0; ib < n / LEGACY_QK; ib++) {
-        const float d = qt_fp16_to_f32(x[ib].d);
-        for (int j = 0; j < LEGACY_QK; j++) y[LEGACY_QK * ib + j] = (float)x[ib].qs[j] * d;
-    }
+    for (int64_t ib = 0; ib < n / LEGACY_QK; ib++) q8_block_to_float(x[ib].qs, x[ib].d, y + LEGACY_QK * ib);
 }
 
 void qt__quantize_q8_1(const float *x, void *dst, int64_t n, const float *imatrix) {
@@ -315,8 +278,5 @@ void qt__quantize_q8_1(const float *x, void *dst, int64_t n, const float *imatri
 /* ggml has no Q8_1 to_float (activation type); the natural inverse q*d. */
 void qt__dequantize_q8_1(const void *src, float *y, int64_t n) {
     const block_q8_1 *x = src;
-    for (int64_t ib = 0; ib < n / LEGACY_QK; ib++) {
-        const float d = qt_fp16_to_f32(x[ib].d);
-        for (int j = 0; j < LEGACY_QK; j++) y[LEGACY_QK * ib + j] = (float)x[ib].qs[j] * d;
-    }
+    for (int64_t ib = 0; ib < n / LEGACY_QK; ib++) q8_block_to_float(x[ib].qs, x[ib].d, y + LEGACY_QK * ib);
 }

@@ -45,6 +45,25 @@ static inline float qt__signed_absmax(const float *x, int n) {
     return max;
 }
 
+/* Sum of squares in element order (ggml's sequential sums). */
+static inline float qt__sum_squares(const float *x, int64_t n) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; i++) s += x[i] * x[i];
+    return s;
+}
+
+/* ggml's importance weights w_j = qw_j * sqrt(sigma2 + x_j^2), sigma2 a
+ * per-row or per-super-block mean square (quantize_row_*_impl). */
+static inline void qt__importance_weights(const float *x, const float *qw, float sigma2, int n, float *w) {
+    for (int i = 0; i < n; i++) w[i] = qw[i] * sqrtf(sigma2 + x[i] * x[i]);
+}
+
+/* 32 4-bit levels into 16 bytes, element j in the low nibble of byte j and
+ * element j+16 in the high nibble (Q4_0/Q4_1/IQ4 layout, formats.md §3.4). */
+static inline void qt__pack_nibbles32(const uint8_t *L, uint8_t *qs) {
+    for (int j = 0; j < 16; j++) qs[j] = (uint8_t)(L[j] | (L[j + 16] << 4));
+}
+
 static inline int qt__min_int(int a, int b) { return a < b ? a : b; }
 static inline int qt__max_int(int a, int b) { return a > b ? a : b; }
 /* ggml's MAX(lo, MIN(hi, v)); lo <= hi. Written as min/max so loops using it
