@@ -35,14 +35,30 @@ static const qt__affine_search Q5_K_REF = {.rmin = -0.5f, .rdelta = 0.1f, .nstep
 static const qt__affine_search K_IMATRIX = {.rmin = -0.9f, .rdelta = 0.05f, .nstep = 36};
 
 /* ------------------------------------------------------------------------ */
-/* Shared packing                                                            */
+/* Shared weights, final passes and packing                                  */
 /* ------------------------------------------------------------------------ */
 
-/* Sum of squares of one 256-element super-block, sequential (ggml order). */
-static float sum_sq(const float *x, int n) {
-    float s = 0.0f;
-    for (int i = 0; i < n; ++i) s += x[i] * x[i];
-    return s;
+/* Sub-block importance weights w = qw * sqrt(sigma2 + x^2)
+ * (quantize_row_q*_K_impl); returns their sum, taken in element order. */
+static float subblock_weights(const float *x, const float *qw, float sigma2, int n, float *w) {
+    qt__importance_weights(x, qw, sigma2, n, w);
+    float sum = 0.0f;
+    for (int i = 0; i < n; ++i) sum += w[i];
+    return sum;
+}
+
+/* Final passes: re-derive a sub-block's levels from its stored (fp16-based)
+ * scale d, affine l = clamp(nearest_int((x + dm)/d), 0, nmax) or symmetric
+ * l = clamp(nearest_int(x/d), -nmax, nmax-1) + nmax. A sub-block whose scale
+ * is 0 keeps the levels the search produced. */
+static void requant_affine(const float *x, int n, float d, float dm, int nmax, uint8_t *L) {
+    if (d == 0.0f) return;
+    for (int i = 0; i < n; ++i) L[i] = (uint8_t)qt__clamp_int(qt__nearest_int((x[i] + dm) / d), 0, nmax);
+}
+
+static void requant_symmetric(const float *x, int n, float d, int nmax, int8_t *L) {
+    if (d == 0.0f) return;
+    for (int i = 0; i < n; ++i) L[i] = (int8_t)(qt__clamp_int(qt__nearest_int(x[i] / d), -nmax, nmax - 1) + nmax);
 }
 
 /* Q2_K / Q3_K 2-bit plane: for each half h, byte l holds elements
@@ -79,20 +95,15 @@ static void get_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
     }
 }
 
-/* Final pass shared by Q4_K and Q5_K: re-derive every quant from the stored
- * fp16 d/dmin and 6-bit scales. Sub-blocks whose scale rounds to 0 keep the
- * levels the search produced. */
+/* Final pass shared by Q4_K and Q5_K: levels from the stored fp16 d/dmin and
+ * 6-bit scales. */
 static void requant_affine_k4(const float *x, qt_half d16, qt_half dmin16, const uint8_t *scales,
                               int nmax, uint8_t *L) {
     const float d_all = qt_fp16_to_f32(d16), dmin_all = qt_fp16_to_f32(dmin16);
     for (int j = 0; j < QK_K / 32; ++j) {
         uint8_t sc, m;
         get_scale_min_k4(j, scales, &sc, &m);
-        const float d = d_all * (float)sc;
-        if (d == 0.0f) continue;
-        const float dm = dmin_all * (float)m;
-        for (int ii = 0; ii < 32; ++ii)
-            L[32 * j + ii] = (uint8_t)qt__clamp_int(qt__nearest_int((x[32 * j + ii] + dm) / d), 0, nmax);
+        requant_affine(x + 32 * j, 32, d_all * (float)sc, dmin_all * (float)m, nmax, L + 32 * j);
     }
 }
 
@@ -102,13 +113,9 @@ static void requant_affine_k4(const float *x, qt_half d16, qt_half dmin16, const
 
 static void q2_K_finish(const float *x, block_q2_K *y, uint8_t *L) {
     const float d_all = qt_fp16_to_f32(y->d), dmin_all = qt_fp16_to_f32(y->dmin);
-    for (int j = 0; j < QK_K / 16; ++j) {
-        const float d = d_all * (float)(y->scales[j] & 0xF);
-        if (d == 0.0f) continue;
-        const float dm = dmin_all * (float)(y->scales[j] >> 4);
-        for (int ii = 0; ii < 16; ++ii)
-            L[16 * j + ii] = (uint8_t)qt__clamp_int(qt__nearest_int((x[16 * j + ii] + dm) / d), 0, 3);
-    }
+    for (int j = 0; j < QK_K / 16; ++j)
+        requant_affine(x + 16 * j, 16, d_all * (float)(y->scales[j] & 0xF), dmin_all * (float)(y->scales[j] >> 4),
+                       3, L + 16 * j);
     pack_2bit(L, y->qs);
 }
 
@@ -151,12 +158,9 @@ static void q2_K_block_ref(const float *x, block_q2_K *y) {
 static void q2_K_block_imatrix(const float *x, block_q2_K *y, const float *qw) {
     uint8_t L[QK_K], Laux[16], Ls[QK_K / 16], Lm[QK_K / 16];
     float weight[16], mins[QK_K / 16], scales[QK_K / 16], sw[QK_K / 16];
-    const float sigma2 = sum_sq(x, QK_K) / (float)QK_K;
+    const float sigma2 = qt__sum_squares(x, QK_K) / (float)QK_K;
     for (int j = 0; j < QK_K / 16; ++j) {
-        for (int l = 0; l < 16; ++l)
-            weight[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-        sw[j] = 0.0f;
-        for (int l = 0; l < 16; ++l) sw[j] += weight[l];
+        sw[j] = subblock_weights(x + 16 * j, qw + 16 * j, sigma2, 16, weight);
         scales[j] = qt__fit_affine(16, 3, x + 16 * j, weight, &K_IMATRIX, L + 16 * j, Laux, &mins[j]);
     }
     const float dm = qt__fit_scales(QK_K / 16, 15, scales, sw, Ls);
@@ -221,12 +225,8 @@ static int q3_K_scale(const uint8_t *s, int j) {
  * plane. L holds levels + 4 (0..7). */
 static void q3_K_finish(const float *x, block_q3_K *y, int8_t *L) {
     const float d_all = qt_fp16_to_f32(y->d);
-    for (int j = 0; j < QK_K / 16; ++j) {
-        const float d = d_all * (float)q3_K_scale(y->scales, j);
-        if (d == 0.0f) continue;
-        for (int ii = 0; ii < 16; ++ii)
-            L[16 * j + ii] = (int8_t)(qt__clamp_int(qt__nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
-    }
+    for (int j = 0; j < QK_K / 16; ++j)
+        requant_symmetric(x + 16 * j, 16, d_all * (float)q3_K_scale(y->scales, j), 4, L + 16 * j);
     uint8_t L2[QK_K];
     memset(y->hmask, 0, sizeof y->hmask);
     for (int j = 0; j < QK_K; ++j) {
@@ -244,12 +244,9 @@ static void q3_K_finish(const float *x, block_q3_K *y, int8_t *L) {
 static void q3_K_block_ref(const float *x, block_q3_K *y) {
     int8_t L[QK_K];
     float scales[QK_K / 16];
-    float max_scale = 0.0f, amax = 0.0f;
-    for (int j = 0; j < QK_K / 16; ++j) {
-        scales[j] = qt__fit_symmetric_descent(16, 4, x + 16 * j, L + 16 * j);
-        const float a = fabsf(scales[j]);
-        if (a > amax) { amax = a; max_scale = scales[j]; }
-    }
+    for (int j = 0; j < QK_K / 16; ++j) scales[j] = qt__fit_symmetric_descent(16, 4, x + 16 * j, L + 16 * j);
+    float amax;
+    const float max_scale = qt__signed_absmax(scales, QK_K / 16, &amax);
     if (max_scale != 0.0f) {
         const float iscale = -32.0f / max_scale;
         int ls[QK_K / 16];
@@ -271,13 +268,9 @@ static void q3_K_block_ref(const float *x, block_q3_K *y) {
 static void q3_K_block_imatrix(const float *x, block_q3_K *y, const float *qw) {
     int8_t L[QK_K], Ls[QK_K / 16];
     float scales[QK_K / 16], weight[16], sw[QK_K / 16];
-    const float sigma2 = 2.0f * sum_sq(x, QK_K) / (float)QK_K;
+    const float sigma2 = 2.0f * qt__sum_squares(x, QK_K) / (float)QK_K;
     for (int j = 0; j < QK_K / 16; ++j) {
-        for (int l = 0; l < 16; ++l)
-            weight[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-        float sumw = 0.0f;
-        for (int l = 0; l < 16; ++l) sumw += weight[l];
-        sw[j] = sumw;
+        sw[j] = subblock_weights(x + 16 * j, qw + 16 * j, sigma2, 16, weight);
         scales[j] = qt__fit_symmetric(16, 4, x + 16 * j, weight, L + 16 * j);
     }
     const float d_block = qt__fit_symmetric(QK_K / 16, 32, scales, sw, Ls);
@@ -334,7 +327,7 @@ static void k4_search_ref(const float *x, int nmax, const qt__affine_search *sea
     float weights[32], mins[QK_K / 32], scales[QK_K / 32];
     float max_scale = 0.0f, max_min = 0.0f;
     for (int j = 0; j < QK_K / 32; ++j) {
-        const float av_x = sqrtf(sum_sq(x + 32 * j, 32) / 32.0f);
+        const float av_x = sqrtf(qt__sum_squares(x + 32 * j, 32) / 32.0f);
         for (int l = 0; l < 32; ++l) weights[l] = av_x + fabsf(x[32 * j + l]);
         scales[j] = qt__fit_affine(32, nmax, x + 32 * j, weights, search, L + 32 * j, Laux, &mins[j]);
         if (scales[j] > max_scale) max_scale = scales[j];
@@ -364,13 +357,9 @@ static void k4_search_imatrix(const float *x, const float *qw, int nmax, uint8_t
     const int clamp63 = nmax == 31;
     uint8_t Laux[32], ls[QK_K / 32], lm[QK_K / 32];
     float weights[32], mins[QK_K / 32], scales[QK_K / 32], sw[QK_K / 32];
-    const float sigma2 = 2.0f * sum_sq(x, QK_K) / (float)QK_K;
+    const float sigma2 = 2.0f * qt__sum_squares(x, QK_K) / (float)QK_K;
     for (int j = 0; j < QK_K / 32; ++j) {
-        for (int l = 0; l < 32; ++l)
-            weights[l] = qw[32 * j + l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
-        float sumw = 0.0f;
-        for (int l = 0; l < 32; ++l) sumw += weights[l];
-        sw[j] = sumw;
+        sw[j] = subblock_weights(x + 32 * j, qw + 32 * j, sigma2, 32, weights);
         scales[j] = qt__fit_affine(32, nmax, x + 32 * j, weights, &K_IMATRIX, L + 32 * j, Laux, &mins[j]);
     }
     const float d_block = qt__fit_scales(QK_K / 32, 63, scales, sw, ls);
@@ -463,13 +452,11 @@ void qt__dequantize_q5_K(const void *src, float *y, int64_t n) {
 static void q6_K_block(const float *x, block_q6_K *y, const float *qw) {
     int8_t L[QK_K];
     float scales[QK_K / 16];
-    float max_scale = 0.0f, max_abs_scale = 0.0f;
-    for (int ib = 0; ib < QK_K / 16; ++ib) {
+    for (int ib = 0; ib < QK_K / 16; ++ib)
         scales[ib] = qt__fit_symmetric(16, 32, x + 16 * ib, qw ? qw + 16 * ib : NULL, L + 16 * ib);
-        const float a = fabsf(scales[ib]);
-        if (a > max_abs_scale) { max_abs_scale = a; max_scale = scales[ib]; }
-    }
-    if (max_abs_scale < QT_GROUP_MAX_EPS) {
+    float amax;
+    const float max_scale = qt__signed_absmax(scales, QK_K / 16, &amax);
+    if (amax < QT_GROUP_MAX_EPS) {
         memset(y, 0, sizeof *y);
         return;
     }
@@ -478,12 +465,8 @@ static void q6_K_block(const float *x, block_q6_K *y, const float *qw) {
     for (int ib = 0; ib < QK_K / 16; ++ib)
         y->scales[ib] = (int8_t)qt__min_int(127, qt__nearest_int(iscale * scales[ib]));
     const float d_all = qt_fp16_to_f32(y->d);
-    for (int j = 0; j < QK_K / 16; ++j) {
-        const float d = d_all * (float)y->scales[j];
-        if (d == 0.0f) continue;
-        for (int ii = 0; ii < 16; ++ii)
-            L[16 * j + ii] = (int8_t)(qt__clamp_int(qt__nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
-    }
+    for (int j = 0; j < QK_K / 16; ++j)
+        requant_symmetric(x + 16 * j, 16, d_all * (float)y->scales[j], 32, L + 16 * j);
     /* per half h: ql[64h + l] = L[l] | L[l+64] << 4, ql[64h + 32 + l] = L[l+32] | L[l+96] << 4,
      * qh[32h + l] = top 2 bits of L[l], L[l+32], L[l+64], L[l+96] (indices relative to 128h) */
     for (int h = 0; h < 2; ++h) {
@@ -538,11 +521,8 @@ void qt__quantize_q8_K(const float *src, void *dst, int64_t n, const float *imat
     block_q8_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; ++i) {
         const float *x = src + i * QK_K;
-        float max = 0.0f, amax = 0.0f;
-        for (int j = 0; j < QK_K; ++j) {
-            const float ax = fabsf(x[j]);
-            if (ax > amax) { amax = ax; max = x[j]; }
-        }
+        float amax;
+        const float max = qt__signed_absmax(x, QK_K, &amax);
         if (amax == 0.0f) {
             /* ggml leaves bsums untouched here; zero is their true value. */
             memset(&y[i], 0, sizeof y[i]);

@@ -60,7 +60,8 @@ static float symmetric_block(const float *xb, const float *w, int nmax, uint8_t 
         for (int j = 0; j < LEGACY_QK; j++) L[j] = (uint8_t)Ls[j];
         return d;
     }
-    const float d = qt__signed_absmax(xb, LEGACY_QK) / (float)-nmax;
+    float amax;
+    const float d = qt__signed_absmax(xb, LEGACY_QK, &amax) / (float)-nmax;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     const float bias = (float)nmax + 0.5f;
     const int top = 2 * nmax - 1;

@@ -15,8 +15,9 @@
 #include "quant_util.h"
 
 float qt__fit_symmetric(int n, int nmax, const float *x, const float *w, int8_t *L) {
-    const float max = qt__signed_absmax(x, n);
-    if (fabsf(max) < QT_GROUP_MAX_EPS) {
+    float amax;
+    const float max = qt__signed_absmax(x, n, &amax);
+    if (amax < QT_GROUP_MAX_EPS) {
         memset(L, 0, (size_t)n);
         return 0.0f;
     }
@@ -52,8 +53,9 @@ float qt__fit_symmetric(int n, int nmax, const float *x, const float *w, int8_t 
 }
 
 float qt__fit_symmetric_descent(int n, int nmax, const float *x, int8_t *L) {
-    const float max = qt__signed_absmax(x, n);
-    if (fabsf(max) < QT_GROUP_MAX_EPS) {
+    float amax;
+    const float max = qt__signed_absmax(x, n, &amax);
+    if (amax < QT_GROUP_MAX_EPS) {
         memset(L, 0, (size_t)n);
         return 0.0f;
     }
