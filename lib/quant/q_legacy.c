@@ -235,12 +235,7 @@ void qt__dequantize_q5_1(const void *src, float *y, int64_t n) {
 
 /* d = max|x|/127, q = roundf(x/d) (ties away from zero); returns d. */
 static float q8_block(const float *xb, int8_t *qs) {
-    float amax = 0.0f;
-    for (int j = 0; j < LEGACY_QK; j++) {
-        const float a = fabsf(xb[j]);
-        amax = amax > a ? amax : a;
-    }
-    const float d = amax / 127;
+    const float d = qt__absmax(xb, LEGACY_QK) / 127;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     for (int j = 0; j < LEGACY_QK; j++) qs[j] = (int8_t)qt__cvtt_i32(roundf(xb[j] * id));
     return d;

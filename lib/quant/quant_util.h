@@ -1,5 +1,6 @@
 /* lib/quant/quant_util.h — scalar helpers shared by the ggml block codecs
- * (q_legacy.c, q_k.c, q_iq4.c). Static inline only.
+ * (q_legacy.c, q_k.c, q_iq4.c, q_fp4_tq.c, quant_search.c). Static inline
+ * only.
  */
 #ifndef QT_QUANT_UTIL_H
 #define QT_QUANT_UTIL_H
@@ -48,6 +49,16 @@ static inline float qt__signed_absmax(const float *x, int n, float *amax) {
     }
     *amax = a;
     return max;
+}
+
+/* max |x| as ggml's MAX(amax, fabsf(x)) scan computes it. */
+static inline float qt__absmax(const float *x, int n) {
+    float amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float a = fabsf(x[i]);
+        amax = amax > a ? amax : a;
+    }
+    return amax;
 }
 
 /* Sum of squares in element order (ggml's sequential sums). */
