@@ -70,7 +70,7 @@ static void pack_2bit(const uint8_t *L, uint8_t *qs) {
 }
 
 /* Q4_K / Q5_K: 8 six-bit scales and 8 six-bit mins in 12 bytes
- * (formats.md §3.4 "Scale packing"; inverse of get_scale_min_k4). */
+ * (formats.md §3.4 "Scale packing"; inverse of qt__get_scale_min_k4). */
 static void pack_scale_min_k4(const uint8_t *ls, const uint8_t *lm, uint8_t *q) {
     memset(q, 0, K_SCALE_SIZE);
     for (int j = 0; j < QK_K / 32; ++j) {
@@ -85,16 +85,6 @@ static void pack_scale_min_k4(const uint8_t *ls, const uint8_t *lm, uint8_t *q) 
     }
 }
 
-static void get_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
-
 /* Final pass shared by Q4_K and Q5_K: levels from the stored fp16 d/dmin and
  * 6-bit scales. */
 static void requant_affine_k4(const float *x, qt_half d16, qt_half dmin16, const uint8_t *scales,
@@ -102,7 +92,7 @@ static void requant_affine_k4(const float *x, qt_half d16, qt_half dmin16, const
     const float d_all = qt_fp16_to_f32(d16), dmin_all = qt_fp16_to_f32(dmin16);
     for (int j = 0; j < QK_K / 32; ++j) {
         uint8_t sc, m;
-        get_scale_min_k4(j, scales, &sc, &m);
+        qt__get_scale_min_k4(j, scales, &sc, &m);
         requant_affine(x + 32 * j, 32, d_all * (float)sc, dmin_all * (float)m, nmax, L + 32 * j);
     }
 }
@@ -395,9 +385,9 @@ void qt__dequantize_q4_K(const void *src, float *y, int64_t n) {
         const uint8_t *q = x[i].qs;
         for (int c = 0; c < QK_K / 64; ++c, q += 32) {
             uint8_t sc, m;
-            get_scale_min_k4(2 * c, x[i].scales, &sc, &m);
+            qt__get_scale_min_k4(2 * c, x[i].scales, &sc, &m);
             const float d1 = d * (float)sc, m1 = min * (float)m;
-            get_scale_min_k4(2 * c + 1, x[i].scales, &sc, &m);
+            qt__get_scale_min_k4(2 * c + 1, x[i].scales, &sc, &m);
             const float d2 = d * (float)sc, m2 = min * (float)m;
             for (int l = 0; l < 32; ++l) *y++ = d1 * (float)(q[l] & 0xF) - m1;
             for (int l = 0; l < 32; ++l) *y++ = d2 * (float)(q[l] >> 4) - m2;
@@ -432,9 +422,9 @@ void qt__dequantize_q5_K(const void *src, float *y, int64_t n) {
         const uint8_t *ql = x[i].qs, *qh = x[i].qh;
         for (int c = 0; c < QK_K / 64; ++c, ql += 32) {
             uint8_t sc, m;
-            get_scale_min_k4(2 * c, x[i].scales, &sc, &m);
+            qt__get_scale_min_k4(2 * c, x[i].scales, &sc, &m);
             const float d1 = d * (float)sc, m1 = min * (float)m;
-            get_scale_min_k4(2 * c + 1, x[i].scales, &sc, &m);
+            qt__get_scale_min_k4(2 * c + 1, x[i].scales, &sc, &m);
             const float d2 = d * (float)sc, m2 = min * (float)m;
             const uint8_t u1 = (uint8_t)(1u << (2 * c)), u2 = (uint8_t)(2u << (2 * c));
             for (int l = 0; l < 32; ++l) *y++ = d1 * (float)((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
