@@ -66,20 +66,7 @@ static inline void q4k_store32(float *y, __m256i v, float dj, float mj) {
 }
 
 void qt__dequantize_q4_K_avx2(const void *src, float *y, int64_t n) {
-    const block_q4_K *x = src;
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        const float d = qt_fp16_to_f32(x[i].d), dmin = qt_fp16_to_f32(x[i].dmin);
-        const uint8_t *q = x[i].qs;
-        for (int c = 0; c < QK_K / 64; c++, q += 32, y += 64) {
-            float d1, m1, d2, m2;
-            qt__q4_K_scale_min(2 * c, x[i].scales, d, dmin, &d1, &m1);
-            qt__q4_K_scale_min(2 * c + 1, x[i].scales, d, dmin, &d2, &m2);
-            const __m256i bytes = _mm256_loadu_si256((const __m256i *)q);
-            q4k_store32(y, _mm256_and_si256(bytes, low4), d1, m1);
-            q4k_store32(y + 32, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4), d2, m2);
-        }
-    }
+    qt__dequantize_q4_K_x86(src, y, n, q4k_store32);
 }
 
 /* ---- Q6_K: y = (d*sc) * (6-bit code - 32) per 16-element sub-block ------------ */
@@ -96,17 +83,7 @@ static inline void q6k_store32(float *y, __m256i v, float ds0, float ds1) {
 }
 
 void qt__dequantize_q6_K_avx2(const void *src, float *y, int64_t n) {
-    const block_q6_K *x = src;
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        const float d = qt_fp16_to_f32(x[i].d);
-        for (int h = 0; h < 2; h++, y += 128) {
-            const int8_t *sc = x[i].scales + 8 * h;
-            __m256i codes[4];
-            qt__q6_K_codes_avx2(x[i].ql + 64 * h, x[i].qh + 32 * h, codes);
-            for (int k = 0; k < 4; k++)
-                q6k_store32(y + 32 * k, codes[k], d * (float)sc[2 * k], d * (float)sc[2 * k + 1]);
-        }
-    }
+    qt__dequantize_q6_K_x86(src, y, n, q6k_store32);
 }
 
 /* ---- compressed-tensors int4 groups: y = (nibble - 8 - zp) * scale ------------- */
