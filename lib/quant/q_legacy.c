@@ -112,9 +112,14 @@ static void pack_q5(const uint8_t *L, uint8_t qs[16], uint8_t qh_bytes[4]) {
     for (int b = 0; b < 4; b++) qh_bytes[b] = (uint8_t)(qh >> (8 * b)); /* little-endian */
 }
 
-static uint32_t load_q5_high_bits(const uint8_t qh_bytes[4]) {
-    return (uint32_t)qh_bytes[0] | (uint32_t)qh_bytes[1] << 8 | (uint32_t)qh_bytes[2] << 16 |
-           (uint32_t)qh_bytes[3] << 24;
+/* Inverse of pack_q5: the 32 levels (0..31) of one block. */
+static void unpack_q5(const uint8_t qs[16], const uint8_t qh_bytes[4], int L[LEGACY_QK]) {
+    const uint32_t qh = (uint32_t)qh_bytes[0] | (uint32_t)qh_bytes[1] << 8 | (uint32_t)qh_bytes[2] << 16 |
+                        (uint32_t)qh_bytes[3] << 24;
+    for (int j = 0; j < 16; j++) {
+        L[j] = (qs[j] & 0x0F) | (int)((qh >> j) & 1u) << 4;
+        L[j + 16] = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1u) << 4;
+    }
 }
 
 /* ---- Q4_0 ---------------------------------------------------------------- */
@@ -188,15 +193,11 @@ void qt__quantize_q5_0(const float *x, void *dst, int64_t n, const float *imatri
 void qt__dequantize_q5_0(const void *src, float *y, int64_t n) {
     const block_q5_0 *x = src;
     const int64_t nb = n / LEGACY_QK;
+    int L[LEGACY_QK];
     for (int64_t ib = 0; ib < nb; ib++) {
         const float d = qt_fp16_to_f32(x[ib].d);
-        const uint32_t qh = load_q5_high_bits(x[ib].qh);
-        for (int j = 0; j < 16; j++) {
-            const int h0 = (int)((qh >> j) & 1u) << 4;
-            const int h1 = (int)((qh >> (j + 16)) & 1u) << 4;
-            y[LEGACY_QK * ib + j] = (float)(((x[ib].qs[j] & 0x0F) | h0) - 16) * d;
-            y[LEGACY_QK * ib + j + 16] = (float)(((x[ib].qs[j] >> 4) | h1) - 16) * d;
-        }
+        unpack_q5(x[ib].qs, x[ib].qh, L);
+        for (int j = 0; j < LEGACY_QK; j++) y[LEGACY_QK * ib + j] = (float)(L[j] - 16) * d;
     }
 }
 
@@ -218,16 +219,12 @@ void qt__quantize_q5_1(const float *x, void *dst, int64_t n, const float *imatri
 void qt__dequantize_q5_1(const void *src, float *y, int64_t n) {
     const block_q5_1 *x = src;
     const int64_t nb = n / LEGACY_QK;
+    int L[LEGACY_QK];
     for (int64_t ib = 0; ib < nb; ib++) {
         const float d = qt_fp16_to_f32(x[ib].d);
         const float m = qt_fp16_to_f32(x[ib].m);
-        const uint32_t qh = load_q5_high_bits(x[ib].qh);
-        for (int j = 0; j < 16; j++) {
-            const int h0 = (int)((qh >> j) & 1u) << 4;
-            const int h1 = (int)((qh >> (j + 16)) & 1u) << 4;
-            y[LEGACY_QK * ib + j] = (float)((x[ib].qs[j] & 0x0F) | h0) * d + m;
-            y[LEGACY_QK * ib + j + 16] = (float)((x[ib].qs[j] >> 4) | h1) * d + m;
-        }
+        unpack_q5(x[ib].qs, x[ib].qh, L);
+        for (int j = 0; j < LEGACY_QK; j++) y[LEGACY_QK * ib + j] = (float)L[j] * d + m;
     }
 }
 
