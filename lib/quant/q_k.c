@@ -69,6 +69,12 @@ static void pack_2bit(const uint8_t *L, uint8_t *qs) {
             qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
 }
 
+static void unpack_2bit(const uint8_t *qs, uint8_t *L) {
+    for (int j = 0; j < QK_K; j += 128)
+        for (int k = 0; k < 4; ++k)
+            for (int l = 0; l < 32; ++l) L[j + 32 * k + l] = (uint8_t)((qs[j / 4 + l] >> (2 * k)) & 3);
+}
+
 /* Q4_K / Q5_K: 8 six-bit scales and 8 six-bit mins in 12 bytes
  * (formats.md §3.4 "Scale packing"; inverse of qt__get_scale_min_k4). */
 static void pack_scale_min_k4(const uint8_t *ls, const uint8_t *lm, uint8_t *q) {
@@ -171,19 +177,13 @@ void qt__quantize_q2_K(const float *src, void *dst, int64_t n, const float *imat
 
 void qt__dequantize_q2_K(const void *src, float *y, int64_t n) {
     const block_q2_K *x = src;
-    for (int64_t i = 0; i < n / QK_K; ++i) {
+    uint8_t L[QK_K];
+    for (int64_t i = 0; i < n / QK_K; ++i, y += QK_K) {
         const float d = qt_fp16_to_f32(x[i].d), min = qt_fp16_to_f32(x[i].dmin);
-        const uint8_t *q = x[i].qs;
-        int is = 0;
-        for (int h = 0; h < QK_K; h += 128) {
-            for (int shift = 0; shift < 8; shift += 2) {
-                for (int half = 0; half < 2; ++half) {
-                    const uint8_t sc = x[i].scales[is++];
-                    const float dl = d * (float)(sc & 0xF), ml = min * (float)(sc >> 4);
-                    for (int l = 0; l < 16; ++l) *y++ = dl * (float)((q[16 * half + l] >> shift) & 3) - ml;
-                }
-            }
-            q += 32;
+        unpack_2bit(x[i].qs, L);
+        for (int j = 0; j < QK_K / 16; ++j) {
+            const float dl = d * (float)(x[i].scales[j] & 0xF), ml = min * (float)(x[i].scales[j] >> 4);
+            for (int l = 0; l < 16; ++l) y[16 * j + l] = dl * (float)L[16 * j + l] - ml;
         }
     }
 }
@@ -281,25 +281,18 @@ void qt__quantize_q3_K(const float *src, void *dst, int64_t n, const float *imat
 
 void qt__dequantize_q3_K(const void *src, float *y, int64_t n) {
     const block_q3_K *x = src;
-    for (int64_t i = 0; i < n / QK_K; ++i) {
+    uint8_t L[QK_K];
+    int8_t q[QK_K];
+    for (int64_t i = 0; i < n / QK_K; ++i, y += QK_K) {
         const float d_all = qt_fp16_to_f32(x[i].d);
-        int sc[QK_K / 16];
-        for (int j = 0; j < QK_K / 16; ++j) sc[j] = q3_K_scale(x[i].scales, j);
-        const uint8_t *q = x[i].qs;
-        unsigned bit = 0; /* hmask bit = 4h + k for element 128h + 32k + l */
-        int is = 0;
-        for (int h = 0; h < QK_K; h += 128) {
-            for (int shift = 0; shift < 8; shift += 2, ++bit) {
-                for (int half = 0; half < 2; ++half) {
-                    const float dl = d_all * (float)sc[is++];
-                    for (int l = 0; l < 16; ++l) {
-                        const int q2 = (q[16 * half + l] >> shift) & 3;
-                        const int hb = (x[i].hmask[16 * half + l] >> bit) & 1;
-                        *y++ = dl * (float)(q2 - (hb ? 0 : 4));
-                    }
-                }
-            }
-            q += 32;
+        unpack_2bit(x[i].qs, L);
+        /* element 32k + m's high bit is bit k of hmask[m]; clear means level - 4 */
+        for (int k = 0; k < QK_K / 32; ++k)
+            for (int m = 0; m < 32; ++m)
+                q[32 * k + m] = (int8_t)(L[32 * k + m] - ((x[i].hmask[m] >> k) & 1 ? 0 : 4));
+        for (int j = 0; j < QK_K / 16; ++j) {
+            const float dl = d_all * (float)q3_K_scale(x[i].scales, j);
+            for (int l = 0; l < 16; ++l) y[16 * j + l] = dl * (float)q[16 * j + l];
         }
     }
 }
