@@ -35,11 +35,11 @@ typedef struct {
     /* How a candidate level is rounded: false = ggml's clamp(nearest_int(v),
      * 0, nmax); true = clamp v to (0, nmax] first, then round. The two agree
      * whenever |v| <= 4194303, nearest_int's valid range. v leaves it only
-     * after an accepted fit has moved min within a tiny fraction of max (e.g.
-     * a block whose other elements carry zero importance); there ggml's
-     * nearest_int returns a wrapped value and the pre-clamp gives 0 or nmax.
-     * q_legacy.c was written with the pre-clamp, q_k.c without; both kept so
-     * no output changes. */
+     * after an accepted fit has moved min within a tiny fraction of max-min
+     * (seen: an all-negative, near-constant block with one far outlier of
+     * zero importance); there ggml's nearest_int gives a meaningless level
+     * and the pre-clamp 0 or nmax. q_legacy.c was written with the
+     * pre-clamp, q_k.c without (= ggml); both kept so no output changes. */
     bool clamp_before_round;
 } qt__affine_search;
 

@@ -16,8 +16,9 @@
 /* Round to nearest, ties to even, as ggml's nearest_int does (formats.md
  * §3.3): adding 1.5*2^23 moves the integer part into the low mantissa bits and
  * the FPU's round-to-nearest-even does the rounding. Valid for |x| <= 4194303;
- * beyond that it returns a wrapped value, exactly as ggml's does (callers stay
- * far inside except in the case qt__affine_search describes). */
+ * beyond that the result is meaningless, but the same as ggml's (whose range
+ * check is an assert, off in release builds). Callers stay far inside except
+ * in the case qt__affine_search describes. */
 static inline int qt__nearest_int(float x) {
     const float biased = x + 12582912.0f;
     int32_t bits;
