@@ -47,7 +47,8 @@ test-asan: asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    ctest --output-on-failure -j $(JOBS) -LE interop
 
-test: test-release test-asan fuzz
+# Fuzzers and the sanitizer build first, so the run ends with the full release ctest summary.
+test: fuzz test-asan test-release
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang + ASan/UBSan and run
 # FUZZ_TIME seconds each from their seed corpus (tests/fuzz/corpus/<target>/,

@@ -2,13 +2,12 @@
 # Installs the Debian 12 packages quanta's build and tests need. Idempotent and
 # silent when everything is already present. Why each one is here:
 #   build-essential, cmake, pkg-config   the C toolchain and build system
-#   clang                                 libFuzzer targets (tests/fuzz)
+#   clang, libclang-rt-dev                libFuzzer targets (tests/fuzz) and their sanitizer runtimes
 #   libjansson-dev                        JSON: config.json, tokenizer.json, safetensors headers, --json output
 #   libpcre2-dev                          Unicode regex for the Llama-3 / Qwen2 BPE pre-tokenizers
 #   libutf8proc-dev                       Unicode NFC normalisation and categories for tokenizers
-#   libopenblas-dev, liblapacke-dev       GPTQ's Cholesky / triangular solves
 set -e
-PKGS="build-essential cmake pkg-config clang libjansson-dev libpcre2-dev libutf8proc-dev libopenblas-dev liblapacke-dev"
+PKGS="build-essential cmake pkg-config clang libclang-rt-dev libjansson-dev libpcre2-dev libutf8proc-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

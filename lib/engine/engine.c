@@ -28,10 +28,6 @@ static qt_status check_hparams(const qt_engine_ctx *e) {
          "%s: hyper-parameters: rope dimension %d must be even and at most head_dim %d", path, hp->n_rot, hp->head_dim);
     NEED(hp->rms_eps > 0.0f && hp->rope_theta > 0.0f, "%s: hyper-parameters: rms_eps %g and rope_theta %g must be positive",
          path, (double)hp->rms_eps, (double)hp->rope_theta);
-    NEED(hp->rope_scaling != QT_ROPE_SCALING_LLAMA3 ||
-             (hp->rope_factor > 0 && hp->rope_orig_ctx > 0 && hp->rope_high_freq_factor > hp->rope_low_freq_factor),
-         "%s: hyper-parameters: llama3 rope scaling needs factor > 0, original context > 0 and high_freq_factor > "
-         "low_freq_factor", path);
 #undef NEED
     return QT_OK;
 }

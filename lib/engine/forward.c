@@ -179,7 +179,8 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
 
 static void attention(qt_engine_ctx *e, int il, int32_t B) {
     attn_job j = {e, il, B};
-    qt_parallel_for(e->pool, (int64_t)B * e->hp.n_head, attention_items, &j);
+    const int64_t work = (int64_t)B * e->hp.n_head * (e->n_past + B) * e->hp.head_dim;
+    qt_parallel_for(work < 32768 ? NULL : e->pool, (int64_t)B * e->hp.n_head, attention_items, &j);
 }
 
 /* ---- the block ------------------------------------------------------------------- */

@@ -84,5 +84,7 @@ void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const 
         act = e->act;
     }
     matmul_job j = {e, m, out, act, B};
-    qt_parallel_for(e->pool, m->n_out, matmul_rows, &j);
+    /* below ~32k multiply-adds waking the pool costs more than it saves */
+    const bool small = (int64_t)B * m->n_out * m->n_in < 32768;
+    qt_parallel_for(small ? NULL : e->pool, m->n_out, matmul_rows, &j);
 }

@@ -160,6 +160,12 @@ static qt_status build_rope(qt_engine_ctx *e) {
         if ((s = check_shape(e, rf, half, 1)) != QT_OK) return s;
         if ((s = load_vector(e, rf, half, &freq_factors)) != QT_OK) return s;
     } else if (e->hp.rope_scaling == QT_ROPE_SCALING_LLAMA3) {
+        const qt_hparams *hp = &e->hp;
+        if (!(hp->rope_factor > 0 && hp->rope_orig_ctx > 0 && hp->rope_high_freq_factor > hp->rope_low_freq_factor))
+            return qt_error(QT_ERR_FORMAT, "%s: llama3 rope scaling without rope_freqs.weight needs factor > 0, "
+                            "original context > 0 and high_freq_factor > low_freq_factor (got %g, %d, %g, %g)",
+                            qt_model_path(e->model), (double)hp->rope_factor, hp->rope_orig_ctx,
+                            (double)hp->rope_high_freq_factor, (double)hp->rope_low_freq_factor);
         /* formats.md §7.3: the divisor of pair i, as convert_hf_to_gguf writes rope_freqs. */
         freq_factors = malloc((size_t)half * sizeof *freq_factors);
         if (!freq_factors) return qt_error(QT_ERR_NOMEM, "rope: out of memory");

@@ -71,6 +71,18 @@ typedef struct {
 } block_q5_K;
 static_assert(sizeof(block_q5_K) == 176, "block_q5_K size");
 
+/* Sub-block j's 6-bit scale and min from the 12 packed scale bytes of a Q4_K
+ * or Q5_K block (ggml get_scale_min_k4; formats.md §3.4 "Scale packing"). */
+static inline void qt__get_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
 typedef struct {
     uint8_t ql[QK_K / 2];
     uint8_t qh[QK_K / 4];

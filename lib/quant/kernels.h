@@ -1,7 +1,6 @@
 /* lib/quant/kernels.h — scalar reference codecs for the plain types and
- * ggml's non-K block formats (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
- * Q8_1, IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0). The K-quants live in
- * kernels_k.h.
+ * ggml's block formats (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1,
+ * Q2_K..Q6_K, Q8_K, IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0).
  *
  * Signatures match qt_from_float_fn / qt_to_float_fn so the functions sit
  * directly in the traits table. n is a multiple of the block size (the
@@ -36,6 +35,21 @@ void qt__dequantize_q5_0(const void *src, float *dst, int64_t n);
 void qt__dequantize_q5_1(const void *src, float *dst, int64_t n);
 void qt__dequantize_q8_0(const void *src, float *dst, int64_t n);
 void qt__dequantize_q8_1(const void *src, float *dst, int64_t n);
+
+/* q_k.c: 256-element super-blocks (quantize_row_q*_K_ref / _impl). Q8_K is
+ * an activation type: imatrix is ignored (ggml has none for it). */
+void qt__quantize_q2_K(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_q3_K(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_q4_K(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_q5_K(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_q6_K(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_q8_K(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__dequantize_q2_K(const void *src, float *dst, int64_t n);
+void qt__dequantize_q3_K(const void *src, float *dst, int64_t n);
+void qt__dequantize_q4_K(const void *src, float *dst, int64_t n);
+void qt__dequantize_q5_K(const void *src, float *dst, int64_t n);
+void qt__dequantize_q6_K(const void *src, float *dst, int64_t n);
+void qt__dequantize_q8_K(const void *src, float *dst, int64_t n);
 
 /* q_iq4.c: non-linear 4-bit (kvalues_iq4nl). */
 void qt__quantize_iq4_nl(const float *src, void *dst, int64_t n, const float *imatrix);

@@ -7,6 +7,7 @@
 
 #include "blocks.h"
 #include "kernels.h"
+#include "quant_util.h"
 #include "quanta/num.h"
 
 /* ---- MXFP4 ------------------------------------------------------------------ */
@@ -73,24 +74,22 @@ void qt__dequantize_mxfp4(const void *src, float *y, int64_t n) {
 
 /* ---- ternary: shared scale d = max|x|, trits lroundf(x/d) + 1 ------------------ */
 
-static float ternary_scale(const float *xb, float *id) {
-    float amax = 0.0f;
-    for (int j = 0; j < QK_K; j++) {
-        const float a = fabsf(xb[j]);
-        amax = amax > a ? amax : a;
-    }
-    *id = amax != 0 ? 1.0f / amax : 0.0f;
+/* One 256-element block as ggml's quantize_row_tq{1,2}_0_ref sees it: the
+ * scale d = max|x| (returned) and the trits t = lroundf(x/d) + 1 in 0..2. The
+ * two formats differ only in how they pack t. */
+static float ternary_block(const float *xb, uint8_t *t) {
+    const float amax = qt__absmax(xb, QK_K);
+    const float id = amax != 0 ? 1.0f / amax : 0.0f;
+    for (int j = 0; j < QK_K; j++) t[j] = (uint8_t)(lroundf(xb[j] * id) + 1);
     return amax;
 }
-
-static inline int trit(float v, float id) { return (int)lroundf(v * id) + 1; } /* 0, 1, 2 */
 
 /* Five trits t0..t4 (t0 most significant) as a byte: ceil(v*256/243) with
  * v = sum t_n 3^(4-n), so the decoder can pull trit n out with one multiply
  * ((uint8)(b*3^n) * 3) >> 8. Fewer trits are padded with zeros at the end. */
-static uint8_t pack_trits(const float *xs, int stride, int count, float id) {
+static uint8_t pack_trits(const uint8_t *t, int stride, int count) {
     unsigned v = 0;
-    for (int k = 0; k < count; k++) v = v * 3 + (unsigned)trit(xs[k * stride], id);
+    for (int k = 0; k < count; k++) v = v * 3 + t[k * stride];
     for (int k = count; k < 5; k++) v *= 3;
     return (uint8_t)((v * 256 + 242) / 243);
 }
@@ -98,15 +97,14 @@ static uint8_t pack_trits(const float *xs, int stride, int count, float id) {
 void qt__quantize_tq1_0(const float *x, void *dst, int64_t n, const float *imatrix) {
     (void)imatrix;
     block_tq1_0 *y = dst;
+    uint8_t t[QK_K];
     for (int64_t ib = 0; ib < n / QK_K; ib++) {
-        const float *xb = x + QK_K * ib;
-        float id;
-        y[ib].d = qt_f32_to_fp16(ternary_scale(xb, &id));
+        y[ib].d = qt_f32_to_fp16(ternary_block(x + QK_K * ib, t));
         /* Elements 0..159: byte m holds 32n+m (n = 0..4); 160..239: byte
          * 32+m holds 160+16n+m; 240..255: qh[j] holds 240+4n+j (n = 0..3). */
-        for (int m = 0; m < 32; m++) y[ib].qs[m] = pack_trits(xb + m, 32, 5, id);
-        for (int m = 0; m < 16; m++) y[ib].qs[32 + m] = pack_trits(xb + 160 + m, 16, 5, id);
-        for (int j = 0; j < 4; j++) y[ib].qh[j] = pack_trits(xb + 240 + j, 4, 4, id);
+        for (int m = 0; m < 32; m++) y[ib].qs[m] = pack_trits(t + m, 32, 5);
+        for (int m = 0; m < 16; m++) y[ib].qs[32 + m] = pack_trits(t + 160 + m, 16, 5);
+        for (int j = 0; j < 4; j++) y[ib].qh[j] = pack_trits(t + 240 + j, 4, 4);
     }
 }
 
@@ -134,15 +132,14 @@ void qt__dequantize_tq1_0(const void *src, float *y, int64_t n) {
 void qt__quantize_tq2_0(const float *x, void *dst, int64_t n, const float *imatrix) {
     (void)imatrix;
     block_tq2_0 *y = dst;
+    uint8_t t[QK_K];
     for (int64_t ib = 0; ib < n / QK_K; ib++) {
-        const float *xb = x + QK_K * ib;
-        float id;
-        y[ib].d = qt_f32_to_fp16(ternary_scale(xb, &id));
+        y[ib].d = qt_f32_to_fp16(ternary_block(x + QK_K * ib, t));
         /* Element 128g + 32k + m at bits 2k..2k+1 of qs[32g + m]. */
         for (int g = 0; g < 2; g++)
             for (int m = 0; m < 32; m++) {
                 unsigned q = 0;
-                for (int k = 0; k < 4; k++) q |= (unsigned)(trit(xb[128 * g + 32 * k + m], id) & 3) << (2 * k);
+                for (int k = 0; k < 4; k++) q |= (unsigned)t[128 * g + 32 * k + m] << (2 * k);
                 y[ib].qs[32 * g + m] = (uint8_t)q;
             }
     }

@@ -21,7 +21,6 @@
 #include "quant_util.h"
 #include "quanta/num.h"
 
-#define GROUP_MAX_EPS 1e-15f
 #define IQ4_SUB 32    /* elements per scale */
 #define IQ4_NTRY 7    /* llama-quantize's search width */
 
@@ -54,12 +53,9 @@ static inline int iq4_best_index(float v) {
  * L receives the indices belonging to the search's starting scale (only used
  * when the caller does not re-pick). Returns 0 for an all-(near-)zero block. */
 static float iq4_subblock_scale(const float *xb, const float *w, uint8_t *L) {
-    float amax = 0, max = 0;
-    for (int j = 0; j < IQ4_SUB; j++) {
-        const float ax = fabsf(xb[j]);
-        if (ax > amax) { amax = ax; max = xb[j]; }
-    }
-    if (amax < GROUP_MAX_EPS) {
+    float amax;
+    const float max = qt__signed_absmax(xb, IQ4_SUB, &amax);
+    if (amax < QT_GROUP_MAX_EPS) {
         memset(L, 0, IQ4_SUB);
         return 0;
     }
@@ -94,23 +90,19 @@ static float iq4_subblock_scale(const float *xb, const float *w, uint8_t *L) {
 /* Weights for sub-block ib of a super-block starting at x (S elements). */
 static void iq4_weights(const float *xb, const float *qw, float sigma2, float *w) {
     if (qw) {
-        for (int j = 0; j < IQ4_SUB; j++) w[j] = qw[j] * sqrtf(sigma2 + xb[j] * xb[j]);
+        qt__importance_weights(xb, qw, sigma2, IQ4_SUB, w);
     } else {
         for (int j = 0; j < IQ4_SUB; j++) w[j] = xb[j] * xb[j];
     }
 }
 
 static float iq4_sigma2(const float *x, int S) {
-    float s = 0;
-    for (int j = 0; j < S; j++) s += x[j] * x[j];
-    return s * (2.f / (float)S);
+    return qt__sum_squares(x, S) * (2.f / (float)S);
 }
 
 /* Sub-block ib uses bytes 16ib..16ib+15: element j low nibble, j+16 high. */
 static void iq4_pack(const uint8_t *L, uint8_t *qs, int S) {
-    for (int ib = 0; ib < S / IQ4_SUB; ib++)
-        for (int j = 0; j < 16; j++)
-            qs[16 * ib + j] = (uint8_t)(L[IQ4_SUB * ib + j] | (L[IQ4_SUB * ib + 16 + j] << 4));
+    for (int ib = 0; ib < S / IQ4_SUB; ib++) qt__pack_nibbles32(L + IQ4_SUB * ib, qs + 16 * ib);
 }
 
 /* ---- IQ4_NL ---------------------------------------------------------------- */

@@ -5,7 +5,7 @@
  * quantize_row_q*_K_ref, quantize_row_q*_K_impl, dequantize_row_q*_K).
  *
  * What bit-exactness rests on (formats.md §3.3):
- *  - rounding is qt__k_nearest_int (round half to even via 1.5*2^23);
+ *  - rounding is qt__nearest_int (round half to even via 1.5*2^23);
  *  - every multiply/add is a separate fp32 operation (the build uses
  *    -ffp-contract=off) and the expression association below follows ggml's
  *    left-to-right order — e.g. `w * x * l` is (w*x)*l — so do not "simplify";
@@ -22,263 +22,43 @@
 #include <string.h>
 
 #include "blocks.h"
-#include "kernels_k.h"
-#include "quant_k_util.h"
+#include "kernels.h"
+#include "quant_search.h"
+#include "quant_util.h"
 #include "quanta/num.h"
 
-/* ggml's GROUP_MAX_EPS: below this max |x| a group counts as all zero. */
-#define K_GROUP_EPS 1e-15f
+/* Affine-search schedules (formats.md §3.4): the _ref paths use ggml's
+ * make_qkx2_quants settings per type, the _impl paths make_qkx3's. */
+static const qt__affine_search Q2_K_REF = {.rmin = -0.5f, .rdelta = 0.1f, .nstep = 15, .use_mad = true};
+static const qt__affine_search Q4_K_REF = {.rmin = -1.0f, .rdelta = 0.1f, .nstep = 20};
+static const qt__affine_search Q5_K_REF = {.rmin = -0.5f, .rdelta = 0.1f, .nstep = 15};
+static const qt__affine_search K_IMATRIX = {.rmin = -0.9f, .rdelta = 0.05f, .nstep = 36};
 
 /* ------------------------------------------------------------------------ */
-/* Scale searches                                                            */
+/* Shared weights, final passes and packing                                  */
 /* ------------------------------------------------------------------------ */
 
-/* Symmetric fit x ~ scale*l with l in [-nmax, nmax-1] (ggml make_qx_quants,
- * rmse_type 1). Starts from scale = max/-nmax, then tries 18 nearby inverse
- * scales and keeps the one with the best weighted least-squares objective
- * (sum w*x*l)^2 / sum w*l^2. Weights: qw if given, else x^2.
- * Writes L[i] = l + nmax (0..2*nmax-1) and returns the fitted scale. */
-static float fit_symmetric(int n, int nmax, const float *x, int8_t *L, const float *qw) {
-    float max = 0.0f, amax = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) { amax = ax; max = x[i]; }
-    }
-    if (amax < K_GROUP_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.0f;
-    }
-    float iscale = (float)-nmax / max;
-    float sumlx = 0.0f, suml2 = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        const int l = qt__k_clamp_i(qt__k_nearest_int(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = (int8_t)(l + nmax);
-        const float w = qw ? qw[i] : x[i] * x[i];
-        sumlx += w * x[i] * (float)l;
-        suml2 += w * (float)l * (float)l;
-    }
-    float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
-    float best = scale * sumlx;
-    for (int is = -9; is <= 9; ++is) {
-        if (is == 0) continue;
-        iscale = -((float)nmax + 0.1f * (float)is) / max;
-        sumlx = suml2 = 0.0f;
-        for (int i = 0; i < n; ++i) {
-            const int l = qt__k_clamp_i(qt__k_nearest_int(iscale * x[i]), -nmax, nmax - 1);
-            const float w = qw ? qw[i] : x[i] * x[i];
-            sumlx += w * x[i] * (float)l;
-            suml2 += w * (float)l * (float)l;
-        }
-        if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
-            for (int i = 0; i < n; ++i) {
-                const int l = qt__k_clamp_i(qt__k_nearest_int(iscale * x[i]), -nmax, nmax - 1);
-                L[i] = (int8_t)(l + nmax);
-            }
-            scale = sumlx / suml2;
-            best = scale * sumlx;
-        }
-    }
-    return scale;
+/* Sub-block importance weights w = qw * sqrt(sigma2 + x^2)
+ * (quantize_row_q*_K_impl); returns their sum, taken in element order. */
+static float subblock_weights(const float *x, const float *qw, float sigma2, int n, float *w) {
+    qt__importance_weights(x, qw, sigma2, n, w);
+    float sum = 0.0f;
+    for (int i = 0; i < n; ++i) sum += w[i];
+    return sum;
 }
 
-/* Symmetric fit for Q3_K's reference path (ggml make_q3_quants, do_rmse):
- * start at scale = max/-nmax, then up to 5 coordinate-descent sweeps, each
- * moving one l_i to the value that is optimal given the others, accepted
- * only if the objective (sum w*x*l)^2 / sum w*l^2 (w = x^2) improves.
- * Writes L[i] = l + nmax, returns sum(w*x*l)/sum(w*l^2). */
-static float fit_symmetric_descent(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0.0f, amax = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) { amax = ax; max = x[i]; }
-    }
-    if (amax < K_GROUP_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.0f;
-    }
-    const float iscale = (float)-nmax / max;
-    float sumlx = 0.0f, suml2 = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        const int l = qt__k_clamp_i(qt__k_nearest_int(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = (int8_t)l;
-        const float w = x[i] * x[i];
-        sumlx += w * x[i] * (float)l;
-        suml2 += w * (float)l * (float)l;
-    }
-    for (int sweep = 0; sweep < 5; ++sweep) {
-        int n_changed = 0;
-        for (int i = 0; i < n; ++i) {
-            const float w = x[i] * x[i];
-            float slx = sumlx - w * x[i] * (float)L[i];
-            if (slx > 0.0f) {
-                float sl2 = suml2 - w * (float)L[i] * (float)L[i];
-                const int new_l = qt__k_clamp_i(qt__k_nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
-                if (new_l != L[i]) {
-                    slx += w * x[i] * (float)new_l;
-                    sl2 += w * (float)new_l * (float)new_l;
-                    if (sl2 > 0.0f && slx * slx * suml2 > sumlx * sumlx * sl2) {
-                        L[i] = (int8_t)new_l;
-                        sumlx = slx;
-                        suml2 = sl2;
-                        ++n_changed;
-                    }
-                }
-            }
-        }
-        if (!n_changed) break;
-    }
-    for (int i = 0; i < n; ++i) L[i] = (int8_t)(L[i] + nmax);
-    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+/* Final passes: re-derive a sub-block's levels from its stored (fp16-based)
+ * scale d, affine l = clamp(nearest_int((x + dm)/d), 0, nmax) or symmetric
+ * l = clamp(nearest_int(x/d), -nmax, nmax-1) + nmax. A sub-block whose scale
+ * is 0 keeps the levels the search produced. */
+static void requant_affine(const float *x, int n, float d, float dm, int nmax, uint8_t *L) {
+    if (d == 0.0f) return;
+    for (int i = 0; i < n; ++i) L[i] = (uint8_t)qt__clamp_int(qt__nearest_int((x[i] + dm) / d), 0, nmax);
 }
 
-/* Affine fit x ~ scale*l + min with l in [0, nmax] and min <= 0 (ggml
- * make_qkx2_quants; make_qkx3_quants is the same computation when weights are
- * given, which is the only way our callers use it). Tries nstep+1 inverse
- * scales (rmin + rdelta*is + nmax)/(max - min); for each, solves the 2x2
- * weighted least-squares problem for (scale, min) and keeps the candidate with
- * the smallest weighted error (|diff| if use_mad, else diff^2).
- * Writes L, stores -min (>= 0) in *neg_min, returns scale. Laux: n scratch. */
-static float fit_affine(int n, int nmax, const float *x, const float *w, uint8_t *L, float *neg_min,
-                        uint8_t *Laux, float rmin, float rdelta, int nstep, int use_mad) {
-    float min = x[0], max = x[0];
-    float sum_w = w[0];
-    float sum_x = sum_w * x[0];
-    for (int i = 1; i < n; ++i) {
-        if (x[i] < min) min = x[i];
-        if (x[i] > max) max = x[i];
-        sum_w += w[i];
-        sum_x += w[i] * x[i];
-    }
-    if (min > 0.0f) min = 0.0f;
-    if (max == min) {
-        memset(L, 0, (size_t)n);
-        *neg_min = -min;
-        return 0.0f;
-    }
-    float iscale = (float)nmax / (max - min);
-    float scale = 1.0f / iscale;
-    float best_error = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        L[i] = (uint8_t)qt__k_clamp_i(qt__k_nearest_int(iscale * (x[i] - min)), 0, nmax);
-        float diff = scale * (float)L[i] + min - x[i];
-        diff = use_mad ? fabsf(diff) : diff * diff;
-        best_error += w[i] * diff;
-    }
-    for (int is = 0; is <= nstep; ++is) {
-        iscale = (rmin + rdelta * (float)is + (float)nmax) / (max - min);
-        float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
-        for (int i = 0; i < n; ++i) {
-            const int l = qt__k_clamp_i(qt__k_nearest_int(iscale * (x[i] - min)), 0, nmax);
-            Laux[i] = (uint8_t)l;
-            const float fl = (float)l;
-            sum_l += w[i] * fl;
-            sum_l2 += w[i] * fl * fl;
-            sum_xl += w[i] * fl * x[i];
-        }
-        const float D = sum_w * sum_l2 - sum_l * sum_l;
-        if (D > 0.0f) {
-            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-            if (this_min > 0.0f) {
-                this_min = 0.0f;
-                this_scale = sum_xl / sum_l2;
-            }
-            float cur_error = 0.0f;
-            for (int i = 0; i < n; ++i) {
-                float diff = this_scale * (float)Laux[i] + this_min - x[i];
-                diff = use_mad ? fabsf(diff) : diff * diff;
-                cur_error += w[i] * diff;
-            }
-            if (cur_error < best_error) {
-                memcpy(L, Laux, (size_t)n);
-                best_error = cur_error;
-                scale = this_scale;
-                min = this_min;
-            }
-        }
-    }
-    *neg_min = -min;
-    return scale;
-}
-
-/* Quantize non-negative sub-block scales (or mins) x to l in [0, nmax] with a
- * shared step (ggml make_qp_quants, used by the importance-weighted paths):
- * pick the best of 9 inverse steps (nmax + 0.1*is)/max by weighted squared
- * error, then coordinate descent as in fit_symmetric_descent. Weights qw are
- * the sub-blocks' summed importance. Writes L, returns the step.
- * The uint8_t stores wrap exactly as ggml's do (only reachable for negative
- * scales, which the affine fit does not produce in practice). */
-static float fit_scales(int n, int nmax, const float *x, uint8_t *L, const float *qw) {
-    float max = 0.0f;
-    for (int i = 0; i < n; ++i) max = max > x[i] ? max : x[i];
-    if (max < K_GROUP_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.0f;
-    }
-    float iscale = (float)nmax / max;
-    for (int i = 0; i < n; ++i) L[i] = (uint8_t)qt__k_nearest_int(iscale * x[i]);
-    const float scale = 1.0f / iscale;
-    float best_mse = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        const float diff = x[i] - scale * (float)L[i];
-        best_mse += qw[i] * diff * diff;
-    }
-    for (int is = -4; is <= 4; ++is) {
-        if (is == 0) continue;
-        const float iscale_is = (0.1f * (float)is + (float)nmax) / max;
-        const float scale_is = 1.0f / iscale_is;
-        float mse = 0.0f;
-        for (int i = 0; i < n; ++i) {
-            const int l = qt__k_min_i(nmax, qt__k_nearest_int(iscale_is * x[i]));
-            const float diff = x[i] - scale_is * (float)l;
-            mse += qw[i] * diff * diff;
-        }
-        if (mse < best_mse) {
-            best_mse = mse;
-            iscale = iscale_is;
-        }
-    }
-    float sumlx = 0.0f, suml2 = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        const int l = qt__k_min_i(nmax, qt__k_nearest_int(iscale * x[i]));
-        L[i] = (uint8_t)l;
-        sumlx += qw[i] * x[i] * (float)l;
-        suml2 += qw[i] * (float)l * (float)l;
-    }
-    for (int sweep = 0; sweep < 5; ++sweep) {
-        int n_changed = 0;
-        for (int i = 0; i < n; ++i) {
-            const float w = qw[i];
-            float slx = sumlx - w * x[i] * (float)L[i];
-            float sl2 = suml2 - w * (float)L[i] * (float)L[i];
-            if (slx > 0.0f && sl2 > 0.0f) {
-                const int new_l = qt__k_min_i(nmax, qt__k_nearest_int(x[i] * sl2 / slx));
-                if (new_l != L[i]) {
-                    slx += w * x[i] * (float)new_l;
-                    sl2 += w * (float)new_l * (float)new_l;
-                    if (slx * slx * suml2 > sumlx * sumlx * sl2) {
-                        L[i] = (uint8_t)new_l;
-                        sumlx = slx;
-                        suml2 = sl2;
-                        ++n_changed;
-                    }
-                }
-            }
-        }
-        if (!n_changed) break;
-    }
-    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Shared packing                                                            */
-/* ------------------------------------------------------------------------ */
-
-/* Sum of squares of one 256-element super-block, sequential (ggml order). */
-static float sum_sq(const float *x, int n) {
-    float s = 0.0f;
-    for (int i = 0; i < n; ++i) s += x[i] * x[i];
-    return s;
+static void requant_symmetric(const float *x, int n, float d, int nmax, int8_t *L) {
+    if (d == 0.0f) return;
+    for (int i = 0; i < n; ++i) L[i] = (int8_t)(qt__clamp_int(qt__nearest_int(x[i] / d), -nmax, nmax - 1) + nmax);
 }
 
 /* Q2_K / Q3_K 2-bit plane: for each half h, byte l holds elements
@@ -289,8 +69,14 @@ static void pack_2bit(const uint8_t *L, uint8_t *qs) {
             qs[j / 4 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
 }
 
+static void unpack_2bit(const uint8_t *qs, uint8_t *L) {
+    for (int j = 0; j < QK_K; j += 128)
+        for (int k = 0; k < 4; ++k)
+            for (int l = 0; l < 32; ++l) L[j + 32 * k + l] = (uint8_t)((qs[j / 4 + l] >> (2 * k)) & 3);
+}
+
 /* Q4_K / Q5_K: 8 six-bit scales and 8 six-bit mins in 12 bytes
- * (formats.md §3.4 "Scale packing"; inverse of get_scale_min_k4). */
+ * (formats.md §3.4 "Scale packing"; inverse of qt__get_scale_min_k4). */
 static void pack_scale_min_k4(const uint8_t *ls, const uint8_t *lm, uint8_t *q) {
     memset(q, 0, K_SCALE_SIZE);
     for (int j = 0; j < QK_K / 32; ++j) {
@@ -305,30 +91,15 @@ static void pack_scale_min_k4(const uint8_t *ls, const uint8_t *lm, uint8_t *q) 
     }
 }
 
-static void get_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-}
-
-/* Final pass shared by Q4_K and Q5_K: re-derive every quant from the stored
- * fp16 d/dmin and 6-bit scales. Sub-blocks whose scale rounds to 0 keep the
- * levels the search produced. */
+/* Final pass shared by Q4_K and Q5_K: levels from the stored fp16 d/dmin and
+ * 6-bit scales. */
 static void requant_affine_k4(const float *x, qt_half d16, qt_half dmin16, const uint8_t *scales,
                               int nmax, uint8_t *L) {
     const float d_all = qt_fp16_to_f32(d16), dmin_all = qt_fp16_to_f32(dmin16);
     for (int j = 0; j < QK_K / 32; ++j) {
         uint8_t sc, m;
-        get_scale_min_k4(j, scales, &sc, &m);
-        const float d = d_all * (float)sc;
-        if (d == 0.0f) continue;
-        const float dm = dmin_all * (float)m;
-        for (int ii = 0; ii < 32; ++ii)
-            L[32 * j + ii] = (uint8_t)qt__k_clamp_i(qt__k_nearest_int((x[32 * j + ii] + dm) / d), 0, nmax);
+        qt__get_scale_min_k4(j, scales, &sc, &m);
+        requant_affine(x + 32 * j, 32, d_all * (float)sc, dmin_all * (float)m, nmax, L + 32 * j);
     }
 }
 
@@ -338,13 +109,9 @@ static void requant_affine_k4(const float *x, qt_half d16, qt_half dmin16, const
 
 static void q2_K_finish(const float *x, block_q2_K *y, uint8_t *L) {
     const float d_all = qt_fp16_to_f32(y->d), dmin_all = qt_fp16_to_f32(y->dmin);
-    for (int j = 0; j < QK_K / 16; ++j) {
-        const float d = d_all * (float)(y->scales[j] & 0xF);
-        if (d == 0.0f) continue;
-        const float dm = dmin_all * (float)(y->scales[j] >> 4);
-        for (int ii = 0; ii < 16; ++ii)
-            L[16 * j + ii] = (uint8_t)qt__k_clamp_i(qt__k_nearest_int((x[16 * j + ii] + dm) / d), 0, 3);
-    }
+    for (int j = 0; j < QK_K / 16; ++j)
+        requant_affine(x + 16 * j, 16, d_all * (float)(y->scales[j] & 0xF), dmin_all * (float)(y->scales[j] >> 4),
+                       3, L + 16 * j);
     pack_2bit(L, y->qs);
 }
 
@@ -357,13 +124,13 @@ static void q2_K_block_ref(const float *x, block_q2_K *y) {
     float max_scale = 0.0f, max_min = 0.0f;
     for (int j = 0; j < QK_K / 16; ++j) {
         for (int l = 0; l < 16; ++l) weights[l] = fabsf(x[16 * j + l]);
-        scales[j] = fit_affine(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f, 15, 1);
+        scales[j] = qt__fit_affine(16, 3, x + 16 * j, weights, &Q2_K_REF, L + 16 * j, Laux, &mins[j]);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
     if (max_scale > 0.0f) {
         const float iscale = 15.0f / max_scale;
-        for (int j = 0; j < QK_K / 16; ++j) y->scales[j] = (uint8_t)qt__k_nearest_int(iscale * scales[j]);
+        for (int j = 0; j < QK_K / 16; ++j) y->scales[j] = (uint8_t)qt__nearest_int(iscale * scales[j]);
         y->d = qt_f32_to_fp16(max_scale / 15.0f);
     } else {
         memset(y->scales, 0, sizeof y->scales);
@@ -372,7 +139,7 @@ static void q2_K_block_ref(const float *x, block_q2_K *y) {
     if (max_min > 0.0f) {
         const float iscale = 15.0f / max_min;
         for (int j = 0; j < QK_K / 16; ++j)
-            y->scales[j] |= (uint8_t)((unsigned)qt__k_nearest_int(iscale * mins[j]) << 4);
+            y->scales[j] |= (uint8_t)((unsigned)qt__nearest_int(iscale * mins[j]) << 4);
         y->dmin = qt_f32_to_fp16(max_min / 15.0f);
     } else {
         y->dmin = qt_f32_to_fp16(0.0f);
@@ -383,20 +150,17 @@ static void q2_K_block_ref(const float *x, block_q2_K *y) {
 /* Importance-weighted path (quantize_row_q2_K_impl): weights
  * imatrix * sqrt(sigma^2 + x^2), squared-error affine fits over a wider
  * search, then the 16 scales and 16 mins are themselves least-squares
- * quantized to 4 bits (fit_scales) with the sub-block weight sums. */
+ * quantized to 4 bits (qt__fit_scales) with the sub-block weight sums. */
 static void q2_K_block_imatrix(const float *x, block_q2_K *y, const float *qw) {
     uint8_t L[QK_K], Laux[16], Ls[QK_K / 16], Lm[QK_K / 16];
     float weight[16], mins[QK_K / 16], scales[QK_K / 16], sw[QK_K / 16];
-    const float sigma2 = sum_sq(x, QK_K) / (float)QK_K;
+    const float sigma2 = qt__sum_squares(x, QK_K) / (float)QK_K;
     for (int j = 0; j < QK_K / 16; ++j) {
-        for (int l = 0; l < 16; ++l)
-            weight[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-        sw[j] = 0.0f;
-        for (int l = 0; l < 16; ++l) sw[j] += weight[l];
-        scales[j] = fit_affine(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], Laux, -0.9f, 0.05f, 36, 0);
+        sw[j] = subblock_weights(x + 16 * j, qw + 16 * j, sigma2, 16, weight);
+        scales[j] = qt__fit_affine(16, 3, x + 16 * j, weight, &K_IMATRIX, L + 16 * j, Laux, &mins[j]);
     }
-    const float dm = fit_scales(QK_K / 16, 15, scales, Ls, sw);
-    const float mm = fit_scales(QK_K / 16, 15, mins, Lm, sw);
+    const float dm = qt__fit_scales(QK_K / 16, 15, scales, sw, Ls);
+    const float mm = qt__fit_scales(QK_K / 16, 15, mins, sw, Lm);
     y->d = qt_f32_to_fp16(dm);
     y->dmin = qt_f32_to_fp16(mm);
     for (int j = 0; j < QK_K / 16; ++j) y->scales[j] = (uint8_t)(Ls[j] | (Lm[j] << 4));
@@ -413,19 +177,13 @@ void qt__quantize_q2_K(const float *src, void *dst, int64_t n, const float *imat
 
 void qt__dequantize_q2_K(const void *src, float *y, int64_t n) {
     const block_q2_K *x = src;
-    for (int64_t i = 0; i < n / QK_K; ++i) {
+    uint8_t L[QK_K];
+    for (int64_t i = 0; i < n / QK_K; ++i, y += QK_K) {
         const float d = qt_fp16_to_f32(x[i].d), min = qt_fp16_to_f32(x[i].dmin);
-        const uint8_t *q = x[i].qs;
-        int is = 0;
-        for (int h = 0; h < QK_K; h += 128) {
-            for (int shift = 0; shift < 8; shift += 2) {
-                for (int half = 0; half < 2; ++half) {
-                    const uint8_t sc = x[i].scales[is++];
-                    const float dl = d * (float)(sc & 0xF), ml = min * (float)(sc >> 4);
-                    for (int l = 0; l < 16; ++l) *y++ = dl * (float)((q[16 * half + l] >> shift) & 3) - ml;
-                }
-            }
-            q += 32;
+        unpack_2bit(x[i].qs, L);
+        for (int j = 0; j < QK_K / 16; ++j) {
+            const float dl = d * (float)(x[i].scales[j] & 0xF), ml = min * (float)(x[i].scales[j] >> 4);
+            for (int l = 0; l < 16; ++l) y[16 * j + l] = dl * (float)L[16 * j + l] - ml;
         }
     }
 }
@@ -457,12 +215,8 @@ static int q3_K_scale(const uint8_t *s, int j) {
  * plane. L holds levels + 4 (0..7). */
 static void q3_K_finish(const float *x, block_q3_K *y, int8_t *L) {
     const float d_all = qt_fp16_to_f32(y->d);
-    for (int j = 0; j < QK_K / 16; ++j) {
-        const float d = d_all * (float)q3_K_scale(y->scales, j);
-        if (d == 0.0f) continue;
-        for (int ii = 0; ii < 16; ++ii)
-            L[16 * j + ii] = (int8_t)(qt__k_clamp_i(qt__k_nearest_int(x[16 * j + ii] / d), -4, 3) + 4);
-    }
+    for (int j = 0; j < QK_K / 16; ++j)
+        requant_symmetric(x + 16 * j, 16, d_all * (float)q3_K_scale(y->scales, j), 4, L + 16 * j);
     uint8_t L2[QK_K];
     memset(y->hmask, 0, sizeof y->hmask);
     for (int j = 0; j < QK_K; ++j) {
@@ -480,17 +234,14 @@ static void q3_K_finish(const float *x, block_q3_K *y, int8_t *L) {
 static void q3_K_block_ref(const float *x, block_q3_K *y) {
     int8_t L[QK_K];
     float scales[QK_K / 16];
-    float max_scale = 0.0f, amax = 0.0f;
-    for (int j = 0; j < QK_K / 16; ++j) {
-        scales[j] = fit_symmetric_descent(16, 4, x + 16 * j, L + 16 * j);
-        const float a = fabsf(scales[j]);
-        if (a > amax) { amax = a; max_scale = scales[j]; }
-    }
+    for (int j = 0; j < QK_K / 16; ++j) scales[j] = qt__fit_symmetric_descent(16, 4, x + 16 * j, L + 16 * j);
+    float amax;
+    const float max_scale = qt__signed_absmax(scales, QK_K / 16, &amax);
     if (max_scale != 0.0f) {
         const float iscale = -32.0f / max_scale;
         int ls[QK_K / 16];
         for (int j = 0; j < QK_K / 16; ++j)
-            ls[j] = qt__k_clamp_i((int8_t)qt__k_nearest_int(iscale * scales[j]), -32, 31) + 32;
+            ls[j] = qt__clamp_int((int8_t)qt__nearest_int(iscale * scales[j]), -32, 31) + 32;
         q3_K_pack_scales(ls, y->scales);
         y->d = qt_f32_to_fp16(1.0f / iscale);
     } else {
@@ -502,21 +253,17 @@ static void q3_K_block_ref(const float *x, block_q3_K *y) {
 
 /* Importance-weighted path (quantize_row_q3_K_impl): per sub-block symmetric
  * fit with weights imatrix * sqrt(2*sigma^2 + x^2); the 16 scales are then
- * fitted as a 6-bit signed vector (fit_symmetric, nmax 32) with the sub-block
+ * fitted as a 6-bit signed vector (qt__fit_symmetric, nmax 32) with the sub-block
  * weight sums. */
 static void q3_K_block_imatrix(const float *x, block_q3_K *y, const float *qw) {
     int8_t L[QK_K], Ls[QK_K / 16];
     float scales[QK_K / 16], weight[16], sw[QK_K / 16];
-    const float sigma2 = 2.0f * sum_sq(x, QK_K) / (float)QK_K;
+    const float sigma2 = 2.0f * qt__sum_squares(x, QK_K) / (float)QK_K;
     for (int j = 0; j < QK_K / 16; ++j) {
-        for (int l = 0; l < 16; ++l)
-            weight[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-        float sumw = 0.0f;
-        for (int l = 0; l < 16; ++l) sumw += weight[l];
-        sw[j] = sumw;
-        scales[j] = fit_symmetric(16, 4, x + 16 * j, L + 16 * j, weight);
+        sw[j] = subblock_weights(x + 16 * j, qw + 16 * j, sigma2, 16, weight);
+        scales[j] = qt__fit_symmetric(16, 4, x + 16 * j, weight, L + 16 * j);
     }
-    const float d_block = fit_symmetric(QK_K / 16, 32, scales, Ls, sw);
+    const float d_block = qt__fit_symmetric(QK_K / 16, 32, scales, sw, Ls);
     int ls[QK_K / 16];
     for (int j = 0; j < QK_K / 16; ++j) ls[j] = Ls[j];
     q3_K_pack_scales(ls, y->scales);
@@ -534,25 +281,18 @@ void qt__quantize_q3_K(const float *src, void *dst, int64_t n, const float *imat
 
 void qt__dequantize_q3_K(const void *src, float *y, int64_t n) {
     const block_q3_K *x = src;
-    for (int64_t i = 0; i < n / QK_K; ++i) {
+    uint8_t L[QK_K];
+    int8_t q[QK_K];
+    for (int64_t i = 0; i < n / QK_K; ++i, y += QK_K) {
         const float d_all = qt_fp16_to_f32(x[i].d);
-        int sc[QK_K / 16];
-        for (int j = 0; j < QK_K / 16; ++j) sc[j] = q3_K_scale(x[i].scales, j);
-        const uint8_t *q = x[i].qs;
-        unsigned bit = 0; /* hmask bit = 4h + k for element 128h + 32k + l */
-        int is = 0;
-        for (int h = 0; h < QK_K; h += 128) {
-            for (int shift = 0; shift < 8; shift += 2, ++bit) {
-                for (int half = 0; half < 2; ++half) {
-                    const float dl = d_all * (float)sc[is++];
-                    for (int l = 0; l < 16; ++l) {
-                        const int q2 = (q[16 * half + l] >> shift) & 3;
-                        const int hb = (x[i].hmask[16 * half + l] >> bit) & 1;
-                        *y++ = dl * (float)(q2 - (hb ? 0 : 4));
-                    }
-                }
-            }
-            q += 32;
+        unpack_2bit(x[i].qs, L);
+        /* element 32k + m's high bit is bit k of hmask[m]; clear means level - 4 */
+        for (int k = 0; k < QK_K / 32; ++k)
+            for (int m = 0; m < 32; ++m)
+                q[32 * k + m] = (int8_t)(L[32 * k + m] - ((x[i].hmask[m] >> k) & 1 ? 0 : 4));
+        for (int j = 0; j < QK_K / 16; ++j) {
+            const float dl = d_all * (float)q3_K_scale(x[i].scales, j);
+            for (int l = 0; l < 16; ++l) y[16 * j + l] = dl * (float)q[16 * j + l];
         }
     }
 }
@@ -564,15 +304,15 @@ void qt__dequantize_q3_K(const void *src, float *y, int64_t n) {
 /* Reference search shared by Q4_K and Q5_K (quantize_row_q{4,5}_K_ref):
  * per 32-element sub-block weights sqrt(mean x^2) + |x|, affine fit with
  * squared error; 6-bit scale/min codes relative to the block maxima. */
-static void k4_search_ref(const float *x, int nmax, float rmin, int nstep, uint8_t *L,
+static void k4_search_ref(const float *x, int nmax, const qt__affine_search *search, uint8_t *L,
                           uint8_t *scales12, qt_half *d, qt_half *dmin) {
     uint8_t Laux[32], ls[QK_K / 32], lm[QK_K / 32];
     float weights[32], mins[QK_K / 32], scales[QK_K / 32];
     float max_scale = 0.0f, max_min = 0.0f;
     for (int j = 0; j < QK_K / 32; ++j) {
-        const float av_x = sqrtf(sum_sq(x + 32 * j, 32) / 32.0f);
+        const float av_x = sqrtf(qt__sum_squares(x + 32 * j, 32) / 32.0f);
         for (int l = 0; l < 32; ++l) weights[l] = av_x + fabsf(x[32 * j + l]);
-        scales[j] = fit_affine(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin, 0.1f, nstep, 0);
+        scales[j] = qt__fit_affine(32, nmax, x + 32 * j, weights, search, L + 32 * j, Laux, &mins[j]);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
@@ -580,8 +320,8 @@ static void k4_search_ref(const float *x, int nmax, float rmin, int nstep, uint8
     const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
     for (int j = 0; j < QK_K / 32; ++j) {
         /* uint8_t first, then clamp: ggml's order (matters only for wrapped negatives). */
-        const uint8_t s = (uint8_t)qt__k_nearest_int(inv_scale * scales[j]);
-        const uint8_t m = (uint8_t)qt__k_nearest_int(inv_min * mins[j]);
+        const uint8_t s = (uint8_t)qt__nearest_int(inv_scale * scales[j]);
+        const uint8_t m = (uint8_t)qt__nearest_int(inv_min * mins[j]);
         ls[j] = s < 63 ? s : 63;
         lm[j] = m < 63 ? m : 63;
     }
@@ -600,17 +340,13 @@ static void k4_search_imatrix(const float *x, const float *qw, int nmax, uint8_t
     const int clamp63 = nmax == 31;
     uint8_t Laux[32], ls[QK_K / 32], lm[QK_K / 32];
     float weights[32], mins[QK_K / 32], scales[QK_K / 32], sw[QK_K / 32];
-    const float sigma2 = 2.0f * sum_sq(x, QK_K) / (float)QK_K;
+    const float sigma2 = 2.0f * qt__sum_squares(x, QK_K) / (float)QK_K;
     for (int j = 0; j < QK_K / 32; ++j) {
-        for (int l = 0; l < 32; ++l)
-            weights[l] = qw[32 * j + l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
-        float sumw = 0.0f;
-        for (int l = 0; l < 32; ++l) sumw += weights[l];
-        sw[j] = sumw;
-        scales[j] = fit_affine(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -0.9f, 0.05f, 36, 0);
+        sw[j] = subblock_weights(x + 32 * j, qw + 32 * j, sigma2, 32, weights);
+        scales[j] = qt__fit_affine(32, nmax, x + 32 * j, weights, &K_IMATRIX, L + 32 * j, Laux, &mins[j]);
     }
-    const float d_block = fit_scales(QK_K / 32, 63, scales, ls, sw);
-    const float m_block = fit_scales(QK_K / 32, 63, mins, lm, sw);
+    const float d_block = qt__fit_scales(QK_K / 32, 63, scales, sw, ls);
+    const float m_block = qt__fit_scales(QK_K / 32, 63, mins, sw, lm);
     for (int j = 0; clamp63 && j < QK_K / 32; ++j) {
         if (ls[j] > 63) ls[j] = 63;
         if (lm[j] > 63) lm[j] = 63;
@@ -626,7 +362,7 @@ void qt__quantize_q4_K(const float *src, void *dst, int64_t n, const float *imat
     for (int64_t i = 0; i < n / QK_K; ++i) {
         const float *x = src + i * QK_K;
         if (imatrix) k4_search_imatrix(x, imatrix + i * QK_K, 15, L, y[i].scales, &y[i].d, &y[i].dmin);
-        else k4_search_ref(x, 15, -1.0f, 20, L, y[i].scales, &y[i].d, &y[i].dmin);
+        else k4_search_ref(x, 15, &Q4_K_REF, L, y[i].scales, &y[i].d, &y[i].dmin);
         requant_affine_k4(x, y[i].d, y[i].dmin, y[i].scales, 15, L);
         /* chunk c of 64: byte 32c + l = L[64c + l] | L[64c + 32 + l] << 4 */
         for (int c = 0; c < QK_K / 64; ++c)
@@ -642,9 +378,9 @@ void qt__dequantize_q4_K(const void *src, float *y, int64_t n) {
         const uint8_t *q = x[i].qs;
         for (int c = 0; c < QK_K / 64; ++c, q += 32) {
             uint8_t sc, m;
-            get_scale_min_k4(2 * c, x[i].scales, &sc, &m);
+            qt__get_scale_min_k4(2 * c, x[i].scales, &sc, &m);
             const float d1 = d * (float)sc, m1 = min * (float)m;
-            get_scale_min_k4(2 * c + 1, x[i].scales, &sc, &m);
+            qt__get_scale_min_k4(2 * c + 1, x[i].scales, &sc, &m);
             const float d2 = d * (float)sc, m2 = min * (float)m;
             for (int l = 0; l < 32; ++l) *y++ = d1 * (float)(q[l] & 0xF) - m1;
             for (int l = 0; l < 32; ++l) *y++ = d2 * (float)(q[l] >> 4) - m2;
@@ -658,7 +394,7 @@ void qt__quantize_q5_K(const float *src, void *dst, int64_t n, const float *imat
     for (int64_t i = 0; i < n / QK_K; ++i) {
         const float *x = src + i * QK_K;
         if (imatrix) k4_search_imatrix(x, imatrix + i * QK_K, 31, L, y[i].scales, &y[i].d, &y[i].dmin);
-        else k4_search_ref(x, 31, -0.5f, 15, L, y[i].scales, &y[i].d, &y[i].dmin);
+        else k4_search_ref(x, 31, &Q5_K_REF, L, y[i].scales, &y[i].d, &y[i].dmin);
         requant_affine_k4(x, y[i].d, y[i].dmin, y[i].scales, 31, L);
         /* low nibbles as Q4_K; bit 4 of L[64c + l] -> qh[l] bit 2c, of L[64c + 32 + l] -> bit 2c+1 */
         memset(y[i].qh, 0, sizeof y[i].qh);
@@ -679,9 +415,9 @@ void qt__dequantize_q5_K(const void *src, float *y, int64_t n) {
         const uint8_t *ql = x[i].qs, *qh = x[i].qh;
         for (int c = 0; c < QK_K / 64; ++c, ql += 32) {
             uint8_t sc, m;
-            get_scale_min_k4(2 * c, x[i].scales, &sc, &m);
+            qt__get_scale_min_k4(2 * c, x[i].scales, &sc, &m);
             const float d1 = d * (float)sc, m1 = min * (float)m;
-            get_scale_min_k4(2 * c + 1, x[i].scales, &sc, &m);
+            qt__get_scale_min_k4(2 * c + 1, x[i].scales, &sc, &m);
             const float d2 = d * (float)sc, m2 = min * (float)m;
             const uint8_t u1 = (uint8_t)(1u << (2 * c)), u2 = (uint8_t)(2u << (2 * c));
             for (int l = 0; l < 32; ++l) *y++ = d1 * (float)((ql[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
@@ -699,27 +435,21 @@ void qt__dequantize_q5_K(const void *src, float *y, int64_t n) {
 static void q6_K_block(const float *x, block_q6_K *y, const float *qw) {
     int8_t L[QK_K];
     float scales[QK_K / 16];
-    float max_scale = 0.0f, max_abs_scale = 0.0f;
-    for (int ib = 0; ib < QK_K / 16; ++ib) {
-        scales[ib] = fit_symmetric(16, 32, x + 16 * ib, L + 16 * ib, qw ? qw + 16 * ib : NULL);
-        const float a = fabsf(scales[ib]);
-        if (a > max_abs_scale) { max_abs_scale = a; max_scale = scales[ib]; }
-    }
-    if (max_abs_scale < K_GROUP_EPS) {
+    for (int ib = 0; ib < QK_K / 16; ++ib)
+        scales[ib] = qt__fit_symmetric(16, 32, x + 16 * ib, qw ? qw + 16 * ib : NULL, L + 16 * ib);
+    float amax;
+    const float max_scale = qt__signed_absmax(scales, QK_K / 16, &amax);
+    if (amax < QT_GROUP_MAX_EPS) {
         memset(y, 0, sizeof *y);
         return;
     }
     const float iscale = -128.0f / max_scale;
     y->d = qt_f32_to_fp16(1.0f / iscale);
     for (int ib = 0; ib < QK_K / 16; ++ib)
-        y->scales[ib] = (int8_t)qt__k_min_i(127, qt__k_nearest_int(iscale * scales[ib]));
+        y->scales[ib] = (int8_t)qt__min_int(127, qt__nearest_int(iscale * scales[ib]));
     const float d_all = qt_fp16_to_f32(y->d);
-    for (int j = 0; j < QK_K / 16; ++j) {
-        const float d = d_all * (float)y->scales[j];
-        if (d == 0.0f) continue;
-        for (int ii = 0; ii < 16; ++ii)
-            L[16 * j + ii] = (int8_t)(qt__k_clamp_i(qt__k_nearest_int(x[16 * j + ii] / d), -32, 31) + 32);
-    }
+    for (int j = 0; j < QK_K / 16; ++j)
+        requant_symmetric(x + 16 * j, 16, d_all * (float)y->scales[j], 32, L + 16 * j);
     /* per half h: ql[64h + l] = L[l] | L[l+64] << 4, ql[64h + 32 + l] = L[l+32] | L[l+96] << 4,
      * qh[32h + l] = top 2 bits of L[l], L[l+32], L[l+64], L[l+96] (indices relative to 128h) */
     for (int h = 0; h < 2; ++h) {
@@ -774,18 +504,15 @@ void qt__quantize_q8_K(const float *src, void *dst, int64_t n, const float *imat
     block_q8_K *y = dst;
     for (int64_t i = 0; i < n / QK_K; ++i) {
         const float *x = src + i * QK_K;
-        float max = 0.0f, amax = 0.0f;
-        for (int j = 0; j < QK_K; ++j) {
-            const float ax = fabsf(x[j]);
-            if (ax > amax) { amax = ax; max = x[j]; }
-        }
+        float amax;
+        const float max = qt__signed_absmax(x, QK_K, &amax);
         if (amax == 0.0f) {
             /* ggml leaves bsums untouched here; zero is their true value. */
             memset(&y[i], 0, sizeof y[i]);
             continue;
         }
         const float iscale = -127.0f / max;
-        for (int j = 0; j < QK_K; ++j) y[i].qs[j] = (int8_t)qt__k_min_i(127, qt__k_nearest_int(iscale * x[j]));
+        for (int j = 0; j < QK_K; ++j) y[i].qs[j] = (int8_t)qt__min_int(127, qt__nearest_int(iscale * x[j]));
         for (int k = 0; k < QK_K / 16; ++k) {
             int sum = 0;
             for (int l = 0; l < 16; ++l) sum += y[i].qs[16 * k + l];

@@ -8,6 +8,7 @@
 #include "ct_internal.h"
 #include "quanta/num.h"
 #include "simd.h"
+#include "simd_x86.h"
 
 /* 16 unsigned bytes minus `bias`, as floats. */
 static inline __m512 u8x16_to_ps(__m128i b, __m512i bias) {
@@ -43,19 +44,6 @@ void qt__dequantize_q8_0_avx512(const void *src, float *y, int64_t n) {
 
 /* ---- Q4_K ------------------------------------------------------------------------ */
 
-static inline void scale_min_k4(int j, const uint8_t *q, float d, float dmin, float *dj, float *mj) {
-    uint8_t sc, m;
-    if (j < 4) {
-        sc = q[j] & 63;
-        m = q[j + 4] & 63;
-    } else {
-        sc = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-        m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-    }
-    *dj = d * (float)sc;
-    *mj = dmin * (float)m;
-}
-
 static inline void q4k_store32(float *y, __m256i v, float dj, float mj) {
     const __m512 d = _mm512_set1_ps(dj), m = _mm512_set1_ps(mj);
     const __m512i zero = _mm512_setzero_si512();
@@ -64,20 +52,7 @@ static inline void q4k_store32(float *y, __m256i v, float dj, float mj) {
 }
 
 void qt__dequantize_q4_K_avx512(const void *src, float *y, int64_t n) {
-    const block_q4_K *x = src;
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        const float d = qt_fp16_to_f32(x[i].d), dmin = qt_fp16_to_f32(x[i].dmin);
-        const uint8_t *q = x[i].qs;
-        for (int c = 0; c < QK_K / 64; c++, q += 32, y += 64) {
-            float d1, m1, d2, m2;
-            scale_min_k4(2 * c, x[i].scales, d, dmin, &d1, &m1);
-            scale_min_k4(2 * c + 1, x[i].scales, d, dmin, &d2, &m2);
-            const __m256i bytes = _mm256_loadu_si256((const __m256i *)q);
-            q4k_store32(y, _mm256_and_si256(bytes, low4), d1, m1);
-            q4k_store32(y + 32, _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4), d2, m2);
-        }
-    }
+    qt__dequantize_q4_K_x86(src, y, n, q4k_store32);
 }
 
 /* ---- Q6_K ------------------------------------------------------------------------ */
@@ -89,28 +64,7 @@ static inline void q6k_store32(float *y, __m256i v, float ds0, float ds1) {
 }
 
 void qt__dequantize_q6_K_avx512(const void *src, float *y, int64_t n) {
-    const block_q6_K *x = src;
-    const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(0x03);
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        const float d = qt_fp16_to_f32(x[i].d);
-        for (int h = 0; h < 2; h++, y += 128) {
-            const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
-            const int8_t *sc = x[i].scales + 8 * h;
-            const __m256i a = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i b = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i hb = _mm256_loadu_si256((const __m256i *)qh);
-            const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, low2), 4);
-            const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), low2), 4);
-            const __m256i h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), low2), 4);
-            const __m256i h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), low2), 4);
-            q6k_store32(y + 0, _mm256_or_si256(_mm256_and_si256(a, low4), h0), d * (float)sc[0], d * (float)sc[1]);
-            q6k_store32(y + 32, _mm256_or_si256(_mm256_and_si256(b, low4), h1), d * (float)sc[2], d * (float)sc[3]);
-            q6k_store32(y + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), low4), h2),
-                        d * (float)sc[4], d * (float)sc[5]);
-            q6k_store32(y + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), low4), h3),
-                        d * (float)sc[6], d * (float)sc[7]);
-        }
-    }
+    qt__dequantize_q6_K_x86(src, y, n, q6k_store32);
 }
 
 /* ---- compressed-tensors int4 groups ------------------------------------------------ */
@@ -119,8 +73,6 @@ void qt__ct_int4_row_avx512(const int32_t *packed, const float *scales, const in
                             int64_t cols, int64_t group_size, float *out) {
     const __m512i shifts = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
     const __m512i low4 = _mm512_set1_epi32(15);
-    const __m256i shifts8 = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
-    const __m256i low4_8 = _mm256_set1_epi32(15);
     const int64_t words_per_group = group_size / 8;
     for (int64_t g = 0; g < cols / group_size; g++) {
         const int offset = 8 + (zero_points ? zero_points[g] : 0);
@@ -134,10 +86,7 @@ void qt__ct_int4_row_avx512(const int32_t *packed, const float *scales, const in
             const __m512i u = _mm512_and_si512(_mm512_srlv_epi32(words, shifts), low4);
             _mm512_storeu_ps(out + 8 * w, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(u, off)), s));
         }
-        if (w < end) { /* odd word count (group size 8 mod 16) */
-            const __m256i u = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(packed[w]), shifts8), low4_8);
-            _mm256_storeu_ps(out + 8 * w, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(u, _mm256_set1_epi32(offset))),
-                                                        _mm256_set1_ps(scales[g])));
-        }
+        if (w < end) /* odd word count (group size 8 mod 16) */
+            qt__ct_int4_word_avx2(packed[w], _mm256_set1_epi32(offset), _mm256_set1_ps(scales[g]), out + 8 * w);
     }
 }

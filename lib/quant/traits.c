@@ -8,7 +8,6 @@
 #include "kernels.h"
 #include "traits_internal.h"
 #include "engine/dot.h" /* vec_dot kernels (the engine owns the vec_dot/vec_dot_type fields) */
-#include "kernels_k.h"
 
 qt_type_traits qt__traits[QT_TYPE_COUNT] = {
     [QT_TYPE_F32] = {
