@@ -19,5 +19,6 @@
 #include "quanta/hf.h"
 #include "quanta/plan.h"
 #include "quanta/engine.h"
+#include "quanta/eval.h"
 
 #endif

@@ -42,6 +42,7 @@ int cmd_estimate(int argc, char **argv);
 int cmd_hw(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 
 
 #endif

@@ -20,6 +20,7 @@ static const cli_verb verbs[] = {
     {"hw", "the hardware table and the format support matrix, with reasons", cmd_hw},
     {"run", "generate text from a prompt with quanta's CPU engine", cmd_run},
     {"perplexity", "perplexity on a text file, measured as llama-perplexity does", cmd_perplexity},
+    {"eval", "judge quantized candidates against their base: perplexity, KL divergence, verdicts", cmd_eval},
 };
 static const int n_verbs = (int)(sizeof verbs / sizeof verbs[0]);
 

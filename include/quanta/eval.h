@@ -1,0 +1,405 @@
+/* quanta/eval.h — before/after evaluation: a candidate model (quantized
+ * weights, a quantized KV cache, ...) measured against its base on the same
+ * tokens, and the verdict a CI pipeline can trust.
+ *
+ * The metrics are pure functions on plain arrays (logit rows, token ids,
+ * text), so they are tested without a model; docs/eval.md states every
+ * formula, the confidence intervals and the JSON report schema.
+ *
+ *   qt_eval_cmp      streamed per-token comparison of two logit rows: NLL of
+ *                    both (perplexity, llama-perplexity's estimate), KL(base ||
+ *                    candidate), top-1 agreement, "p(correct) fell by more than
+ *                    half"; summaries with confidence intervals
+ *   qt_eval_judge    thresholds -> pass / fail / needs-review with reasons
+ *   qt_mc_*          multiple choice (hellaswag-shaped JSONL), log-likelihood scoring
+ *   qt_needle_*      long-context retrieval (a key fact in a haystack)
+ *   qt_calib_*       held-out check against a candidate's calibration text
+ *   qt_eval_report_* terminal table, JSON, self-contained HTML with SVG charts
+ */
+#ifndef QUANTA_EVAL_H
+#define QUANTA_EVAL_H
+
+#include "core.h"
+#include "engine.h"
+#include "gguf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Two-sided 95 % normal quantile used by every interval in this module. */
+#define QT_EVAL_Z95 1.959963984540054
+
+/* ---- numerics on one logit row ------------------------------------------------ */
+
+/* out[i] = x[i] - logsumexp(x), in double, shifted by the row maximum so no
+ * exp overflows. QT_ERR_RANGE when the row holds a NaN or an infinity. */
+qt_status qt_eval_log_softmax(const float *logits, int32_t n, double *out);
+
+/* KL(P || Q) = sum_i p_i (log p_i - log q_i) from two log-softmaxed rows, in
+ * nats; terms with p_i == 0 contribute 0 and a result rounded below zero is
+ * returned as 0 (KL is non-negative). */
+double qt_eval_kl_from_logprobs(const double *logp, const double *logq, int32_t n);
+
+/* Index of the largest value, lowest index on ties (as greedy sampling). */
+int32_t qt_eval_argmax(const float *x, int32_t n);
+
+/* Quantile q in [0,1] of sorted[0..n) by linear interpolation between the
+ * closest ranks (Hyndman-Fan type 7, numpy's default). NAN when n == 0. */
+double qt_eval_quantile_sorted(const float *sorted, int64_t n, double q);
+
+/* Wilson score interval of a binomial proportion k/n at normal quantile z
+ * (Wilson 1927); lo = hi = NAN when n == 0. */
+void qt_eval_wilson(int64_t k, int64_t n, double z, double *lo, double *hi);
+
+/* ---- streamed comparison of a candidate with its base ------------------------- */
+
+typedef struct qt_eval_cmp qt_eval_cmp;
+
+/* n_vocab: length of every logit row passed to qt_eval_cmp_add. */
+qt_status qt_eval_cmp_new(int32_t n_vocab, qt_eval_cmp **out);
+void qt_eval_cmp_free(qt_eval_cmp *c);
+/* Reserve room for n per-token KL values (optional; rows are added without
+ * reallocating until then). */
+qt_status qt_eval_cmp_reserve(qt_eval_cmp *c, int64_t n);
+
+/* One scored position: the base's and the candidate's logits (n_vocab each)
+ * and the token that actually followed. QT_ERR_ARG for a target outside the
+ * vocabulary, QT_ERR_RANGE for non-finite logits (the message names which row). */
+qt_status qt_eval_cmp_add(qt_eval_cmp *c, const float *base_logits, const float *cand_logits, int32_t target);
+/* Marks the end of a chunk (an independent window of text); the per-chunk
+ * means give a second, autocorrelation-robust standard error (docs/eval.md). */
+void qt_eval_cmp_end_chunk(qt_eval_cmp *c);
+int64_t qt_eval_cmp_count(const qt_eval_cmp *c);
+
+typedef struct qt_eval_summary {
+    int64_t n_tokens;                /* scored positions */
+    int32_t n_chunks;                /* chunks marked with qt_eval_cmp_end_chunk */
+    /* perplexity of each model: exp(mean NLL), and llama-perplexity's standard
+     * error ppl * sqrt((mean(nll^2) - mean(nll)^2) / (n - 1)) */
+    double base_ppl, base_ppl_stderr, base_nll_mean;
+    double ppl, ppl_stderr, nll_mean;
+    /* ln(ppl / base_ppl) = mean of the paired differences d = nll_cand - nll_base,
+     * its standard error, and the relative change in percent with its 95 % interval
+     * 100 * (exp(mean(d) +- z se) - 1) */
+    double ln_ratio, ln_ratio_stderr;
+    double ppl_delta_pct, ppl_delta_pct_lo, ppl_delta_pct_hi;
+    /* KL(base || candidate) per token, nats: mean (with standard error and 95 %
+     * interval), median, 99th percentile, maximum */
+    double kld_mean, kld_stderr, kld_mean_hi, kld_median, kld_p99, kld_max;
+    /* share of positions whose argmax tokens agree, with its Wilson 95 % interval */
+    double top1, top1_lo, top1_hi;
+    /* share of positions where p_cand(target) < p_base(target) / 2 */
+    double p_halved;
+} qt_eval_summary;
+
+/* Sorts the stored per-token KL values (for the quantiles) and fills *out.
+ * QT_ERR_ARG when nothing was added. */
+qt_status qt_eval_cmp_summary(qt_eval_cmp *c, qt_eval_summary *out);
+
+/* ---- verdict ------------------------------------------------------------------ */
+
+typedef enum qt_verdict {
+    QT_VERDICT_PASS = 0,
+    QT_VERDICT_REVIEW,   /* "needs-review": within every threshold, but not with confidence, or a warning */
+    QT_VERDICT_FAIL,
+} qt_verdict;
+
+const char *qt_verdict_name(qt_verdict v); /* "pass", "needs-review", "fail" */
+
+/* A threshold is off when it is NAN. */
+typedef struct qt_eval_thresholds {
+    double max_ppl_delta_pct;  /* default 5 (%) */
+    double max_kld;            /* mean KL(base||cand), nats; default off */
+    double min_top1;           /* top-1 agreement share in [0,1]; default off */
+} qt_eval_thresholds;
+
+void qt_eval_thresholds_default(qt_eval_thresholds *t);
+
+#define QT_EVAL_MAX_REASONS 16
+#define QT_EVAL_REASON_LEN 256
+
+typedef struct qt_eval_verdict {
+    qt_verdict verdict;                                   /* the worst of the reasons */
+    int32_t n_reasons;
+    qt_verdict level[QT_EVAL_MAX_REASONS];                /* what each reason says */
+    char reasons[QT_EVAL_MAX_REASONS][QT_EVAL_REASON_LEN];
+} qt_eval_verdict;
+
+/* Applies each active threshold to the summary. Per threshold: the point
+ * estimate beyond it -> fail ("ppl +5.89 % exceeds --max-ppl-delta-pct 5 by
+ * 0.89 points"); within it but with the far end of the 95 % interval beyond
+ * it -> needs-review; otherwise ok. The verdict is the worst outcome. */
+void qt_eval_judge(const qt_eval_summary *s, const qt_eval_thresholds *t, qt_eval_verdict *out);
+/* Adds a reason from elsewhere (held-out check, ...); raises the verdict to `level` if worse. */
+void qt_eval_verdict_note(qt_eval_verdict *v, qt_verdict level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Exit status policy of `quanta eval`: 0 when every verdict is pass, 1 when
+ * any is fail or needs-review (2, usage errors, is the CLI's own). */
+int qt_eval_exit_status(const qt_eval_verdict *v, int32_t n);
+
+/* ---- log-likelihood scoring callback ------------------------------------------ */
+
+/* The score of `continuation` right after `context` (concatenated as they are:
+ * multiple choice passes " " + ending) under one model: the sum of
+ * the log-probabilities of its tokens (nats) and whether each of them was the
+ * model's argmax under teacher forcing (= greedy decoding would produce it).
+ * The engine glue tokenizes context + continuation together and scores the
+ * tokens after the longest common prefix with the context's own tokens. */
+typedef struct qt_eval_score {
+    double logprob;
+    int32_t n_tokens;
+    bool greedy;
+} qt_eval_score;
+
+typedef qt_status (*qt_eval_score_fn)(void *user, const char *context, const char *continuation, qt_eval_score *out);
+
+/* ---- multiple choice ---------------------------------------------------------- */
+
+/* One item, hellaswag-shaped: {"context": "...", "endings": ["...", ...], "label": 2}.
+ * Also accepted: "ctx" for "context", a label written as a string of digits. */
+typedef struct qt_mc_item {
+    char *context;
+    int32_t n_endings;
+    char **endings;      /* (n_endings) */
+    int32_t label;       /* index of the correct ending */
+    int64_t line;        /* 1-based line in the file, for messages */
+} qt_mc_item;
+
+typedef struct qt_mc_set {
+    int32_t n_items;
+    qt_mc_item *items;   /* (n_items) */
+} qt_mc_set;
+
+/* Parses JSONL text (one object per non-blank line). Errors are QT_ERR_FORMAT
+ * naming the file, the line, the field and the problem. */
+qt_status qt_mc_parse(const char *text, size_t len, const char *name, qt_mc_set **out);
+qt_status qt_mc_load(const char *path, qt_mc_set **out);
+void qt_mc_free(qt_mc_set *s);
+
+typedef struct qt_mc_result {
+    int32_t n_items;
+    int32_t n_correct;       /* choice = argmax of log-likelihood per byte of the ending (lm-eval's acc_norm) */
+    int32_t n_correct_sum;   /* choice = argmax of the summed log-likelihood (lm-eval's acc) */
+    double acc, acc_lo, acc_hi;  /* n_correct / n_items with its Wilson 95 % interval */
+    double acc_sum;
+    int32_t *choice;         /* (n_items) ending picked (per-byte rule) */
+} qt_mc_result;
+
+qt_status qt_mc_run(const qt_mc_set *set, qt_eval_score_fn score, void *user, const qt_progress *progress,
+                    qt_mc_result *out);
+void qt_mc_result_free(qt_mc_result *r);
+/* Items where the two results picked different endings. */
+int32_t qt_mc_n_disagree(const qt_mc_result *a, const qt_mc_result *b);
+
+/* ---- needle in a haystack ----------------------------------------------------- */
+
+/* Counts the tokens of a text under the model's tokenizer (no BOS). */
+typedef qt_status (*qt_eval_count_fn)(void *user, const char *text, int32_t *n_tokens);
+
+typedef struct qt_needle_opts {
+    int32_t n_lengths;
+    const int32_t *lengths;  /* (n_lengths) prompt lengths in tokens; default 128, 256, 448 */
+    int32_t n_depths;
+    const double *depths;    /* (n_depths) needle position as a share of the haystack: 0 = first, 1 = last */
+    int32_t n_trials;        /* keys per (length, depth) cell; default 4 */
+    const char *needle;      /* sentence with "{KEY}": default "The secret number is {KEY}." */
+    const char *query;       /* appended after the haystack: default "The secret number is" */
+    uint64_t seed;           /* picks the keys (4-digit numbers) and the haystack offsets */
+} qt_needle_opts;
+
+void qt_needle_opts_default(qt_needle_opts *o);
+
+/* Builds one prompt: whole sentences of `text` starting near byte `start`,
+ * the needle (with `key` substituted) inserted at the sentence boundary
+ * closest to `depth` of the haystack, then " " + query; its token count
+ * (by `count`) is at most `target_tokens`. *prompt is malloc'd. */
+qt_status qt_needle_build(const char *text, size_t len, size_t start, int32_t target_tokens, double depth,
+                          const char *needle, const char *key, const char *query, qt_eval_count_fn count,
+                          void *user, char **prompt, int32_t *n_tokens);
+
+typedef struct qt_needle_cell {
+    int32_t length;          /* requested length (tokens) */
+    double depth;
+    int32_t n_trials, n_success;
+    double mean_tokens;      /* actual prompt length */
+    double mean_key_logprob; /* log-probability of the key's tokens, nats (graded signal for weak models) */
+} qt_needle_cell;
+
+typedef struct qt_needle_result {
+    int32_t n_cells;         /* n_lengths * n_depths, length-major */
+    qt_needle_cell *cells;
+    int32_t n_trials, n_success;
+} qt_needle_result;
+
+/* Success of one trial: every token of " " + key is the model's argmax under
+ * teacher forcing after the prompt, i.e. greedy decoding writes the key next. */
+qt_status qt_needle_run(const char *text, size_t len, const qt_needle_opts *o, qt_eval_count_fn count,
+                        qt_eval_score_fn score, void *user, const qt_progress *progress, qt_needle_result *out);
+void qt_needle_result_free(qt_needle_result *r);
+
+/* ---- held-out check ----------------------------------------------------------- */
+
+/* GGUF metadata a quantizer writes when it used calibration text (docs/eval.md):
+ *   quanta.calibration.sha256    string: SHA-256 (hex) of the whole calibration file
+ *   quanta.calibration.ranges    string: byte ranges of that file used, "a-b[,c-d...]" (half-open);
+ *                                absent = the whole file
+ *   quanta.calibration.shingles  array of uint64, ascending: bottom-k sample of the hashes of
+ *                                the 13-word shingles of the calibration text actually used
+ *   quanta.calibration.scheme    string: QT_CALIB_SCHEME (how the shingles were made) */
+#define QT_CALIB_KEY_SHA256 "quanta.calibration.sha256"
+#define QT_CALIB_KEY_RANGES "quanta.calibration.ranges"
+#define QT_CALIB_KEY_SHINGLES "quanta.calibration.shingles"
+#define QT_CALIB_KEY_SCHEME "quanta.calibration.scheme"
+#define QT_CALIB_SCHEME "w13-fnv1a64-bottom4096"
+#define QT_CALIB_SHINGLE_WORDS 13
+#define QT_CALIB_MAX_SHINGLES 4096
+#define QT_CALIB_MAX_RANGES 64
+
+/* SHA-256 (FIPS 180-4) of a buffer as 64 lowercase hex digits + NUL. */
+void qt_sha256_hex(const void *data, size_t len, char hex[65]);
+
+typedef struct qt_calib_fingerprint {
+    char sha256[65];
+    int32_t n_ranges;                            /* 0: the whole file */
+    uint64_t ranges[QT_CALIB_MAX_RANGES][2];     /* [begin, end) byte offsets */
+    int32_t n_shingles;
+    uint64_t *shingles;                          /* (n_shingles) ascending, unique */
+} qt_calib_fingerprint;
+
+/* Fingerprint of calibration text: the file's bytes and the ranges used
+ * (n_ranges 0 = all of it). */
+qt_status qt_calib_fingerprint_make(const void *file, size_t size, const uint64_t (*ranges)[2], int32_t n_ranges,
+                                    qt_calib_fingerprint *out);
+/* Parses "a-b,c-d" into fp->ranges. */
+qt_status qt_calib_parse_ranges(const char *s, qt_calib_fingerprint *fp);
+/* "a-b,c-d" into buf (cap bytes); "" for the whole file. */
+void qt_calib_format_ranges(const qt_calib_fingerprint *fp, char *buf, size_t cap);
+void qt_calib_fingerprint_free(qt_calib_fingerprint *fp);
+
+/* Hashes of the sampled shingles of a text that fall under `cutoff` (the
+ * largest stored calibration hash), appended to *out (malloc'd, ascending, unique). */
+qt_status qt_calib_shingles(const void *text, size_t len, uint64_t cutoff, int32_t cap, uint64_t **out,
+                            int32_t *n_out);
+
+/* The metadata entries recording fp (QT_CALIB_KEY_*), for qt_gguf_write_opts.extra_kv:
+ * sha256, scheme, shingles, and ranges unless fp covers the whole file. They
+ * point into fp and into ranges_buf (cap bytes), which must outlive them.
+ * Returns the number of entries written to out (at most 4). */
+int32_t qt_calib_gguf_kv(const qt_calib_fingerprint *fp, char *ranges_buf, size_t cap, qt_gguf_kv out[4]);
+/* Reads the record back from a model opened from GGUF; *has = false when the
+ * model records no calibration text (or is not GGUF). A shingle sample with
+ * another scheme is ignored (the SHA-256 / range check still applies);
+ * malformed entries are QT_ERR_FORMAT naming the key. */
+qt_status qt_calib_from_model(const qt_model *m, qt_calib_fingerprint *fp, bool *has);
+
+typedef struct qt_heldout_result {
+    bool same_file;          /* evaluation file has the calibration file's SHA-256 */
+    uint64_t overlap_bytes;  /* same file: bytes evaluated that calibration also used */
+    int32_t n_sampled;       /* evaluation shingles under the cutoff */
+    int32_t n_matched;       /* ... of which the calibration sample holds */
+    double overlap;          /* share of the evaluated text found in the calibration text, [0,1] */
+    bool overlaps;           /* overlap >= QT_HELDOUT_WARN_SHARE, or any byte overlap of the same file */
+} qt_heldout_result;
+
+#define QT_HELDOUT_WARN_SHARE 0.02
+
+/* Compares the evaluation text (the whole file, of which bytes [0, used)
+ * were evaluated) with the fingerprint. */
+qt_status qt_heldout_check(const qt_calib_fingerprint *calib, const void *eval_file, size_t size, uint64_t used,
+                           qt_heldout_result *out);
+
+/* ---- reports ------------------------------------------------------------------ */
+
+typedef struct qt_eval_model_info {
+    const char *label;       /* what the user wrote (path, with @kv=... if any) */
+    const char *path;
+    const char *kv;          /* KV cache description ("f16", "fp8-e4m3, scale 1.0") */
+    uint64_t size_bytes;     /* weights as stored; 0 unknown */
+    double bpw;              /* bits per weight of the weights; NAN unknown */
+    double decode_tps;       /* --bench: decode tokens/s; NAN when not measured */
+    double prefill_tps;      /* --bench: prompt tokens/s; NAN when not measured */
+} qt_eval_model_info;
+
+typedef struct qt_eval_candidate {
+    qt_eval_model_info info;
+    qt_eval_summary summary;
+    qt_eval_verdict verdict;
+    const qt_mc_result *mc;            /* NULL when not run */
+    const qt_needle_result *needle;    /* NULL when not run */
+    const qt_heldout_result *heldout;  /* NULL when the candidate records no calibration text */
+    int32_t n_warnings;
+    const char *const *warnings;
+} qt_eval_candidate;
+
+typedef struct qt_eval_report {
+    qt_eval_model_info base;
+    const qt_mc_result *base_mc;
+    const qt_needle_result *base_needle;
+    const char *text_path;             /* evaluation text */
+    int32_t n_ctx, n_chunks;
+    const char *mc_path;               /* NULL when --mc was not given */
+    qt_eval_thresholds thresholds;
+    bool strict;
+    int32_t n_candidates;
+    const qt_eval_candidate *candidates;
+} qt_eval_report;
+
+/* The terminal table (and each candidate's reasons), malloc'd, NUL-terminated. */
+qt_status qt_eval_report_table(const qt_eval_report *r, char **out);
+/* The JSON document of docs/eval.md (schema "quanta.eval/1"), malloc'd. */
+qt_status qt_eval_report_json(const qt_eval_report *r, char **out);
+/* A self-contained HTML page (inline CSS and SVG, no scripts, no external links), malloc'd. */
+qt_status qt_eval_report_html(const qt_eval_report *r, char **out);
+/* Either of the above written atomically to path. */
+qt_status qt_eval_report_write_json(const qt_eval_report *r, const char *path);
+qt_status qt_eval_report_write_html(const qt_eval_report *r, const char *path);
+
+/* ---- running models: the engine glue behind `quanta eval` ------------------------ */
+
+/* One model to run: a path and the engine settings it runs with. */
+typedef struct qt_eval_model {
+    char label[4096];        /* shown in reports: the spec as written, or its name= */
+    char path[4096];
+    qt_engine_opts engine;   /* n_ctx is set by qt_eval_run */
+} qt_eval_model;
+
+/* Parses "PATH[@key=value,...]" (keys: kv, kv-scale, kv-gran, name; docs/eval.md)
+ * on top of `defaults`. The split is at the last '@' followed by key=value.
+ * QT_ERR_ARG naming the bad key or value. */
+qt_status qt_eval_parse_model(const char *spec, const qt_engine_opts *defaults, qt_eval_model *out);
+
+typedef struct qt_eval_opts {
+    int32_t n_ctx;                 /* chunk length, llama-perplexity's -c; default 512 */
+    int32_t n_chunks;              /* <= 0: every full chunk of the text */
+    qt_eval_thresholds thresholds;
+    bool strict;                   /* held-out overlap fails instead of warning */
+    bool needle;
+    qt_needle_opts needle_opts;    /* lengths longer than n_ctx allows are dropped */
+    const char *mc_path;           /* NULL: no multiple choice */
+    bool bench;
+    qt_progress progress;
+} qt_eval_opts;
+
+void qt_eval_opts_default(qt_eval_opts *o);
+
+typedef struct qt_eval_result qt_eval_result;
+
+/* Opens every model (a path given twice is opened once), tokenizes the text
+ * once with the base's tokenizer, runs base and candidates chunk by chunk on
+ * identical tokens (llama-perplexity's chunks: BOS first, second half scored),
+ * then the optional tasks, and judges each candidate. Nothing is written;
+ * the report is ready for qt_eval_report_*. */
+qt_status qt_eval_run(const qt_eval_model *base, const qt_eval_model *cands, int32_t n_cands, const char *text_path,
+                      const qt_eval_opts *o, qt_eval_result **out);
+const qt_eval_report *qt_eval_result_report(const qt_eval_result *r);
+void qt_eval_result_free(qt_eval_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
