@@ -25,7 +25,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "dot.h"
+#include "quant/dot.h"
 #include "engine_internal.h"
 #include "quanta/num.h"
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dot.h"
+#include "quant/dot.h"
 #include "engine_internal.h"
 
 qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant) {

@@ -11,7 +11,7 @@
 #include "ct_internal.h"
 #include "simd.h"
 #include "traits_internal.h"
-#include "engine/dot.h"
+#include "dot.h"
 
 typedef enum { LEVEL_SCALAR, LEVEL_AVX2, LEVEL_AVX512 } simd_level;
 
@@ -38,7 +38,7 @@ void qt_quant_dispatch_init(void) {
         qt__traits[QT_TYPE_Q6_K].to_float = qt__dequantize_q6_K_avx2;
     }
 #endif
-    qt__engine_dot_dispatch(); /* SIMD vec_dot kernels (lib/engine/dot_dispatch.c) */
+    qt__engine_dot_dispatch(); /* SIMD vec_dot kernels (lib/quant/dot_dispatch.c) */
 }
 
 /* ---- compressed-tensors int4 group dequantization ---------------------------- */

@@ -30,7 +30,7 @@
 /* ggml make_qkx3_quants as quantize_row_q{4,5}_1_impl call it; see
  * qt__affine_search for clamp_before_round. */
 static const qt__affine_search LEGACY_IMATRIX = {
-    .rmin = -0.9f, .rdelta = 0.05f, .nstep = 36, .use_mad = false, .clamp_before_round = true};
+    .rmin = -0.9f, .rdelta = 0.05f, .nstep = 36, .use_mad = false, .clamp_before_round = false};
 
 /* ---- helpers ------------------------------------------------------------- */
 

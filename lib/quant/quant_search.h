@@ -39,7 +39,8 @@ typedef struct {
      * (seen: an all-negative, near-constant block with one far outlier of
      * zero importance); there ggml's nearest_int gives a meaningless level
      * and the pre-clamp 0 or nmax. q_legacy.c was written with the
-     * pre-clamp, q_k.c without (= ggml); both kept so no output changes. */
+     * pre-clamp; it now follows ggml too (false). The option stays for callers
+     * that prefer a defined level in that corner. */
     bool clamp_before_round;
 } qt__affine_search;
 

@@ -7,7 +7,7 @@
  */
 #include "kernels.h"
 #include "traits_internal.h"
-#include "engine/dot.h" /* vec_dot kernels (the engine owns the vec_dot/vec_dot_type fields) */
+#include "dot.h" /* vec_dot kernels: dot products with activations quantized to vec_dot_type */
 
 qt_type_traits qt__traits[QT_TYPE_COUNT] = {
     [QT_TYPE_F32] = {

@@ -8,7 +8,7 @@
  * definitions (llama.cpp's CPU quantize_row_q8_0/q8_1/q8_K). */
 #include <math.h>
 
-#include "engine/dot.h"
+#include "quant/dot.h"
 #include "qtest.h"
 #include "quant/blocks.h"
 #include "quanta.h"

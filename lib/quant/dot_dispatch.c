@@ -1,4 +1,4 @@
-/* lib/engine/dot_dispatch.c — SIMD vec_dot kernels replace the scalar
+/* lib/quant/dot_dispatch.c — SIMD vec_dot kernels replace the scalar
  * references in the traits table where the CPU supports them (called once
  * from qt_quant_dispatch_init, which honours QUANTA_CPU=scalar|avx2|avx512
  * through qt_cpu_level_name()). The AVX2 kernels give the references' bits,
@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "dot.h"
-#include "quant/traits_internal.h"
+#include "traits_internal.h"
 
 void qt__engine_dot_dispatch(void) {
 #ifdef QT_ARCH_X86

@@ -1,4 +1,4 @@
-/* lib/engine/dot_avx2.c — AVX2 + FMA + F16C dot kernels.
+/* lib/quant/dot_avx2.c — AVX2 + FMA + F16C dot kernels.
  *
  * Each one computes exactly what its scalar reference in dot.c computes,
  * bit for bit: the references are written in the lane structure of
@@ -12,7 +12,7 @@
 #include <immintrin.h>
 
 #include "dot.h"
-#include "quant/blocks.h"
+#include "blocks.h"
 
 /* high half + low half, then (0+2) + (1+3): dot.c's hsum8 */
 static inline float hsum8(__m256 a) {

@@ -1,4 +1,4 @@
-/* lib/engine/dot.c — scalar reference dot kernels and activation quantizers.
+/* lib/quant/dot.c — scalar reference dot kernels and activation quantizers.
  *
  * Semantics follow llama.cpp's CPU backend (ggml-cpu: vec_dot_* and
  * quantize_row_q8_*), written from the block layouts in formats.md §3.2/§3.4:
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "dot.h"
-#include "quant/blocks.h"
+#include "blocks.h"
 #include "quanta/num.h"
 
 static inline float h2f(qt_half h) { return qt_fp16_to_f32(h); }

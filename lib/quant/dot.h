@@ -1,4 +1,4 @@
-/* lib/engine/dot.h — the engine's dot kernels and activation quantizers.
+/* lib/quant/dot.h — the dot kernels and activation quantizers.
  *
  * Each kernel is `float dot(const void *x, const void *y, int64_t n)` with x
  * one stored row of type T and y one activation row already converted to
