@@ -259,34 +259,33 @@ float qt__dot_q3_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
     return sum;
 }
 
-/* Q4_K / Q5_K 6-bit scale and min of sub-block j (get_scale_min_k4, formats.md §3.4). */
-static void scale_min_k4(int j, const uint8_t s[12], int *sc, int *m) {
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *m = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0x0F) | (s[j - 4] >> 6) << 4;
-        *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+/* One Q4_K/Q5_K super-block against Q8_K: eight 32-element sub-blocks with
+ * 6-bit scales and mins (formats.md §3.4); qh is the Q5_K fifth-bit plane or
+ * NULL for Q4_K. The mins meet the activations through Q8_K's bsums. */
+static float dot_k4_block(qt_half d, qt_half dmin, const uint8_t scales[12], const uint8_t *qs,
+                          const uint8_t *qh, const block_q8_K *y) {
+    int32_t isum = 0, msum = 0;
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        qt__get_scale_min_k4(j, scales, &sc, &m);
+        const int c = j / 2, shift = 4 * (j % 2);
+        int32_t sub = 0;
+        for (int l = 0; l < 32; l++) {
+            int q = (qs[32 * c + l] >> shift) & 0x0F;
+            if (qh) q |= ((qh[l] >> j) & 1) << 4;
+            sub += q * y->qs[32 * j + l];
+        }
+        isum += sc * sub;
+        msum += m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
     }
+    return h2f(d) * y->d * (float)isum - h2f(dmin) * y->d * (float)msum;
 }
 
 float qt__dot_q4_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
     const block_q4_K *x = vx;
     const block_q8_K *y = vy;
     float sum = 0.0f;
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        int32_t isum = 0, msum = 0;
-        for (int j = 0; j < 8; j++) {
-            int sc, m;
-            scale_min_k4(j, x[b].scales, &sc, &m);
-            const int c = j / 2, shift = 4 * (j % 2);
-            int32_t sub = 0;
-            for (int l = 0; l < 32; l++) sub += ((x[b].qs[32 * c + l] >> shift) & 0x0F) * y[b].qs[32 * j + l];
-            isum += sc * sub;
-            msum += m * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
-        }
-        sum += h2f(x[b].d) * y[b].d * (float)isum - h2f(x[b].dmin) * y[b].d * (float)msum;
-    }
+    for (int64_t b = 0; b < n / QK_K; b++) sum += dot_k4_block(x[b].d, x[b].dmin, x[b].scales, x[b].qs, NULL, &y[b]);
     return sum;
 }
 
@@ -294,22 +293,7 @@ float qt__dot_q5_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
     const block_q5_K *x = vx;
     const block_q8_K *y = vy;
     float sum = 0.0f;
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        int32_t isum = 0, msum = 0;
-        for (int j = 0; j < 8; j++) {
-            int sc, m;
-            scale_min_k4(j, x[b].scales, &sc, &m);
-            const int c = j / 2, shift = 4 * (j % 2);
-            int32_t sub = 0;
-            for (int l = 0; l < 32; l++) {
-                const int q = ((x[b].qs[32 * c + l] >> shift) & 0x0F) | ((x[b].qh[l] >> j) & 1) << 4;
-                sub += q * y[b].qs[32 * j + l];
-            }
-            isum += sc * sub;
-            msum += m * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
-        }
-        sum += h2f(x[b].d) * y[b].d * (float)isum - h2f(x[b].dmin) * y[b].d * (float)msum;
-    }
+    for (int64_t b = 0; b < n / QK_K; b++) sum += dot_k4_block(x[b].d, x[b].dmin, x[b].scales, x[b].qs, x[b].qh, &y[b]);
     return sum;
 }
 
