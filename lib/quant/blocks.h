@@ -101,6 +101,9 @@ static_assert(sizeof(block_q8_K) == 292, "block_q8_K size");
 typedef struct { qt_half d; uint8_t qs[QK4_NL / 2]; } block_iq4_nl;
 static_assert(sizeof(block_iq4_nl) == 18, "block_iq4_nl size");
 
+/* The IQ4_NL / IQ4_XS non-linear code book (ggml kvalues_iq4nl; lib/quant/q_iq4.c). */
+extern const int8_t qt__kvalues_iq4nl[16];
+
 typedef struct {
     qt_half d;
     uint16_t scales_h;

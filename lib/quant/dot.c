@@ -170,9 +170,7 @@ float qt__dot_q8_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
     return hsum8(acc);
 }
 
-/* IQ4_NL / IQ4_XS non-linear code book (formats.md §3.4). */
-static const int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                          1,    13,   25,  38,  53,  69,  89,  113};
+/* IQ4_NL / IQ4_XS non-linear code book (formats.md §3.4), defined in q_iq4.c. */
 
 float qt__dot_iq4_nl_q8_0_ref(const void *vx, const void *vy, int64_t n) {
     const block_iq4_nl *x = vx;
@@ -181,8 +179,8 @@ float qt__dot_iq4_nl_q8_0_ref(const void *vx, const void *vy, int64_t n) {
     for (int64_t b = 0; b < n / QK4_NL; b++) {
         int8_t q[32];
         for (int j = 0; j < 16; j++) {
-            q[j] = kvalues_iq4nl[x[b].qs[j] & 0x0F];
-            q[j + 16] = kvalues_iq4nl[x[b].qs[j] >> 4];
+            q[j] = qt__kvalues_iq4nl[x[b].qs[j] & 0x0F];
+            q[j + 16] = qt__kvalues_iq4nl[x[b].qs[j] >> 4];
         }
         block_lanes(acc, q, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
     }
@@ -338,7 +336,7 @@ float qt__dot_iq4_xs_q8_K_ref(const void *vx, const void *vy, int64_t n) {
             const int8_t *q8 = y[b].qs + 32 * ib;
             int32_t sub = 0;
             for (int j = 0; j < 16; j++)
-                sub += kvalues_iq4nl[qs[j] & 0x0F] * q8[j] + kvalues_iq4nl[qs[j] >> 4] * q8[j + 16];
+                sub += qt__kvalues_iq4nl[qs[j] & 0x0F] * q8[j] + qt__kvalues_iq4nl[qs[j] >> 4] * q8[j + 16];
             isum += (ls - 32) * sub;
         }
         sum += h2f(x[b].d) * y[b].d * (float)isum;

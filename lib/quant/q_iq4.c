@@ -24,14 +24,14 @@
 #define IQ4_SUB 32    /* elements per scale */
 #define IQ4_NTRY 7    /* llama-quantize's search width */
 
-/* ggml-common.h kvalues_iq4nl (data). */
-static const int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                         1,    13,   25,  38,  53,  69,  89,  113};
+/* ggml-common.h kvalues_iq4nl (data), shared with the IQ4 dot kernels. */
+const int8_t qt__kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                      1,    13,   25,  38,  53,  69,  89,  113};
 
 static const float kvalues_iq4nl_f[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};
 
-/* kvalues_iq4nl[j-1] + kvalues_iq4nl[j] for j = 1..15 (index 0 unused):
+/* qt__kvalues_iq4nl[j-1] + qt__kvalues_iq4nl[j] for j = 1..15 (index 0 unused):
  * twice the midpoints, exact in float. */
 static const float kmid2_iq4nl[16] = {0,   -231, -187, -148, -114, -84, -57, -32,
                                       -9,  14,   38,   63,   91,   122, 158, 202};
@@ -59,7 +59,7 @@ static float iq4_subblock_scale(const float *xb, const float *w, uint8_t *L) {
         memset(L, 0, IQ4_SUB);
         return 0;
     }
-    float d = -max / (float)kvalues_iq4nl[0];
+    float d = -max / (float)qt__kvalues_iq4nl[0];
     float id = 1 / d;
     float sumqx = 0, sumq2 = 0;
     for (int j = 0; j < IQ4_SUB; j++) {
@@ -72,7 +72,7 @@ static float iq4_subblock_scale(const float *xb, const float *w, uint8_t *L) {
     d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
     float best = d * sumqx;
     for (int itry = -IQ4_NTRY; itry <= IQ4_NTRY; itry++) {
-        id = (float)(itry + kvalues_iq4nl[0]) / max;
+        id = (float)(itry + qt__kvalues_iq4nl[0]) / max;
         sumqx = sumq2 = 0;
         for (int j = 0; j < IQ4_SUB; j++) {
             const float q = kvalues_iq4nl_f[iq4_best_index(id * xb[j])];
@@ -128,8 +128,8 @@ void qt__dequantize_iq4_nl(const void *src, float *y, int64_t n) {
     for (int64_t ib = 0; ib < n / QK4_NL; ib++) {
         const float d = qt_fp16_to_f32(x[ib].d);
         for (int j = 0; j < 16; j++) {
-            y[QK4_NL * ib + j] = d * (float)kvalues_iq4nl[x[ib].qs[j] & 0x0F];
-            y[QK4_NL * ib + j + 16] = d * (float)kvalues_iq4nl[x[ib].qs[j] >> 4];
+            y[QK4_NL * ib + j] = d * (float)qt__kvalues_iq4nl[x[ib].qs[j] & 0x0F];
+            y[QK4_NL * ib + j + 16] = d * (float)qt__kvalues_iq4nl[x[ib].qs[j] >> 4];
         }
     }
 }
@@ -191,8 +191,8 @@ void qt__dequantize_iq4_xs(const void *src, float *y, int64_t n) {
             const float dl = d * (float)(ls - 32);
             float *yb = y + QK_K * ibl + IQ4_SUB * ib;
             for (int j = 0; j < 16; j++) {
-                yb[j] = dl * (float)kvalues_iq4nl[qs[j] & 0x0F];
-                yb[j + 16] = dl * (float)kvalues_iq4nl[qs[j] >> 4];
+                yb[j] = dl * (float)qt__kvalues_iq4nl[qs[j] & 0x0F];
+                yb[j + 16] = dl * (float)qt__kvalues_iq4nl[qs[j] >> 4];
             }
             qs += 16;
         }
