@@ -4,23 +4,7 @@
 # stories260K against llama.cpp's Q8_0 / Q4_0 files: verdicts, exit status
 # (0 all pass, 1 any fail or needs-review), table, JSON and HTML reports, a
 # KV-cache candidate spec, multiple choice.
-q="$1"
-shared="$2"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-pass=0
-check() { # name, expected-exit, command...
-    local name="$1" want="$2"
-    shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local got=$?
-    if [ "$got" = "$want" ]; then pass=$((pass + 1)); else
-        echo "FAIL $name: exit $got, want $want"
-        cat "$tmp/out" "$tmp/err"
-        fail=$((fail + 1))
-    fi
-}
+. "$(dirname "$0")/lib/harness.sh"
 has() { # name, file, fixed string
     if grep -qF -- "$3" "$2"; then pass=$((pass + 1)); else
         echo "FAIL $1: '$3' not in $2:"

@@ -3,23 +3,7 @@
 # plain / --json / --batch / stdin output on a small SentencePiece tokenizer.json
 # written here (the shape docs/tokenizers.md describes), llama.cpp's ids for
 # stories260K.gguf, and clean failures on bad input.
-q="$1"
-shared="$2"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail=0
-pass=0
-check() { # name, expected-exit, command...
-    local name="$1" want="$2"
-    shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local got=$?
-    if [ "$got" = "$want" ]; then pass=$((pass + 1)); else
-        echo "FAIL $name: exit $got, want $want"
-        cat "$tmp/out" "$tmp/err"
-        fail=$((fail + 1))
-    fi
-}
+. "$(dirname "$0")/lib/harness.sh"
 expect() { # name, expected stdout, command...
     local name="$1" want="$2"
     shift 2
