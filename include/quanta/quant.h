@@ -76,6 +76,8 @@ typedef struct qt_type_traits {
     qt_from_float_fn from_float;   /* reference quantizer, bit-exact with ggml */
     qt_type vec_dot_type;          /* activation type for vec_dot */
     qt_vec_dot_fn vec_dot;         /* NULL until the engine supplies one */
+    qt_vec_dot_fn vec_dot_gemm;    /* the order llama.cpp uses when two or more activation
+                                      rows meet the same weights (tinyBLAS); NULL: vec_dot */
 } qt_type_traits;
 
 /* NULL for ids that are not (or no longer) a type. */

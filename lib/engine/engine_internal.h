@@ -24,7 +24,8 @@ typedef struct qt__mat {
     qt_type act_type;
     size_t act_row_bytes;       /* bytes of one activation row converted to act_type */
     bool dequant_rows;          /* true: to_float each row, dot in f32 */
-    qt_vec_dot_fn dot;
+    qt_vec_dot_fn dot;          /* one activation row (decode) */
+    qt_vec_dot_fn dot_batch;    /* two or more rows: llama.cpp's tinyBLAS order where it has one */
 } qt__mat;
 
 typedef struct qt__layer {

@@ -17,10 +17,12 @@
  *
  * Architecture differences are flags in qt_hparams (data from the arch table
  * and the file), never tests of the architecture's name. The numerics mirror
- * ggml's CPU ops where that matters for agreement with llama.cpp: RMSNorm's
- * sum of squares in double, rope angles by repeated multiplication,
+ * ggml's CPU ops (its x86-64 AVX-512 build) where that matters for agreement
+ * with llama.cpp: RMSNorm's sum of squares in double, rope angles by repeated
+ * multiplication, SwiGLU's vectorised expf, the dot orders of lib/quant/dot.c,
  * and ggml's flash-attention order (Q rounded to f16 and an f16 value
- * accumulator against an f16 KV cache).
+ * accumulator against an f16 KV cache). With these the F32 stories260K logits
+ * are bit-identical to llama.cpp's reference file.
  */
 #include <math.h>
 #include <string.h>
@@ -110,7 +112,11 @@ typedef struct attn_job {
  * score per cached key up to the token's own position (s = dot * scale), an
  * online softmax (running max M and sum S, rescaling by expf(M_old - M)), and
  * a value accumulator that is f16 when the V cache is f16 (each update
- * rounded: acc = f16(fma(v, w, acc))) and f32 otherwise; finally acc / S.
+ * rounded: acc = f16(fma(v, w, acc))) and f32 otherwise; finally acc * (1/S).
+ * Where the C source leaves `a*b + c` to the compiler, the reference build
+ * fused it (the accumulator update and S); a build that does not fuse S
+ * (node-llama-cpp 3.21.1's) parts from the reference file at the first
+ * position where a running maximum is replaced.
  * With --act-quant off, Q stays f32 against dequantized keys and the
  * accumulator is always f32. */
 static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
@@ -169,7 +175,7 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
                 f->load(vrow, sc->kv_row, hd, vs);
                 for (int32_t d = 0; d < hd; d++) sc->acc[d] = fmaf(sc->kv_row[d], w, sc->acc[d]);
             }
-            S = S * ms + w;
+            S = fmaf(S, ms, w); /* `S = S*ms + vs`, contracted to an FMA by the compiler */
         }
         const float inv = S == 0.0f ? 0.0f : 1.0f / S;
         float *out = e->att + (size_t)b * e->n_q + (size_t)h * hd;
@@ -185,9 +191,30 @@ static void attention(qt_engine_ctx *e, int il, int32_t B) {
 
 /* ---- the block ------------------------------------------------------------------- */
 
-/* SwiGLU: silu(gate) * up, silu(x) = x / (1 + expf(-x)) (ggml_silu_f32). */
-static void silu_mul(float *g, const float *u, int64_t n) {
-    for (int64_t i = 0; i < n; i++) g[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
+/* ggml_v_expf as llama.cpp's AVX-512 build evaluates it (vec.h, after ARM's
+ * optimized-routines expf; max error 1.45 ulp + 0.5): x = n ln2 + b with
+ * n = round(x / ln2), a degree-5 polynomial in b, scaled by 2^n (scalef). */
+static float expf_ggml_avx512(float x) {
+    const float shift = 0x1.8p23f;
+    const float n = fmaf(x, 0x1.715476p+0f, shift) - shift;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+                         fmaf(0x1.ffffecp-1f, b, 1.0f));
+    if (fabsf(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
+    return ldexpf(j, (int)n);
+}
+
+/* SwiGLU row by row: silu(gate) * up, silu(x) = x / (1 + exp(-x)).
+ * ggml_vec_swiglu_f32 (AVX-512) takes 16 elements at a time through
+ * expf_ggml_avx512 and the last n % 16 through the C library's expf. */
+static void swiglu(float *g, const float *u, int64_t rows, int64_t n) {
+    const int64_t n_vec = n - n % 16;
+    for (int64_t r = 0; r < rows; r++, g += n, u += n) {
+        int64_t i = 0;
+        for (; i < n_vec; i++) g[i] = (g[i] / (1.0f + expf_ggml_avx512(0.0f - g[i]))) * u[i];
+        for (; i < n; i++) g[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
+    }
 }
 
 static void residual_add(float *x, const float *y, int64_t n) {
@@ -221,7 +248,7 @@ static void layer_forward(qt_engine_ctx *e, int il, int32_t B) {
     for (int32_t b = 0; b < B; b++) rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)b * n_embd, L->ffn_norm, n_embd, eps);
     qt__matmul(e, e->hb, e->xb, B, &L->w_gate);
     qt__matmul(e, e->hb2, e->xb, B, &L->w_up);
-    silu_mul(e->hb, e->hb2, (int64_t)B * e->hp.n_ff);
+    swiglu(e->hb, e->hb2, B, e->hp.n_ff);
     qt__matmul(e, e->xb2, e->hb, B, &L->w_down);
     residual_add(e->x, e->xb2, (int64_t)B * n_embd);
 }

@@ -8,6 +8,13 @@
  * converts src1 with from_float of vec_dot_type, then vec_dot per pair);
  * otherwise each weight row is dequantized once into per-thread scratch and
  * dotted in f32 with every activation row.
+ *
+ * Like llama.cpp, the float order depends on the batch: llamafile_sgemm
+ * (tinyBLAS) takes f32/f16 products with two or more activation rows when the
+ * weights have a multiple of 4 rows (and rows a multiple of 16 elements, which
+ * the kernel checks), ggml_vec_dot the rest. The two orders round differently
+ * in the last bit, so a token decoded alone need not give the bits it gets in
+ * a batch, in llama.cpp and here alike.
  */
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +46,7 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant) {
     if (can_vec_dot && (act_quant || t->type == QT_TYPE_F32)) {
         m->act_type = vt;
         m->dot = m->tr->vec_dot;
+        m->dot_batch = m->tr->vec_dot_gemm;
         m->dequant_rows = false;
     } else {
         if (!m->tr->to_float)
@@ -46,8 +54,10 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant) {
                             m->tr->vec_dot ? " and no usable dot kernel" : "");
         m->act_type = QT_TYPE_F32;
         m->dot = qt_type_get(QT_TYPE_F32)->vec_dot;
+        m->dot_batch = qt_type_get(QT_TYPE_F32)->vec_dot_gemm;
         m->dequant_rows = t->type != QT_TYPE_F32;
     }
+    if (!m->dot_batch || m->n_out % 4 != 0) m->dot_batch = m->dot;
     m->act_row_bytes = qt_row_size(m->act_type, m->n_in);
     return QT_OK;
 }
@@ -70,9 +80,10 @@ static void matmul_rows(void *ctx, int64_t r0, int64_t r1, int ti) {
             m->tr->to_float(w, row, m->n_in);
             w = (const uint8_t *)row;
         }
+        const qt_vec_dot_fn dot = j->B >= 2 ? m->dot_batch : m->dot;
         const uint8_t *a = j->act;
         for (int32_t b = 0; b < j->B; b++, a += m->act_row_bytes)
-            j->out[(size_t)b * m->n_out + r] = m->dot(w, a, m->n_in);
+            j->out[(size_t)b * m->n_out + r] = dot(w, a, m->n_in);
     }
 }
 

@@ -3,8 +3,8 @@
  * Semantics follow llama.cpp's CPU backend (ggml-cpu: vec_dot_* and
  * quantize_row_q8_*), written from the block layouts in formats.md §3.2/§3.4:
  * per block (or K-quant sub-block) an exact int32 sum of products, then one
- * float multiply by the block scales. Float rounding order differs from
- * ggml's SIMD code, so results agree to float precision, not bit for bit.
+ * float multiply by the block scales; the float kernels follow the order
+ * described below.
  */
 #include <math.h>
 #include <string.h>
@@ -16,57 +16,81 @@
 static inline float h2f(qt_half h) { return qt_fp16_to_f32(h); }
 
 /* ---- float kernels ------------------------------------------------------------ */
-
-/* Horizontal sum of 8 lanes in the order x86 code reduces a __m256
- * (hsum_float_8 / tinyBLAS hsum): high half + low half, then (0+2) + (1+3). */
-static inline float hsum8(const float a[8]) {
-    float t[4];
-    for (int i = 0; i < 4; i++) t[i] = a[i + 4] + a[i];
-    return (t[0] + t[2]) + (t[1] + t[3]);
+/*
+ * f32 and f16 rows are dotted in the float order of llama.cpp's x86-64 CPU
+ * backend built for AVX-512 (the build the reference outputs in
+ * ../shared/reference/llamacpp come from; node-llama-cpp's AVX-512 variants
+ * compute the same), because llama.cpp rounds Q, K and V to f16 downstream and
+ * a last-bit difference here turns some of those roundings the other way.
+ * That backend has two orders:
+ *
+ *   ggml_vec_dot_f32 / _f16 (one activation row, or a row length that is not a
+ *     multiple of 16): four 16-lane FMA accumulators over 64-element steps,
+ *     added (0+2, 1+3, then 0+1) and reduced by reduce16. The f32 tail is what
+ *     GCC made of `sumf += x[i]*y[i]`: products of 16- and then 8-element
+ *     chunks rounded and added in element order, the last < 8 elements fused
+ *     (vfmadd231ss); the f16 tail adds f32 products in double.
+ *   tinyBLAS (llamafile_sgemm; two or more activation rows, row length a
+ *     multiple of 16, weight rows a multiple of 4 — matmul.c checks the last
+ *     two): one 16-lane FMA chain per output over 16-element steps, reduce16.
+ *
+ * reduce16 is _mm512_reduce_add_ps: lanes i and i+8 added, then i and i+4,
+ * then (0+2) + (1+3). fmaf is exact everywhere, so the bits do not depend on
+ * the machine; dot_avx2.c computes the same bits with vector registers.
+ */
+static inline float reduce16(const float a[16]) {
+    float t[8], u[4];
+    for (int i = 0; i < 8; i++) t[i] = a[i + 8] + a[i];
+    for (int i = 0; i < 4; i++) u[i] = t[i + 4] + t[i];
+    return (u[0] + u[2]) + (u[1] + u[3]);
 }
 
-/* Dot of two f32 rows in the float order llama.cpp's AVX2 build uses, so that
- * values rounded to f16 afterwards (the KV cache) round the same way:
- *   n % 8 == 0: tinyBLAS (llamafile_sgemm): 8 lanes, lane l an FMA chain over
- *               elements l, l+8, l+16, ..., then hsum8;
- *   otherwise:  ggml_vec_dot_f32: 4 x 8 lanes over 32-element steps, the four
- *               accumulators added (0+2, 1+3, then 0+1), hsum8, then the
- *               remaining elements added one product at a time.
- * fmaf is exact everywhere, so the result does not depend on the machine. */
-static float dot_f32_lanes(const float *x, const float *y, int64_t n) {
-    if (n % 8 == 0) {
-        float acc[8] = {0};
-        for (int64_t i = 0; i < n; i += 8)
-            for (int l = 0; l < 8; l++) acc[l] = fmaf(x[i + l], y[i + l], acc[l]);
-        return hsum8(acc);
-    }
-    const int64_t np = n & ~(int64_t)31;
-    float acc[4][8] = {{0}};
-    for (int64_t i = 0; i < np; i += 32)
+/* ggml_vec_dot's 64-element steps: acc[j][l] accumulates element 16j + l of each step. */
+static float vec_dot_steps(const float *x, const float *y, int64_t np) {
+    float acc[4][16] = {{0}};
+    for (int64_t i = 0; i < np; i += 64)
         for (int j = 0; j < 4; j++)
-            for (int l = 0; l < 8; l++) acc[j][l] = fmaf(x[i + 8 * j + l], y[i + 8 * j + l], acc[j][l]);
-    for (int l = 0; l < 8; l++) acc[0][l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
-    float sum = hsum8(acc[0]);
-    for (int64_t i = np; i < n; i++) sum += x[i] * y[i];
-    return sum;
+            for (int l = 0; l < 16; l++) acc[j][l] = fmaf(x[i + 16 * j + l], y[i + 16 * j + l], acc[j][l]);
+    for (int l = 0; l < 16; l++) acc[0][l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    return reduce16(acc[0]);
 }
 
-float qt__dot_f32_ref(const void *x, const void *y, int64_t n) { return dot_f32_lanes(x, y, n); }
+float qt__dot_f32_ref(const void *vx, const void *vy, int64_t n) {
+    const float *x = vx, *y = vy;
+    const int64_t np = n & ~(int64_t)63;
+    return qt__dot_f32_tail(vec_dot_steps(x, y, np), x, y, np, n);
+}
 
-/* ggml_vec_dot_f16: both operands f16 (products exact in f32). The same lane
- * structure as f32 for n % 32 == 0 parts; the tail is summed in double. */
+float qt__gemm_f32_ref(const void *vx, const void *vy, int64_t n) {
+    if (n % 16 != 0) return qt__dot_f32_ref(vx, vy, n);
+    const float *x = vx, *y = vy;
+    float acc[16] = {0};
+    for (int64_t i = 0; i < n; i += 16)
+        for (int l = 0; l < 16; l++) acc[l] = fmaf(x[i + l], y[i + l], acc[l]);
+    return reduce16(acc);
+}
+
 float qt__dot_f16_ref(const void *vx, const void *vy, int64_t n) {
     const uint16_t *x = vx, *y = vy;
-    const int64_t np = n & ~(int64_t)31;
-    float acc[4][8] = {{0}};
-    for (int64_t i = 0; i < np; i += 32)
+    const int64_t np = n & ~(int64_t)63;
+    float acc[4][16] = {{0}};
+    for (int64_t i = 0; i < np; i += 64)
         for (int j = 0; j < 4; j++)
-            for (int l = 0; l < 8; l++)
-                acc[j][l] = fmaf(qt_fp16_to_f32(x[i + 8 * j + l]), qt_fp16_to_f32(y[i + 8 * j + l]), acc[j][l]);
-    for (int l = 0; l < 8; l++) acc[0][l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
-    double sum = np ? (double)hsum8(acc[0]) : 0.0;
-    for (int64_t i = np; i < n; i++) sum += (double)(qt_fp16_to_f32(x[i]) * qt_fp16_to_f32(y[i]));
+            for (int l = 0; l < 16; l++)
+                acc[j][l] = fmaf(h2f(x[i + 16 * j + l]), h2f(y[i + 16 * j + l]), acc[j][l]);
+    for (int l = 0; l < 16; l++) acc[0][l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
+    double sum = (double)reduce16(acc[0]);
+    for (int64_t i = np; i < n; i++) sum += (double)(h2f(x[i]) * h2f(y[i]));
     return (float)sum;
+}
+
+float qt__gemm_f16_ref(const void *vx, const void *vy, int64_t n) {
+    if (n % 16 != 0) return qt__dot_f16_ref(vx, vy, n);
+    const uint16_t *x = vx, *y = vy;
+    float acc[16] = {0};
+    for (int64_t i = 0; i < n; i += 16)
+        for (int l = 0; l < 16; l++) acc[l] = fmaf(h2f(x[i + l]), h2f(y[i + l]), acc[l]);
+    return reduce16(acc);
 }
 
 /* ggml_vec_dot_bf16's scalar path: products in f32, summed in double. */
@@ -78,6 +102,14 @@ float qt__dot_bf16_ref(const void *vx, const void *vy, int64_t n) {
 }
 
 /* ---- 32-element blocks against q8_0 / q8_1 ------------------------------------- */
+
+/* Horizontal sum of 8 lanes in the order x86 code reduces a __m256
+ * (hsum_float_8): high half + low half, then (0+2) + (1+3). */
+static inline float hsum8(const float a[8]) {
+    float t[4];
+    for (int i = 0; i < 4; i++) t[i] = a[i + 4] + a[i];
+    return (t[0] + t[2]) + (t[1] + t[3]);
+}
 
 /* The AVX2 structure of ggml's vec_dot_q4_0_q8_0 & co.: per block an exact
  * int32 sum for each of 8 lanes (lane l covers elements 4l..4l+3), converted

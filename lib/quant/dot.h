@@ -17,10 +17,14 @@
 #ifndef QT_ENGINE_DOT_H
 #define QT_ENGINE_DOT_H
 
+#include <math.h>
+
 #include "quanta/quant.h"
 
-float qt__dot_f32_ref(const void *x, const void *y, int64_t n);
-float qt__dot_f16_ref(const void *x, const void *y, int64_t n);
+float qt__dot_f32_ref(const void *x, const void *y, int64_t n);  /* ggml_vec_dot_f32 */
+float qt__dot_f16_ref(const void *x, const void *y, int64_t n);  /* ggml_vec_dot_f16 */
+float qt__gemm_f32_ref(const void *x, const void *y, int64_t n); /* tinyBLAS, several activation rows */
+float qt__gemm_f16_ref(const void *x, const void *y, int64_t n);
 float qt__dot_bf16_ref(const void *x, const void *y, int64_t n);
 float qt__dot_q4_0_q8_0_ref(const void *x, const void *y, int64_t n);
 float qt__dot_q4_1_q8_1_ref(const void *x, const void *y, int64_t n);
@@ -48,9 +52,27 @@ bool qt__act_type_supported(qt_type type);
  * (called from lib/quant/dispatch.c, once). */
 void qt__engine_dot_dispatch(void);
 
+/* The tail of ggml_vec_dot_f32 after the 64-element steps, elements i..n-1
+ * (fewer than 64), as GCC compiled it for llama.cpp's AVX-512 build: 16- and
+ * then 8-element chunks of rounded products added in element order, the last
+ * fewer-than-8 elements with fused multiply-adds. Shared by dot.c and the
+ * SIMD kernels so that both give the same bits. */
+static inline float qt__dot_f32_tail(float sum, const float *x, const float *y, int64_t i, int64_t n) {
+    int64_t chunked = n - i >= 16 ? (n - i) / 16 * 16 : 0;
+    if (n - i - chunked >= 8) chunked += 8;
+    for (const int64_t end = i + chunked; i < end; i++) {
+        const float p = x[i] * y[i];
+        sum = sum + p;
+    }
+    for (; i < n; i++) sum = fmaf(x[i], y[i], sum);
+    return sum;
+}
+
 #ifdef QT_ARCH_X86
 float qt__dot_f32_avx2(const void *x, const void *y, int64_t n);
 float qt__dot_f16_avx2(const void *x, const void *y, int64_t n);
+float qt__gemm_f32_avx2(const void *x, const void *y, int64_t n);
+float qt__gemm_f16_avx2(const void *x, const void *y, int64_t n);
 float qt__dot_q8_0_q8_0_avx2(const void *x, const void *y, int64_t n);
 float qt__dot_q4_0_q8_0_avx2(const void *x, const void *y, int64_t n);
 #endif

@@ -2,12 +2,11 @@
  *
  * Each one computes exactly what its scalar reference in dot.c computes,
  * bit for bit: the references are written in the lane structure of
- * llama.cpp's AVX2 code (8 f32 lanes, FMA accumulation, the same horizontal
- * reduction), so the vector code is the reference with the lanes in
- * registers. test_engine_dot compares them for equality.
- *
- * No AVX-512 variants: a 16-lane accumulation would change the float order
- * (and the bits); AVX-512 machines run these.
+ * llama.cpp's code (16-lane f32 accumulators for f32/f16 rows, as its AVX-512
+ * build runs them, held here as pairs of 8-lane registers; 8 lanes for the
+ * 32-element block formats, as its x86 vec_dot_q* kernels run them), so the
+ * vector code is the reference with the lanes in registers. test_engine_dot
+ * compares them for equality.
  */
 #include <immintrin.h>
 
@@ -22,42 +21,69 @@ static inline float hsum8(__m256 a) {
     return _mm_cvtss_f32(t);
 }
 
-float qt__dot_f32_avx2(const void *vx, const void *vy, int64_t n) {
-    const float *x = vx, *y = vy;
-    if (n % 8 == 0) {
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc);
-        return hsum8(acc);
-    }
-    const int64_t np = n & ~(int64_t)31;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t i = 0; i < np; i += 32) {
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), _mm256_loadu_ps(y + i + 24), a3);
-    }
-    float sum = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3)));
-    for (int64_t i = np; i < n; i++) sum += x[i] * y[i];
-    return sum;
-}
+/* dot.c's reduce16 of 16 lanes held as lanes 0-7 (lo) and 8-15 (hi): lanes i
+ * and i+8 added first, then the hsum8 order. */
+static inline float reduce16(__m256 lo, __m256 hi) { return hsum8(_mm256_add_ps(hi, lo)); }
 
 static inline __m256 load_f16x8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
+/* ggml_vec_dot's 64-element steps with 16-lane accumulators as register
+ * pairs: a[2j] lanes 0-7 and a[2j+1] lanes 8-15 of accumulator j. */
+#define VEC_DOT_STEPS(LOAD, x, y, np, out)                                              \
+    do {                                                                                \
+        __m256 a[8];                                                                    \
+        for (int k = 0; k < 8; k++) a[k] = _mm256_setzero_ps();                         \
+        for (int64_t i = 0; i < (np); i += 64)                                          \
+            for (int k = 0; k < 8; k++)                                                 \
+                a[k] = _mm256_fmadd_ps(LOAD((x) + i + 8 * k), LOAD((y) + i + 8 * k), a[k]); \
+        const __m256 lo = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])); \
+        const __m256 hi = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])); \
+        (out) = reduce16(lo, hi);                                                       \
+    } while (0)
+
+/* tinyBLAS: one 16-lane FMA chain, n a multiple of 16 */
+#define GEMM_LANES(LOAD, x, y, n, out)                                                  \
+    do {                                                                                \
+        __m256 lo = _mm256_setzero_ps(), hi = lo;                                       \
+        for (int64_t i = 0; i < (n); i += 16) {                                         \
+            lo = _mm256_fmadd_ps(LOAD((x) + i), LOAD((y) + i), lo);                     \
+            hi = _mm256_fmadd_ps(LOAD((x) + i + 8), LOAD((y) + i + 8), hi);             \
+        }                                                                               \
+        (out) = reduce16(lo, hi);                                                       \
+    } while (0)
+
+float qt__dot_f32_avx2(const void *vx, const void *vy, int64_t n) {
+    const float *x = vx, *y = vy;
+    const int64_t np = n & ~(int64_t)63;
+    float sum;
+    VEC_DOT_STEPS(_mm256_loadu_ps, x, y, np, sum);
+    return qt__dot_f32_tail(sum, x, y, np, n);
+}
+
+float qt__gemm_f32_avx2(const void *vx, const void *vy, int64_t n) {
+    if (n % 16 != 0) return qt__dot_f32_avx2(vx, vy, n);
+    const float *x = vx, *y = vy;
+    float sum;
+    GEMM_LANES(_mm256_loadu_ps, x, y, n, sum);
+    return sum;
+}
+
 float qt__dot_f16_avx2(const void *vx, const void *vy, int64_t n) {
     const uint16_t *x = vx, *y = vy;
-    const int64_t np = n & ~(int64_t)31;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t i = 0; i < np; i += 32) {
-        a0 = _mm256_fmadd_ps(load_f16x8(x + i), load_f16x8(y + i), a0);
-        a1 = _mm256_fmadd_ps(load_f16x8(x + i + 8), load_f16x8(y + i + 8), a1);
-        a2 = _mm256_fmadd_ps(load_f16x8(x + i + 16), load_f16x8(y + i + 16), a2);
-        a3 = _mm256_fmadd_ps(load_f16x8(x + i + 24), load_f16x8(y + i + 24), a3);
-    }
-    double sum = np ? (double)hsum8(_mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3))) : 0.0;
-    for (int64_t i = np; i < n; i++)
-        sum += (double)(_cvtsh_ss(x[i]) * _cvtsh_ss(y[i]));
+    const int64_t np = n & ~(int64_t)63;
+    float steps;
+    VEC_DOT_STEPS(load_f16x8, x, y, np, steps);
+    double sum = steps;
+    for (int64_t i = np; i < n; i++) sum += (double)(_cvtsh_ss(x[i]) * _cvtsh_ss(y[i]));
     return (float)sum;
+}
+
+float qt__gemm_f16_avx2(const void *vx, const void *vy, int64_t n) {
+    if (n % 16 != 0) return qt__dot_f16_avx2(vx, vy, n);
+    const uint16_t *x = vx, *y = vy;
+    float sum;
+    GEMM_LANES(load_f16x8, x, y, n, sum);
+    return sum;
 }
 
 /* Eight int32 lanes, lane l = sum of x[e]*y[e] over e = 4l..4l+3 (x, y signed bytes):

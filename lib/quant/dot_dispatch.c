@@ -14,6 +14,8 @@ void qt__engine_dot_dispatch(void) {
     if (!strcmp(level, "avx2") || !strcmp(level, "avx512")) {
         qt__traits[QT_TYPE_F32].vec_dot = qt__dot_f32_avx2;
         qt__traits[QT_TYPE_F16].vec_dot = qt__dot_f16_avx2;
+        qt__traits[QT_TYPE_F32].vec_dot_gemm = qt__gemm_f32_avx2;
+        qt__traits[QT_TYPE_F16].vec_dot_gemm = qt__gemm_f16_avx2;
         qt__traits[QT_TYPE_Q8_0].vec_dot = qt__dot_q8_0_q8_0_avx2;
         qt__traits[QT_TYPE_Q4_0].vec_dot = qt__dot_q4_0_q8_0_avx2;
     }

@@ -18,6 +18,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .from_float = qt__quantize_f32,
         .vec_dot_type = QT_TYPE_F32,
         .vec_dot = qt__dot_f32_ref,
+        .vec_dot_gemm = qt__gemm_f32_ref,
     },
 
     [QT_TYPE_F16] = {
@@ -28,6 +29,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .from_float = qt__quantize_f16,
         .vec_dot_type = QT_TYPE_F16,
         .vec_dot = qt__dot_f16_ref,
+        .vec_dot_gemm = qt__gemm_f16_ref,
     },
 
     [QT_TYPE_Q4_0] = {

@@ -3,13 +3,16 @@
  * perplexity with llama-perplexity's method.
  *
  * Logits (F32 model, f16 KV cache as llama.cpp uses by default): the issue
- * asks for 1e-4. We reproduce llama.cpp's float order where it is known
- * (tinyBLAS/AVX2 dot order, fused RoPE products, flash attention with Q
- * rounded to f16 and an f16 value accumulator), which brings most of the
- * first positions to ~3e-6; later positions differ by up to ~7e-3 because
- * values that llama.cpp rounds to f16 (K, V, Q, the accumulator) sometimes
- * round the other way after float differences we could not pin down. The
- * assertions below are what we meet; the numbers are printed.
+ * asks for 1e-4. The engine reproduces the float order of the llama.cpp
+ * build that wrote the file (x86-64 AVX-512: tinyBLAS and ggml_vec_dot
+ * orders, SwiGLU's vectorised expf, fused RoPE products, flash attention with
+ * Q rounded to f16, an f16 value accumulator and a fused softmax sum), and
+ * then every one of the 128 x 512 logits is bit-identical. The order matters
+ * far beyond the last bit: llama.cpp rounds K, V, Q and the attention
+ * accumulator to f16, so a one-ulp difference upstream can turn one of those
+ * roundings the other way and move later logits by ~1e-3 on this model. The
+ * F32 test asserts the issue's 1e-4 and prints how many logits are
+ * bit-identical.
  *
  * Perplexity: the whole TinyStories file (393k tokens) takes about a minute
  * per model and context, so the default run scores 1 chunk in 32 and checks
@@ -96,8 +99,10 @@ static void logits_vs(const char *file, const char *ref, double max_tol, double 
         if (pos < 2) first = fmax(first, pm);
         within += pm <= 1e-4;
     }
-    printf("  %s logits vs llama.cpp: max |diff| %.3g, mean %.3g, positions within 1e-4: %d/128\n", file, mx,
-           sum / (128 * 512), within);
+    int same = 0;
+    for (int i = 0; i < 128 * 512; i++) same += got[i] == want[i];
+    printf("  %s logits vs llama.cpp: max |diff| %.3g, mean %.3g, positions within 1e-4: %d/128, bit-identical %d/65536\n",
+           file, mx, sum / (128 * 512), within, same);
     CHECK_MSG(mx <= max_tol, "%s: max diff %.3g > %.3g", file, mx, max_tol);
     CHECK_MSG(sum / (128 * 512) <= mean_tol, "%s: mean diff %.3g > %.3g", file, sum / (128 * 512), mean_tol);
     CHECK_MSG(first <= first_tol, "%s: positions 0-1 differ by %.3g > %.3g", file, first, first_tol);
@@ -106,7 +111,7 @@ static void logits_vs(const char *file, const char *ref, double max_tol, double 
     qt_model_free(m);
 }
 
-static void test_logits_f32(void) { logits_vs("stories260K.gguf", "reference/llamacpp/logits-F32-128.f32", 1e-2, 1e-3, 1e-5); }
+static void test_logits_f32(void) { logits_vs("stories260K.gguf", "reference/llamacpp/logits-F32-128.f32", 1e-4, 1e-5, 1e-5); }
 /* Quantized files: llama.cpp's own Q8_0/Q4_0 logits are 0.44 / 7.3 away from F32 at worst. */
 static void test_logits_q8_0(void) { logits_vs("stories260K-Q8_0.gguf", "reference/llamacpp/logits-Q8_0-128.f32", 0.5, 0.1, 0.5); }
 static void test_logits_q4_0(void) { logits_vs("stories260K-Q4_0.gguf", "reference/llamacpp/logits-Q4_0-128.f32", 0.5, 0.1, 0.5); }

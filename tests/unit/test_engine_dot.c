@@ -156,23 +156,56 @@ static void test_act_unsupported_types_refused(void) {
     CHECK(qt__act_type_supported(QT_TYPE_F16));
 }
 
-/* The f32 kernel is llama.cpp's AVX2 order: for n % 8 == 0 eight FMA chains
- * (tinyBLAS) reduced high+low then (0+2)+(1+3). Spelled out here once more,
- * independently, and compared bit for bit. */
+/* The f32 orders of llama.cpp's AVX-512 build, spelled out here once more,
+ * independently, and compared bit for bit:
+ *   tinyBLAS (gemm): 16 FMA chains over 16-element steps, then
+ *     _mm512_reduce_add_ps (i+8, i+4, then (0+2)+(1+3));
+ *   ggml_vec_dot_f32: four such accumulators over 64-element steps, added
+ *     (0+2)+(1+3) lane by lane, reduced the same way; the tail in 16/8-element
+ *     chunks of rounded products added in order, the last < 8 fused. */
+static float reduce16_spelled(const float a[16]) {
+    const float s0 = (a[0] + a[8]) + (a[4] + a[12]), s1 = (a[1] + a[9]) + (a[5] + a[13]);
+    const float s2 = (a[2] + a[10]) + (a[6] + a[14]), s3 = (a[3] + a[11]) + (a[7] + a[15]);
+    return (s0 + s2) + (s1 + s3);
+}
+
 static void test_f32_dot_order(void) {
-    float x[64], y[64];
-    fill(x, 64, 1.0f);
-    fill(y, 64, 1.0f);
-    float acc[8] = {0};
-    for (int l = 0; l < 8; l++)
-        for (int c = 0; c < 8; c++) acc[l] = fmaf(x[8 * c + l], y[8 * c + l], acc[l]);
-    const float t0 = acc[0] + acc[4], t1 = acc[1] + acc[5], t2 = acc[2] + acc[6], t3 = acc[3] + acc[7];
-    const float want = (t0 + t2) + (t1 + t3);
-    const float got = qt__dot_f32_ref(x, y, 64);
-    CHECK_MSG(got == want, "f32 dot %.9g, expected %.9g", (double)got, (double)want);
-    double exact = 0;
-    for (int i = 0; i < 64; i++) exact += (double)x[i] * y[i];
-    CHECK_NEAR(qt__dot_f32_ref(x, y, 61), exact - (double)x[61] * y[61] - (double)x[62] * y[62] - (double)x[63] * y[63], 1e-5);
+    enum { N = 172 };
+    float x[N], y[N];
+    int gemm_differs = 0, tail_matters = 0;
+    for (int rep = 0; rep < 50; rep++) {
+        fill(x, N, 1.0f + rep);
+        fill(y, N, 0.5f);
+        /* gemm, 64 elements */
+        float lane[16] = {0};
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 16; l++) lane[l] = fmaf(x[16 * c + l], y[16 * c + l], lane[l]);
+        const float gemm = reduce16_spelled(lane);
+        CHECK_MSG(qt__gemm_f32_ref(x, y, 64) == gemm, "gemm order, rep %d", rep);
+        /* vec_dot, 64 elements: one step, four accumulators of one product each */
+        float acc[16];
+        for (int l = 0; l < 16; l++)
+            acc[l] = (x[l] * y[l] + x[32 + l] * y[32 + l]) + (x[16 + l] * y[16 + l] + x[48 + l] * y[48 + l]);
+        const float vec = reduce16_spelled(acc);
+        CHECK_MSG(qt__dot_f32_ref(x, y, 64) == vec, "vec_dot order, rep %d", rep);
+        gemm_differs += gemm != vec;
+        /* vec_dot, 172 elements: two steps, then 32 + 8 chunked and 4 fused */
+        float a4[4][16] = {{0}};
+        for (int i = 0; i < 128; i += 64)
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 16; l++) a4[j][l] = fmaf(x[i + 16 * j + l], y[i + 16 * j + l], a4[j][l]);
+        for (int l = 0; l < 16; l++) acc[l] = (a4[0][l] + a4[2][l]) + (a4[1][l] + a4[3][l]);
+        float sum = reduce16_spelled(acc), fused = sum;
+        for (int i = 128; i < 168; i++) { const float p = x[i] * y[i]; sum += p; }
+        for (int i = 168; i < N; i++) sum = fmaf(x[i], y[i], sum);
+        for (int i = 128; i < N; i++) fused = fmaf(x[i], y[i], fused);
+        CHECK_MSG(qt__dot_f32_ref(x, y, N) == sum, "vec_dot tail, rep %d", rep);
+        CHECK_MSG(qt__gemm_f32_ref(x, y, N) == sum, "gemm falls back to vec_dot for n %% 16 != 0, rep %d", rep);
+        tail_matters += fused != sum;
+    }
+    /* the data tells the orders apart, so the checks above could fail */
+    CHECK(gemm_differs > 0);
+    CHECK(tail_matters > 0);
 }
 
 /* The AVX2 kernels give the scalar references' bits. */
@@ -183,10 +216,12 @@ static void test_avx2_equals_reference(void) {
     struct { qt_type t; qt_vec_dot_fn ref, simd; } k[] = {
         {QT_TYPE_F32, qt__dot_f32_ref, qt__dot_f32_avx2},
         {QT_TYPE_F16, qt__dot_f16_ref, qt__dot_f16_avx2},
+        {QT_TYPE_F32, qt__gemm_f32_ref, qt__gemm_f32_avx2},
+        {QT_TYPE_F16, qt__gemm_f16_ref, qt__gemm_f16_avx2},
         {QT_TYPE_Q8_0, qt__dot_q8_0_q8_0_ref, qt__dot_q8_0_q8_0_avx2},
         {QT_TYPE_Q4_0, qt__dot_q4_0_q8_0_ref, qt__dot_q4_0_q8_0_avx2},
     };
-    const int64_t sizes[] = {32, 64, 172, 256, 4096, 8, 40, 61};
+    const int64_t sizes[] = {32, 64, 172, 256, 4096, 8, 40, 61, 16, 24, 79, 95, 127, 191};
     float *x = malloc(4096 * sizeof *x), *y = malloc(4096 * sizeof *y);
     uint8_t *xq = malloc(4096 * 4), *yq = malloc(4096 * 4);
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {

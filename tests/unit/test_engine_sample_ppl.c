@@ -163,7 +163,7 @@ static void test_perplexity_method(void) {
     CHECK_EQ_INT(r.n_evaluated, 4 * 16);
     CHECK_NEAR(r.ppl, ppl, 1e-6 * ppl);
     CHECK_NEAR(r.ppl_stderr, se, 1e-6 * se);
-    CHECK_NEAR(r.nll_mean, mean, 1e-9);
+    CHECK_NEAR(r.nll_mean, mean, 1e-7); /* expf and a float max (llama.cpp's log_softmax) vs exp in double */
 
     po.n_chunks = 2;
     CHECK_OK(qt_perplexity(e, text, N, &po, &r));
