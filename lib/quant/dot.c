@@ -30,9 +30,10 @@ static inline float h2f(qt_half h) { return qt_fp16_to_f32(h); }
  *     GCC made of `sumf += x[i]*y[i]`: products of 16- and then 8-element
  *     chunks rounded and added in element order, the last < 8 elements fused
  *     (vfmadd231ss); the f16 tail adds f32 products in double.
- *   tinyBLAS (llamafile_sgemm; two or more activation rows, row length a
- *     multiple of 16, weight rows a multiple of 4 — matmul.c checks the last
- *     two): one 16-lane FMA chain per output over 16-element steps, reduce16.
+ *   tinyBLAS (llamafile_sgemm; two or more activation rows, weights with a
+ *     multiple of 4 rows — matmul.c checks those two — and a row length that
+ *     is a multiple of 16, checked here): one 16-lane FMA chain per output
+ *     over 16-element steps, reduce16.
  *
  * reduce16 is _mm512_reduce_add_ps: lanes i and i+8 added, then i and i+4,
  * then (0+2) + (1+3). fmaf is exact everywhere, so the bits do not depend on
