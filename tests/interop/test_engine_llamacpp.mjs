@@ -10,7 +10,10 @@
 //   every token with p > 1e-6:                                            max |diff| <= 5e-3
 // The second bound is looser because both engines round K, V, Q and the
 // attention accumulator to f16, and a last-bit float difference upstream can
-// make one of those roundings go the other way at a few positions.
+// make one of those roundings go the other way at a few positions. There is
+// one such difference: quanta fuses flash attention's softmax sum
+// (S = fma(S, ms, vs)) as the llama.cpp build behind ../shared/reference does,
+// node-llama-cpp 3.21.1's prebuilt does not (docs/engine.md).
 import fs from "node:fs";
 import path from "node:path";
 import {pathToFileURL} from "node:url";
