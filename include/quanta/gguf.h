@@ -170,6 +170,11 @@ qt_gguf_write_opts qt_gguf_write_opts_default(void);
  * permuted to llama.cpp's order (§2.10). */
 qt_status qt_gguf_write(const qt_model *m, const char *path, const qt_gguf_write_opts *opts);
 
+/* Does qt_gguf_write leave this tensor out? True for the KV cache scales
+ * blk.N.attn_k_scale / blk.N.attn_v_scale (from vLLM checkpoints; quanta's
+ * engine uses them, llama.cpp refuses files with tensors it does not use). */
+bool qt_gguf_write_drops(const char *tensor_name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,7 +7,9 @@
  * x = q * scale (vLLM's k_scale/v_scale convention, formats.md §4.8), with
  * saturation at the format's largest finite value. Scales are per tensor
  * (one per layer for K, one for V) or per KV head, and come from
- *   - the model file (blk.N.attn_k_scale / attn_v_scale),
+ *   - the model file (blk.N.attn_k_scale / attn_v_scale: GGUF, or a vLLM /
+ *     compressed-tensors checkpoint's self_attn.k_scale / v_scale, renamed by
+ *     the HF reader; f32, f16 or bf16),
  *   - 1.0 (vLLM's behaviour when a checkpoint has none: "FP8 KV cache without
  *     calibration"), or
  *   - the first batch the engine evaluates: absmax / max_value, then fixed
@@ -135,16 +137,18 @@ static qt_status read_file_scales(qt_engine_ctx *e, const char *fmt, int il, flo
     int64_t n = 1;
     for (int d = 0; d < t->n_dims; d++) n *= t->ne[d];
     const int32_t hkv = e->hp.n_head_kv;
-    if (t->type != QT_TYPE_F32 || (n != 1 && n != hkv) || t->nbytes < (size_t)n * 4)
-        return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': KV scale must be f32 with 1 or %d (n_head_kv) elements",
-                        qt_model_path(e->model), name, hkv);
-    if (n == hkv && e->opts.kv_scale_gran == QT_KV_SCALE_PER_TENSOR)
+    /* f16 / bf16 as checkpoints store them (vLLM casts them to f32 too, formats.md §4.6) */
+    const bool floaty = t->type == QT_TYPE_F32 || t->type == QT_TYPE_F16 || t->type == QT_TYPE_BF16;
+    const qt_type_traits *tr = qt_type_get(t->type);
+    if (!floaty || (n != 1 && n != hkv) || t->nbytes < (size_t)n * tr->block_bytes)
+        return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': KV scale must be f32, f16 or bf16 with 1 or %d (n_head_kv) "
+                        "elements", qt_model_path(e->model), name, hkv);
+    if (n == hkv && n != 1 && e->opts.kv_scale_gran == QT_KV_SCALE_PER_TENSOR)
         return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s' holds per-head KV scales; a per-tensor KV cache cannot "
                         "use them (ask for per-head scales)", qt_model_path(e->model), name);
-    const float *v = t->data;
     for (int32_t h = 0; h < hkv; h++) {
         float s;
-        memcpy(&s, &v[n == 1 ? 0 : h], sizeof s);
+        tr->to_float((const uint8_t *)t->data + (size_t)(n == 1 ? 0 : h) * tr->block_bytes, &s, 1);
         if (!(s > 0.0f) || isinf(s))
             return qt_error(QT_ERR_RANGE, "%s: tensor '%s': KV scale %g is not a positive finite number",
                             qt_model_path(e->model), name, (double)s);

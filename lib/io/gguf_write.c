@@ -285,6 +285,16 @@ static qt_status make_rope_freqs(const qt_model *m, qt__arena *arena, qt_tensor 
     return QT_OK;
 }
 
+/* KV cache scales (blk.N.attn_k_scale / attn_v_scale, read from vLLM /
+ * compressed-tensors checkpoints) are for quanta's engine only: llama.cpp
+ * refuses a file with tensors it does not consume (formats.md §2.9). */
+bool qt_gguf_write_drops(const char *name) {
+    int layer, end = 0;
+    char which[2];
+    if (sscanf(name, "blk.%d.attn_%1[kv]_scale%n", &layer, which, &end) != 2 || end == 0) return false;
+    return name[end] == '\0' && layer >= 0;
+}
+
 static qt_status plan_one(const qt_model *m, const qt_arch_info *ai, const qt_gguf_write_opts *o, plan_tensor *p) {
     const qt_tensor *t = p->src;
     p->type = default_out_type(o, t);
@@ -316,17 +326,19 @@ static qt_status build_plan(const qt_model *m, const qt_gguf_write_opts *o, uint
                         m->hp.rope_neox ? "rotate-half" : "pairs", ai->gguf_name);
     bool gen_rope = m->hp.rope_scaling == QT_ROPE_SCALING_LLAMA3 && !qt_model_find_tensor(m, "rope_freqs.weight") &&
                     qt_model_gguf(m) == NULL;
-    pl->n = m->n_tensors + (gen_rope ? 1 : 0);
-    pl->t = calloc((size_t)(pl->n ? pl->n : 1), sizeof *pl->t);
+    pl->t = calloc((size_t)m->n_tensors + 1, sizeof *pl->t);
     if (!pl->t) return qt_error(QT_ERR_NOMEM, "out of memory");
+    pl->n = 0;
+    for (int32_t i = 0; i < m->n_tensors; i++)
+        if (!qt_gguf_write_drops(m->tensors[i].name)) pl->t[pl->n++].src = &m->tensors[i];
+    const int32_t n_src = pl->n;
+    if (gen_rope) pl->n++;
     /* Count output elements per type to name the file type after the dominant weight type. */
     uint64_t per_type[QT_TYPE_COUNT] = {0};
     int32_t k = 0;
     for (int32_t i = 0; i < pl->n; i++) {
         plan_tensor *p = &pl->t[i];
-        if (i < m->n_tensors) {
-            p->src = &m->tensors[i];
-        } else {
+        if (i >= n_src) {
             qt_status s = make_rope_freqs(m, arena, &p->gen);
             if (s != QT_OK) return s;
             p->src = &p->gen;

@@ -43,8 +43,14 @@ static qt_status refuse_quantized(const char *cfg_path) {
     json_t *root = json_loadb(text, len, 0, NULL);
     free(text);
     json_t *qc = root ? json_object_get(root, "quantization_config") : NULL;
-    if (qc && !json_is_null(qc)) {
-        const char *method = json_string_value(json_object_get(qc, "quant_method"));
+    const char *method = qc ? json_string_value(json_object_get(qc, "quant_method")) : NULL;
+    /* compressed-tensors with a kv_cache_scheme and no config_groups quantizes
+     * only the KV cache (formats.md §4.1): the weights are dense and the
+     * k_scale / v_scale tensors are read like any other. */
+    json_t *groups = qc ? json_object_get(qc, "config_groups") : NULL;
+    bool kv_only = method && !strcmp(method, "compressed-tensors") && json_is_object(json_object_get(qc, "kv_cache_scheme")) &&
+                   (!groups || json_is_null(groups) || (json_is_object(groups) && json_object_size(groups) == 0));
+    if (qc && !json_is_null(qc) && !kv_only) {
         s = qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config': quantized checkpoints (quant_method \"%s\") "
                      "cannot be read; only unquantized F32/F16/BF16 checkpoints are", cfg_path, method ? method : "?");
     }
@@ -82,23 +88,59 @@ static qt_status add_tensor(qt_model *m, const qt_st_checkpoint *ck, const qt_tn
         return qt_error(QT_ERR_INTERNAL, "%s: tensor '%s': canonical name does not fit", fp, t->name);
     qt_status s = qt_st_dtype_to_type(t->dtype, &out.type); /* checked in check_names */
     if (s != QT_OK) return s;
-    int64_t want[2];
-    for (int32_t d = 0; d < ti->n_dims; d++) want[d] = qt__tn_dim(ti->ne[d], &m->hp);
-    bool ok = t->n_dims == ti->n_dims;
-    for (int32_t d = 0; ok && d < ti->n_dims; d++) ok = t->shape[t->n_dims - 1 - d] == want[d];
-    if (!ok) {
-        char got[128], exp[128];
-        shape_text(t->shape, t->n_dims, false, got, sizeof got);
-        shape_text(want, ti->n_dims, true, exp, sizeof exp);
-        return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': field 'shape': %s but config.json implies %s", fp, t->name, got, exp);
+    char got[128];
+    shape_text(t->shape, t->n_dims, false, got, sizeof got);
+    if (ti->ne[0] == QT_TN_DIM_KV_SCALE) {
+        /* [] / [1] per tensor, [n_head_kv] per head (formats.md §4.3); held as 1-D. */
+        int64_t n = t->n_dims == 0 ? 1 : t->shape[0];
+        if (t->n_dims > 1 || !qt__tn_dim_ok(ti->ne[0], &m->hp, n))
+            return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': field 'shape': %s, but a KV cache scale must be [] or [1] "
+                            "(per tensor) or [%d] (num_key_value_heads, per head)", fp, t->name, got, m->hp.n_head_kv);
+        out.n_dims = 1;
+        out.ne[0] = n;
+        out.ne[1] = out.ne[2] = out.ne[3] = 1;
+    } else {
+        int64_t want[2];
+        for (int32_t d = 0; d < ti->n_dims; d++) want[d] = qt__tn_dim(ti->ne[d], &m->hp);
+        bool ok = t->n_dims == ti->n_dims;
+        for (int32_t d = 0; ok && d < ti->n_dims; d++) ok = t->shape[t->n_dims - 1 - d] == want[d];
+        if (!ok) {
+            char exp[128];
+            shape_text(want, ti->n_dims, true, exp, sizeof exp);
+            return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': field 'shape': %s but config.json implies %s", fp, t->name, got,
+                            exp);
+        }
+        out.n_dims = t->n_dims;
+        for (int32_t d = 0; d < QT_MAX_DIMS; d++) out.ne[d] = d < t->n_dims ? t->shape[t->n_dims - 1 - d] : 1;
     }
-    out.n_dims = t->n_dims;
-    for (int32_t d = 0; d < QT_MAX_DIMS; d++) out.ne[d] = d < t->n_dims ? t->shape[t->n_dims - 1 - d] : 1;
     out.nbytes = (size_t)(t->end - t->begin);
     out.data = t->data;
     out.source = file;
     out.offset = t->file_offset;
     return qt__model_add_tensor(m, &out);
+}
+
+/* The checkpoint's tensor for a row: its HF name, else one of its aliases
+ * (e.g. vLLM's k_proj.k_scale or legacy kv_scale); two present is ambiguous. */
+static qt_status find_row_tensor(const qt_model *m, const qt_st_checkpoint *ck, const qt_tn_info *ti, int32_t layer,
+                                 const qt_st_tensor **t, int32_t *file) {
+    char hf[QT_MAX_NAME + 32], first[QT_MAX_NAME + 32];
+    qt__tn_hf_name(ti, layer, hf, sizeof hf);
+    *t = qt_st_checkpoint_find(ck, hf, file);
+    if (*t) snprintf(first, sizeof first, "%s", hf);
+    for (const char *const *a = ti->hf_alias; a && *a; a++) {
+        snprintf(hf, sizeof hf, QT_TN_HF_LAYER_PREFIX "%d.%s", layer, *a);
+        int32_t f;
+        const qt_st_tensor *alt = qt_st_checkpoint_find(ck, hf, &f);
+        if (!alt) continue;
+        if (*t)
+            return qt_error(QT_ERR_FORMAT, "%s: tensors '%s' and '%s' both give '" QT_TN_GGUF_LAYER_PREFIX "%d.%s'; "
+                            "keep one", m->path, first, hf, layer, ti->gguf);
+        *t = alt;
+        *file = f;
+        snprintf(first, sizeof first, "%s", hf);
+    }
+    return QT_OK;
 }
 
 /* Canonical order: table rows before the blocks, each block in table order, rows after. */
@@ -112,18 +154,19 @@ static qt_status add_tensors(qt_model *m, const qt_st_checkpoint *ck) {
                 const qt_tn_info *ti = &table[r];
                 if ((int)ti->place != place || !ti->hf) continue;
                 int32_t layer = place == QT_TN_PER_LAYER ? l : -1, file;
-                char hf[QT_MAX_NAME + 32];
-                qt__tn_hf_name(ti, layer, hf, sizeof hf);
-                const qt_st_tensor *t = qt_st_checkpoint_find(ck, hf, &file);
+                const qt_st_tensor *t;
+                qt_status s = find_row_tensor(m, ck, ti, layer, &t, &file);
+                if (s != QT_OK) return s;
                 if (!t) {
+                    char hf[QT_MAX_NAME + 32];
+                    qt__tn_hf_name(ti, layer, hf, sizeof hf);
                     if (qt__tn_required(ti, &m->hp))
                         return qt_error(QT_ERR_FORMAT, "%s: tensor '%s' missing (required by config.json for %s)", m->path,
                                         hf, m->hp.arch_name);
                     continue;
                 }
                 if (!ti->gguf) continue; /* dropped, e.g. rotary_emb.inv_freq */
-                qt_status s = add_tensor(m, ck, ti, layer, t, file);
-                if (s != QT_OK) return s;
+                if ((s = add_tensor(m, ck, ti, layer, t, file)) != QT_OK) return s;
             }
         }
     }

@@ -76,7 +76,7 @@ static qt_status plan_one(hf_writer *w, const qt_tensor *t, plan_tensor *p) {
                         qt_type_get(p->out_type)->name);
     /* The shape config.json will imply: never write what our reader (or transformers) would refuse. */
     bool ok = t->n_dims == ti->n_dims;
-    for (int32_t d = 0; ok && d < ti->n_dims; d++) ok = t->ne[d] == qt__tn_dim(ti->ne[d], hp);
+    for (int32_t d = 0; ok && d < ti->n_dims; d++) ok = qt__tn_dim_ok(ti->ne[d], hp, t->ne[d]);
     if (!ok)
         return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': shape [%lld, %lld] does not match the hyperparameters "
                         "(expected [%lld, %lld])", w->m->path, t->name, (long long)t->ne[0],

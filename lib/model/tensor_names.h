@@ -21,6 +21,7 @@ typedef enum qt_tn_dim {
     QT_TN_DIM_FF,        /* n_ff */
     QT_TN_DIM_HEAD,      /* head_dim */
     QT_TN_DIM_ROT_HALF,  /* n_rot / 2 */
+    QT_TN_DIM_KV_SCALE,  /* KV cache scale: 1 (per tensor) or n_head_kv (per head); HF also [] */
 } qt_tn_dim;
 
 /* When a tensor must be present. */
@@ -54,6 +55,7 @@ typedef struct qt_tn_info {
     qt_tn_dim ne[2];           /* ggml order */
     qt_tn_need need;
     qt_tn_rope_rows rows;
+    const char *const *hf_alias; /* NULL-terminated other HF suffixes read as this row (never written), or NULL */
 } qt_tn_info;
 
 #define QT_TN_GGUF_LAYER_PREFIX "blk."
@@ -62,14 +64,17 @@ typedef struct qt_tn_info {
 /* The whole table, in canonical order (what a reader emits). */
 const qt_tn_info *qt__tn_table(int32_t *n);
 /* Look a full name up; *layer = block index for per-layer names, -1 otherwise.
- * NULL if the name is not in the table (or has a malformed layer number). */
+ * NULL if the name is not in the table (or has a malformed layer number).
+ * HF lookups also match hf_alias (the first row with that alias). */
 const qt_tn_info *qt__tn_from_hf(const char *name, int32_t *layer);
 const qt_tn_info *qt__tn_from_gguf(const char *name, int32_t *layer);
 /* Full names; false if the row has no name on that side or it does not fit. */
 bool qt__tn_gguf_name(const qt_tn_info *ti, int32_t layer, char *buf, size_t cap);
 bool qt__tn_hf_name(const qt_tn_info *ti, int32_t layer, char *buf, size_t cap);
-/* Size of a symbolic dimension for these hyperparameters. */
+/* Size of a symbolic dimension for these hyperparameters (KV_SCALE: n_head_kv). */
 int64_t qt__tn_dim(qt_tn_dim d, const qt_hparams *hp);
+/* Is n an allowed size for d (KV_SCALE: 1 or n_head_kv)? */
+bool qt__tn_dim_ok(qt_tn_dim d, const qt_hparams *hp, int64_t n);
 /* Is the tensor required for these hyperparameters? */
 bool qt__tn_required(const qt_tn_info *ti, const qt_hparams *hp);
 

@@ -16,7 +16,8 @@ static void help(void) {
            "  llama2.c .bin          -> GGUF       (tokenizer: tok<vocab>.bin or tokenizer.bin beside it)\n\n"
            "The output kind is --to, else GGUF when OUT ends in .gguf, else an HF directory\n"
            "for GGUF input and GGUF for the others. Output is written atomically: a failed\n"
-           "conversion leaves nothing at OUT.\n\n"
+           "conversion leaves nothing at OUT. KV cache scales of vLLM checkpoints\n"
+           "(self_attn.k_scale / v_scale) are kept in HF output and left out of GGUF output.\n\n"
            "  --outtype T       f32, f16 or bf16 for 2-D weights (norms and biases stay f32);\n"
            "                    default: keep every tensor's type and bytes\n"
            "  --to gguf|hf      output kind\n"
@@ -75,6 +76,13 @@ int cmd_convert(int argc, char **argv) {
         qt_model_free(m);
         return CLI_FAIL;
     }
+    /* vLLM's KV cache scales (blk.N.attn_k_scale / attn_v_scale) mean nothing to llama.cpp,
+     * which refuses files with tensors it does not use: the writer leaves them out. */
+    int32_t n_dropped = 0;
+    for (int32_t i = 0; to_gguf && i < qt_model_n_tensors(m); i++) n_dropped += qt_gguf_write_drops(qt_model_tensor(m, i)->name);
+    if (n_dropped)
+        fprintf(stderr, "quanta: note: leaving out %d KV cache scale tensors (blk.N.attn_k_scale / attn_v_scale): "
+                        "llama.cpp refuses tensors it does not use; quanta run/eval on %s uses them\n", n_dropped, in);
     qt_progress progress = cli_progress(quiet);
     if (to_gguf) {
         qt_gguf_write_opts o = qt_gguf_write_opts_default();
@@ -88,7 +96,7 @@ int cmd_convert(int argc, char **argv) {
     cli_progress_end();
     if (rc == CLI_OK && !quiet)
         fprintf(stderr, "quanta: wrote %s (%s, %d tensors, from %s)\n", out, to_gguf ? "gguf" : "hf directory",
-                qt_model_n_tensors(m), src);
+                qt_model_n_tensors(m) - n_dropped, src);
     qt_model_free(m);
     return rc;
 }
