@@ -140,9 +140,11 @@ typedef qt_status (*qt_gguf_tensor_data_fn)(void *user, const qt_tensor *src, qt
 typedef struct qt_gguf_write_opts {
     /* Output type for floating-point weights: QT_TYPE_COUNT (default) keeps
      * every tensor's type; F32/F16/BF16 convert 2-D weights as llama.cpp's
-     * converter does (1-D tensors, *_norm.weight and biases stay F32). */
+     * converter does. Always: 1-D tensors, *_norm.weight and biases that
+     * would be F16/BF16 are written as F32 (exact; llama.cpp needs them F32). */
     qt_type outtype;
-    /* Optional per-tensor override (return QT_TYPE_COUNT for "default"). */
+    /* Optional per-tensor override (return QT_TYPE_COUNT for "default");
+     * an F16/BF16 answer for a norm or bias is widened to F32 as above. */
     qt_type (*tensor_type)(void *user, const qt_tensor *t);
     qt_gguf_tensor_data_fn tensor_data; /* optional; NULL = built-in conversion */
     void *user;

@@ -9,7 +9,7 @@
  * vocab with the value types llama.cpp's loader insists on (UINT32 counts,
  * FLOAT32 eps/freq base, BOOL flags).
  * Tensor types (§2.9): --outtype converts 2-D weights; 1-D tensors, norms
- * and biases stay F32, as llama.cpp's converter does.
+ * and biases are F32 (F16/BF16 ones widened), as llama.cpp's converter does.
  * Q/K rows (§2.10): llama-architecture models held in HF rotate-half order
  * are permuted to llama.cpp's adjacent-pairs order while writing.
  */
@@ -220,23 +220,16 @@ typedef struct plan {
     int32_t file_type;
 } plan;
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
-static bool is_float_type(qt_type t) { return t == QT_TYPE_F32 || t == QT_TYPE_F16 || t == QT_TYPE_BF16; }
-
-/* The converter's rule: only 2-D (or more) ".weight" tensors that are not norms take --outtype. */
+/* The one place output tensor types are chosen. A per-tensor choice
+ * (tensor_type) wins, else --outtype for the tensors llama.cpp's converter
+ * converts, else the stored type; then the converter's F32 rule for 1-D
+ * tensors, norms and biases (qt__gguf_wants_f32, formats.md §2.9) widens an
+ * F16/BF16 choice to F32 -- exactly, and quantized or F32 tensors are kept. */
 static qt_type default_out_type(const qt_gguf_write_opts *o, const qt_tensor *t) {
-    if (o->tensor_type) {
-        qt_type ty = o->tensor_type(o->user, t);
-        if (ty != QT_TYPE_COUNT) return ty;
-    }
-    if (o->outtype == QT_TYPE_COUNT) return t->type;
-    bool weight = t->n_dims >= 2 && ends_with(t->name, ".weight") && !ends_with(t->name, "_norm.weight");
-    if (weight) return o->outtype;
-    return is_float_type(t->type) ? QT_TYPE_F32 : t->type;
+    const bool wants_f32 = qt__gguf_wants_f32(t->name, t->n_dims);
+    qt_type ty = o->tensor_type ? o->tensor_type(o->user, t) : QT_TYPE_COUNT;
+    if (ty == QT_TYPE_COUNT) ty = o->outtype != QT_TYPE_COUNT && !wants_f32 ? o->outtype : t->type;
+    return wants_f32 && (ty == QT_TYPE_F16 || ty == QT_TYPE_BF16) ? QT_TYPE_F32 : ty;
 }
 
 /* Which Q/K tensors need the HF -> pairs permutation, and in how many heads. */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "hf_internal.h"
+#include "io_internal.h"
 #include "model/arch.h"
 #include "model/model_internal.h"
 #include "model/tensor_names.h"
@@ -40,12 +41,50 @@ typedef struct hf_writer {
     plan_tensor *plan;   /* (n_plan) */
     qt_st_entry *entries;/* (n_plan) */
     int32_t n_plan;
+    qt_type narrow_to;   /* F16/BF16: widened GGUF norms and biases go back to it; QT_TYPE_COUNT: none */
     bool has_o_bias, has_mlp_bias;
     qt_afile **files;    /* (n_files) complete temporaries awaiting rename */
     int32_t n_files, cap_files;
 } hf_writer;
 
 /* ---- tensors ---------------------------------------------------------------- */
+
+/* GGUF keeps 1-D tensors, norms and biases F32 even when the checkpoint was
+ * F16/BF16 (formats.md §2.9 "Rules"; our GGUF writer widens them). When every
+ * matrix of a GGUF model is of one half type, that was the checkpoint's type:
+ * such tensors go back to it, so HF -> GGUF -> HF is byte-identical. */
+static qt_type checkpoint_half_type(const qt_model *m) {
+    if (!qt_model_gguf(m)) return QT_TYPE_COUNT;
+    qt_type half = QT_TYPE_COUNT;
+    for (int32_t i = 0; i < m->n_tensors; i++) {
+        qt_type t = m->tensors[i].type;
+        if (m->tensors[i].n_dims < 2) continue;
+        if ((t != QT_TYPE_F16 && t != QT_TYPE_BF16) || (half != QT_TYPE_COUNT && t != half)) return QT_TYPE_COUNT;
+        half = t;
+    }
+    return half;
+}
+
+/* True when every value of the F32 tensor t survives f32 -> half -> f32
+ * bit for bit: narrowing then loses nothing (f16/bf16 -> f32 -> f16/bf16 is exact). */
+static bool narrows_exactly(const qt_tensor *t, qt_type half) {
+    const uint8_t *p = t->data;
+    int64_t n = qt__tensor_nelements(t);
+    for (int64_t i = 0; i < n; i++) {
+        float x, back;
+        memcpy(&x, p + (size_t)i * sizeof x, sizeof x);
+        back = half == QT_TYPE_F16 ? qt_fp16_to_f32(qt_f32_to_fp16(x)) : qt_bf16_to_f32(qt_f32_to_bf16(x));
+        if (memcmp(&x, &back, sizeof x) != 0) return false;
+    }
+    return true;
+}
+
+/* The type a tensor keeps when types are not converted. */
+static qt_type kept_type(const hf_writer *w, const qt_tensor *t) {
+    bool narrow = w->narrow_to != QT_TYPE_COUNT && t->type == QT_TYPE_F32 && t->data &&
+                  qt__gguf_wants_f32(t->name, t->n_dims) && narrows_exactly(t, w->narrow_to);
+    return narrow ? w->narrow_to : t->type;
+}
 
 static qt_status plan_one(hf_writer *w, const qt_tensor *t, plan_tensor *p) {
     const qt_hparams *hp = &w->m->hp;
@@ -64,7 +103,7 @@ static qt_status plan_one(hf_writer *w, const qt_tensor *t, plan_tensor *p) {
     p->src = t;
     p->ti = ti;
     qt__tn_hf_name(ti, layer, p->name, sizeof p->name);
-    p->out_type = w->opts.convert_types ? w->opts.outtype : t->type;
+    p->out_type = w->opts.convert_types ? w->opts.outtype : kept_type(w, t);
     const qt_type_traits *tr = qt_type_get(t->type);
     if (!tr) return qt_error(QT_ERR_FORMAT, "%s: tensor '%s': unknown type %d", w->m->path, t->name, (int)t->type);
     if (!w->opts.convert_types && tr->is_quantized)
@@ -99,6 +138,7 @@ static qt_status plan_tensors(hf_writer *w) {
     w->plan = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *w->plan);
     w->entries = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *w->entries);
     if (!w->plan || !w->entries) return qt_error(QT_ERR_NOMEM, "%s: out of memory", w->dir);
+    w->narrow_to = checkpoint_half_type(m);
     for (int32_t i = 0; i < m->n_tensors; i++) {
         plan_tensor *p = &w->plan[w->n_plan];
         qt_status s = plan_one(w, &m->tensors[i], p);

@@ -56,6 +56,20 @@ static inline int64_t qt__qk_gguf_row_for_hf_row(int64_t r, int64_t head_dim) {
     return h * head_dim + 2 * (w % half) + w / half;
 }
 
+/* ---- tensors llama.cpp needs as F32 (formats.md §2.9 "Rules") ---------- */
+/* llama.cpp's converter writes every 1-D tensor, every `*_norm.weight` and
+ * every bias (a name not ending in "weight") as F32, and its CPU kernels
+ * depend on it: an F16/BF16 norm or bias fails at run time with "binary_op:
+ * unsupported types". The GGUF writer widens such F16/BF16 tensors to F32
+ * (exact); the HF writer narrows them back for GGUF models whose matrices are
+ * F16/BF16, when that too is exact. `name` is the canonical GGUF name. */
+static inline bool qt__gguf_wants_f32(const char *name, int32_t n_dims) {
+    size_t n = strlen(name);
+    bool weight = n >= 6 && !strcmp(name + n - 6, "weight");
+    bool norm = n >= 12 && !strcmp(name + n - 12, "_norm.weight");
+    return n_dims < 2 || norm || !weight;
+}
+
 /* ---- element conversion through f32 ------------------------------------ */
 /* Row of n elements of `type` -> f32 (F32/F16/BF16 directly, others through the traits). */
 qt_status qt__row_to_f32(qt_type type, const void *src, float *dst, int64_t n);

@@ -6,6 +6,9 @@
 #   2. stories260K.bin + tok512.bin (llama2.c) -> GGUF
 #   3. stories260K.gguf -> GGUF (metadata verbatim)
 #   4. stories260K.gguf -> GGUF --outtype f16      (loads; continuation compared as well)
+#   5. an F16 and a BF16 HF checkpoint (stories260K written --to hf --outtype f16/bf16, so
+#      its norms are F16/BF16 too) -> GGUF keeping types: the writer must widen norms to
+#      F32 (formats.md §2.9) or llama.cpp stops with "binary_op: unsupported types"
 # node-llama-cpp is installed once into <build>/node (outside the tracked tree).
 # Without node >= 20 or the package this test is skipped (exit 77) -- except
 # under CI=true, where a skip would hide a broken setup, so it fails.
@@ -43,6 +46,10 @@ set -e
 "$Q" convert -q "$SHARED/models/stories260K.bin" "$TMP/from_llama2c.gguf"
 "$Q" convert -q "$SHARED/models/stories260K.gguf" "$TMP/rewritten.gguf"
 "$Q" convert -q "$SHARED/models/stories260K.gguf" "$TMP/f16.gguf" --outtype f16
+for t in f16 bf16; do
+    "$Q" convert -q "$SHARED/models/stories260K.gguf" "$TMP/hf_$t" --to hf --outtype $t
+    "$Q" convert -q "$TMP/hf_$t" "$TMP/hf_$t.gguf"
+done
 set +e
 
 # Reference: prompt ids | greedy ids of the F32 model, first 32 generated tokens.
@@ -52,7 +59,8 @@ want_gen=$(echo "$line" | cut -f3 | cut -d'|' -f2 | xargs | tr ' ' '\n' | head -
 [ -n "$want_gen" ] || { echo "FAIL: no reference line in greedy.tsv"; exit 1; }
 
 out=$(cd "$NODE_DIR" && node llamacpp_greedy.mjs "Once upon a time" 32 \
-      "$TMP/via_hf.gguf" "$TMP/from_llama2c.gguf" "$TMP/rewritten.gguf" "$TMP/f16.gguf" 2>"$TMP/node.err")
+      "$TMP/via_hf.gguf" "$TMP/from_llama2c.gguf" "$TMP/rewritten.gguf" "$TMP/f16.gguf" \
+      "$TMP/hf_f16.gguf" "$TMP/hf_bf16.gguf" 2>"$TMP/node.err")
 rc=$?
 if [ $rc -ne 0 ]; then
     tail -30 "$TMP/node.err"
@@ -60,7 +68,7 @@ if [ $rc -ne 0 ]; then
     exit 1
 fi
 fails=0
-for name in via_hf from_llama2c rewritten f16; do
+for name in via_hf from_llama2c rewritten f16 hf_f16 hf_bf16; do
     rec=$(echo "$out" | grep -F "\"model\":\"$TMP/$name.gguf\"")
     got_prompt=$(echo "$rec" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).prompt.join(",")))')
     got_gen=$(echo "$rec" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).gen.join(",")))')

@@ -63,12 +63,11 @@ static qt_model *make(const fx_spec *v, const char *dir, const char *gguf, const
     CHECK_OK(qt_model_open(dir, &hf));
     if (!hf) return NULL;
     hf->vocab = *qt_model_vocab(vocab_src); /* borrowed for the write; restored below */
-    qt_gguf_write_opts wo = qt_gguf_write_opts_default();
-    /* the fixture's own F32/F16/BF16 for the matrices (activations are converted to the
-     * weight type, so another type would change the numbers); as llama.cpp's converter,
-     * this keeps norms and biases F32 — llama.cpp cannot add or multiply by f16 vectors */
-    wo.outtype = s.dtype == QT_ST_F16 ? QT_TYPE_F16 : s.dtype == QT_ST_BF16 ? QT_TYPE_BF16 : QT_TYPE_F32;
-    CHECK_OK(qt_gguf_write(hf, gguf, &wo));
+    /* default options: the matrices keep the fixture's own F32/F16/BF16 (activations are
+     * converted to the weight type, so another type would change the numbers); the writer
+     * widens F16/BF16 norms and biases to F32 as llama.cpp's converter does (formats.md
+     * §2.9) -- llama.cpp cannot add or multiply by f16 vectors */
+    CHECK_OK(qt_gguf_write(hf, gguf, NULL));
     memset(&hf->vocab, 0, sizeof hf->vocab);
     hf->vocab.bos_id = hf->vocab.eos_id = hf->vocab.unk_id = hf->vocab.pad_id = -1;
     return hf;
