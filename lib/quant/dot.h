@@ -11,8 +11,10 @@
  * (or sub-block), which is what makes llama.cpp's quantized-model numbers
  * differ from a float dot of the dequantized weights.
  *
- * `_ref` kernels are the scalar references; dot_avx2.c / dot_avx512.c hold
- * SIMD variants that dispatch.c patches in (tests compare the two).
+ * `_ref` kernels are the scalar references; dot_avx2.c holds SIMD variants
+ * that dot_dispatch.c patches in (tests compare the two). AVX-512 variants of
+ * the f32/f16 kernels were measured no faster (bench_dot: memory-bound decode
+ * slower with 64-byte unaligned loads) and are not kept.
  */
 #ifndef QT_ENGINE_DOT_H
 #define QT_ENGINE_DOT_H

@@ -1,7 +1,7 @@
 /* lib/quant/dot_dispatch.c — SIMD vec_dot kernels replace the scalar
  * references in the traits table where the CPU supports them (called once
  * from qt_quant_dispatch_init, which honours QUANTA_CPU=scalar|avx2|avx512
- * through qt_cpu_level_name()). The AVX2 kernels give the references' bits,
+ * through qt_cpu_level_name()). The SIMD kernels give the references' bits,
  * so the choice changes speed, never results. */
 #include <string.h>
 

@@ -208,23 +208,16 @@ static void test_f32_dot_order(void) {
     CHECK(tail_matters > 0);
 }
 
-/* The AVX2 kernels give the scalar references' bits. */
-static void test_avx2_equals_reference(void) {
-#ifdef QT_ARCH_X86
-    const qt_cpu_features *f = qt_cpu();
-    if (!(f->avx2 && f->fma && f->f16c)) SKIP("no AVX2/FMA/F16C on this CPU");
-    struct { qt_type t; qt_vec_dot_fn ref, simd; } k[] = {
-        {QT_TYPE_F32, qt__dot_f32_ref, qt__dot_f32_avx2},
-        {QT_TYPE_F16, qt__dot_f16_ref, qt__dot_f16_avx2},
-        {QT_TYPE_F32, qt__gemm_f32_ref, qt__gemm_f32_avx2},
-        {QT_TYPE_F16, qt__gemm_f16_ref, qt__gemm_f16_avx2},
-        {QT_TYPE_Q8_0, qt__dot_q8_0_q8_0_ref, qt__dot_q8_0_q8_0_avx2},
-        {QT_TYPE_Q4_0, qt__dot_q4_0_q8_0_ref, qt__dot_q4_0_q8_0_avx2},
-    };
+typedef struct { qt_type t; qt_vec_dot_fn ref, simd; } kernel_pair;
+
+/* Every SIMD kernel of the list gives its scalar reference's bits, over row
+ * lengths that hit every branch (64-element steps, 16/8-element tail chunks,
+ * the fused remainder, n % 16 != 0 fallbacks). */
+static void check_pairs(const kernel_pair *k, size_t nk, const char *isa) {
     const int64_t sizes[] = {32, 64, 172, 256, 4096, 8, 40, 61, 16, 24, 79, 95, 127, 191};
     float *x = malloc(4096 * sizeof *x), *y = malloc(4096 * sizeof *y);
     uint8_t *xq = malloc(4096 * 4), *yq = malloc(4096 * 4);
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    for (size_t i = 0; i < nk; i++) {
         const qt_type_traits *tr = qt_type_get(k[i].t), *vt = qt_type_get(tr->vec_dot_type);
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
             const int64_t n = sizes[s];
@@ -235,11 +228,26 @@ static void test_avx2_equals_reference(void) {
                 CHECK_OK(qt_quantize_rows(k[i].t, x, xq, 1, n, NULL));
                 CHECK(qt__act_quantize(vt->type, y, yq, n));
                 const float a = k[i].ref(xq, yq, n), b = k[i].simd(xq, yq, n);
-                CHECK_MSG(a == b, "%s n=%lld: reference %.9g, avx2 %.9g", tr->name, (long long)n, (double)a, (double)b);
+                CHECK_MSG(a == b, "%s n=%lld: reference %.9g, %s %.9g", tr->name, (long long)n, (double)a, isa, (double)b);
             }
         }
     }
     free(x); free(y); free(xq); free(yq);
+}
+
+static void test_avx2_equals_reference(void) {
+#ifdef QT_ARCH_X86
+    const qt_cpu_features *f = qt_cpu();
+    if (!(f->avx2 && f->fma && f->f16c)) SKIP("no AVX2/FMA/F16C on this CPU");
+    const kernel_pair k[] = {
+        {QT_TYPE_F32, qt__dot_f32_ref, qt__dot_f32_avx2},
+        {QT_TYPE_F16, qt__dot_f16_ref, qt__dot_f16_avx2},
+        {QT_TYPE_F32, qt__gemm_f32_ref, qt__gemm_f32_avx2},
+        {QT_TYPE_F16, qt__gemm_f16_ref, qt__gemm_f16_avx2},
+        {QT_TYPE_Q8_0, qt__dot_q8_0_q8_0_ref, qt__dot_q8_0_q8_0_avx2},
+        {QT_TYPE_Q4_0, qt__dot_q4_0_q8_0_ref, qt__dot_q4_0_q8_0_avx2},
+    };
+    check_pairs(k, sizeof k / sizeof k[0], "avx2");
 #else
     SKIP("not x86");
 #endif
