@@ -21,54 +21,11 @@
 #include <time.h>
 
 #include "quanta.h"
+#include "bench_util.h"
 #include "quant/dot.h"
 
 #define COLS 4096
 #define BATCH 8
-#define MAX_REPS 101
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "bench_dot: out of memory (%zu bytes)\n", n);
-        exit(1);
-    }
-    memset(p, 0, n);
-    return p;
-}
-
-static double read_bandwidth_gbps(int reps) {
-    const size_t n = ((size_t)256 << 20) / sizeof(uint64_t);
-    uint64_t *buf = xmalloc(n * sizeof *buf);
-    for (size_t i = 0; i < n; i++) buf[i] = i;
-    double t[MAX_REPS];
-    volatile uint64_t sink = 0;
-    for (int r = 0; r < reps; r++) {
-        const double t0 = now_s();
-        uint64_t s = 0;
-        for (size_t i = 0; i < n; i++) s += buf[i];
-        sink += s;
-        t[r] = now_s() - t0;
-    }
-    free(buf);
-    return (double)(n * sizeof(uint64_t)) / median(t, reps) / 1e9;
-}
 
 typedef struct {
     const char *level;

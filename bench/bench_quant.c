@@ -22,42 +22,16 @@
 #include <time.h>
 
 #include "quanta.h"
+#include "bench_util.h"
 #include "quant/ct_internal.h"
 #include "quant/simd.h"
 
 #define COLS 4096 /* row length of every benchmark matrix */
-#define MAX_REPS 101
 
 typedef struct {
     int64_t deq_rows, quant_rows;
     int reps;
 } bench_config;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "bench_quant: out of memory (%zu bytes)\n", n);
-        exit(1);
-    }
-    memset(p, 0, n); /* fault the pages in before timing */
-    return p;
-}
 
 /* Deterministic weight-like data: a smooth part plus noise, varying row scale. */
 static void fill_weights(float *w, int64_t n) {
@@ -67,34 +41,6 @@ static void fill_weights(float *w, int64_t n) {
         const float u = (float)((s >> 40) & 0xFFFFFF) / 16777216.0f - 0.5f;
         w[i] = 0.02f * (u + 0.3f * sinf((float)i * 0.01f)) * (1.0f + (float)((i / COLS) % 5));
     }
-}
-
-/* ---- memory read bandwidth ---------------------------------------------------- */
-
-static double read_bandwidth_gbps(int reps) {
-    const size_t bytes = (size_t)256 << 20;
-    const size_t n = bytes / sizeof(uint64_t);
-    uint64_t *buf = xmalloc(bytes);
-    for (size_t i = 0; i < n; i++) buf[i] = i;
-    double t[MAX_REPS];
-    volatile uint64_t sink = 0;
-    for (int r = 0; r < reps; r++) {
-        const double t0 = now_s();
-        /* four independent integer sums: the compiler vectorises them (integer
-         * addition is associative), so the loop is limited by memory, not adds */
-        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (size_t i = 0; i < n; i += 4) {
-            s0 += buf[i];
-            s1 += buf[i + 1];
-            s2 += buf[i + 2];
-            s3 += buf[i + 3];
-        }
-        t[r] = now_s() - t0;
-        sink += s0 + s1 + s2 + s3;
-    }
-    (void)sink;
-    free(buf);
-    return (double)bytes / median(t, reps) / 1e9;
 }
 
 /* ---- one format ------------------------------------------------------------------ */
