@@ -333,6 +333,12 @@ static void test_model_level_checks(void) {
     /* token_embd [8, 4] -> [4, 8]: same bytes and offsets, wrong shape for n_embd 8 */
     uint64_t swapped[2] = {4, 8};
     expect_patch(L.info_ne0[0], swapped, 16, QT_ERR_FORMAT, "tensor 'token_embd.weight': shape [4, 8], expected [8, 4]");
+    /* blk.0.ffn_up.weight renamed blk.0.ffn_xx.weight: a required tensor is missing */
+    expect_patch(L.info[9] + 8 + strlen("blk.0.ffn_"), "xx", 2, QT_ERR_FORMAT,
+                 "tensor 'blk.0.ffn_up.weight': missing (required by architecture 'llama')");
+    /* a 1-D tensor of the wrong length: attn_norm [8] -> [4] (the bytes beyond are still there) */
+    const uint64_t four = 4;
+    expect_patch(L.info_ne0[2], &four, 8, QT_ERR_FORMAT, "tensor 'blk.0.attn_norm.weight': shape [4, 1], expected [8]");
     /* scores with 3 entries for 4 tokens */
     size_t scores = 0;
     {
