@@ -125,16 +125,22 @@ static inline void block_lanes(float acc[8], const int8_t q[32], const int8_t *y
     }
 }
 
+/* 4-bit values of a q4_0/q4_1 block: low nibbles are elements 0-15, high
+ * nibbles 16-31 (formats.md §3.4), minus `offset`. */
+static inline void q4_values(const uint8_t qs[16], int offset, int8_t q[32]) {
+    for (int j = 0; j < 16; j++) {
+        q[j] = (int8_t)((qs[j] & 0x0F) - offset);
+        q[j + 16] = (int8_t)((qs[j] >> 4) - offset);
+    }
+}
+
 float qt__dot_q4_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
     const block_q4_0 *x = vx;
     const block_q8_0 *y = vy;
     float acc[8] = {0};
     for (int64_t b = 0; b < n / QK4_0; b++) {
         int8_t q[32];
-        for (int j = 0; j < 16; j++) {
-            q[j] = (int8_t)((x[b].qs[j] & 0x0F) - 8);
-            q[j + 16] = (int8_t)((x[b].qs[j] >> 4) - 8);
-        }
+        q4_values(x[b].qs, 8, q);
         block_lanes(acc, q, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
     }
     return hsum8(acc);
@@ -146,10 +152,7 @@ float qt__dot_q4_1_q8_1_ref(const void *vx, const void *vy, int64_t n) {
     float acc[8] = {0}, mins = 0.0f;
     for (int64_t b = 0; b < n / QK4_1; b++) {
         int8_t q[32];
-        for (int j = 0; j < 16; j++) {
-            q[j] = (int8_t)(x[b].qs[j] & 0x0F);
-            q[j + 16] = (int8_t)(x[b].qs[j] >> 4);
-        }
+        q4_values(x[b].qs, 0, q);
         /* y.s = d_y * sum(q_y) carries the min term: sum(m * d_y * q_y) = m * s */
         mins = fmaf(h2f(x[b].m), h2f(y[b].s), mins);
         block_lanes(acc, q, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
