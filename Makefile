@@ -5,7 +5,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 
-.PHONY: all deps build asan demo test test-release test-asan fuzz bench clean
+.PHONY: all deps build asan demo test test-release test-avx2 test-asan fuzz bench clean
 
 all: build
 
@@ -47,8 +47,13 @@ test-asan: asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    ctest --output-on-failure -j $(JOBS) -LE interop
 
+# The unit and golden tests once more with the kernels capped at AVX2 (QUANTA_CPU, lib/core/cpu.c),
+# so an AVX-512 machine also checks the AVX2 code an AVX2-only machine runs.
+test-avx2: build
+	cd $(BUILD) && QUANTA_CPU=avx2 ctest --output-on-failure -j $(JOBS) -L '^(unit|golden)$$'
+
 # Fuzzers and the sanitizer build first, so the run ends with the full release ctest summary.
-test: fuzz test-asan test-release
+test: fuzz test-asan test-avx2 test-release
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang + ASan/UBSan and run
 # FUZZ_TIME seconds each from their seed corpus (tests/fuzz/corpus/<target>/,

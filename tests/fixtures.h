@@ -50,8 +50,10 @@ int32_t fx_tensors(const fx_spec *s, fx_tensor *out /* room for 16 + 16 * n_laye
 int fx_write_hf(const char *dir, const fx_spec *s, uint32_t seed);
 
 /* Directory holding tokenizer.json and tokenizer_config.json of one of the npm
- * packages named in ../shared/README.md, installed on first use under
- * QT_BINARY_DIR/npm-fixtures. NULL when node/npm is missing (loud message);
+ * packages named in ../shared/README.md, as the CTest setup fixture
+ * npm_packages (tests/interop/npm_setup.sh) installed it under
+ * QT_BINARY_DIR/node before this test started; tests never install, so two
+ * never write one folder at once. NULL when it is not there (loud message);
  * with CI=true that is a hard failure (exit 1) instead. */
 const char *fx_npm_tokenizer_dir(const char *pkg);
 

@@ -53,13 +53,16 @@ check "int8 scales stated" 0 "computed on the fly" "$q" run -m "$model" -p "Once
 check "prompt longer than context" 1 "the prompt is" "$q" run -m "$model" -p "$(head -c 3000 "$text")" -c 64 -n 2
 check "unknown KV format" 1 "KV cache format 'q4_0' is not supported" "$q" run -m "$model" -p hi --kv-dtype q4_0
 check "no KV scales in the file" 1 "attn_k_scale' (KV cache scale) is missing" "$q" run -m "$model" -p hi --kv-dtype fp8-e4m3 --kv-scale file
-python3 - "$model" "$tmp/arch.gguf" <<'PY' 2>/dev/null || cp "$model" "$tmp/arch.gguf"
-import sys
-d = bytearray(open(sys.argv[1], 'rb').read())
-i = d.find(b'general.architecture'); j = d.find(b'llama', i)
-d[j:j + 5] = b'gpt2x'
-open(sys.argv[2], 'wb').write(d)
-PY
+# the model with general.architecture = "gpt2x": the first "llama" after the
+# key is its value (same length, so nothing else moves). If this copy cannot be
+# made, that is a failure, never a silent copy of the original.
+key=$(LC_ALL=C grep -obaF general.architecture "$model" | head -1 | cut -d: -f1)
+val=$(LC_ALL=C grep -obaF llama "$model" | cut -d: -f1 | while read -r o; do [ "$o" -gt "${key:-0}" ] && { echo "$o"; break; }; done)
+cp "$model" "$tmp/arch.gguf"
+if [ -n "$key" ] && [ -n "$val" ] && [ $((val - key)) -le 40 ] &&
+   printf gpt2x | dd of="$tmp/arch.gguf" bs=1 seek="$val" conv=notrunc status=none &&
+   [ "$(LC_ALL=C grep -obaF gpt2x "$tmp/arch.gguf" | cut -d: -f1)" = "$val" ]; then pass=$((pass + 1)); else
+    echo "FAIL: could not write the gpt2x copy of $model (key at '$key', value at '$val')"; fail=$((fail + 1)); fi
 check "unknown architecture" 1 "architecture 'gpt2x' is not supported" "$q" run -m "$tmp/arch.gguf" -p hi
 check "missing model file" 1 "" "$q" run -m "$tmp/nope.gguf" -p hi
 head -c 300 "$text" > "$tmp/short.txt"

@@ -5,39 +5,45 @@
 # `quanta convert` to GGUF leaves them out with a notice (llama.cpp refuses
 # unused tensors), to HF keeps them, and a bad shape is one clear error.
 # The checkpoint: stories260K as an HF directory (quanta convert) plus scales
-# and a KV-cache-only quantization_config, added with python3.
+# and a KV-cache-only quantization_config, added by add_scales below.
 source "$(dirname "$0")/lib/harness.sh"
 has() { grep -qF -- "$2" "$tmp/$1" && pass=$((pass + 1)) || { echo "FAIL: $1 lacks '$2'"; cat "$tmp/$1"; fail=$((fail + 1)); }; }
 lacks() { ! grep -qF -- "$2" "$tmp/$1" && pass=$((pass + 1)) || { echo "FAIL: $1 has '$2'"; fail=$((fail + 1)); }; }
 
 check "GGUF -> HF" 0 "$q" convert -q "$shared/models/stories260K.gguf" "$tmp/hf"
-# add_scales DIR SHAPE: per layer k_scale / v_scale with SHAPE ([] , [1] or [n]) in f32
+# u64le N: N as 8 little-endian bytes
+u64le() { local i; for i in 0 1 2 3 4 5 6 7; do printf "\\$(printf %03o $(( ($1 >> (8 * i)) & 255 )))"; done; }
+# add_scales DIR SHAPE COUNT: per layer k_scale = 0.5 and v_scale = 0.25, F32 of
+# SHAPE ("[1]", "[3]"; COUNT elements), appended to DIR/model.safetensors (the
+# header is 8 bytes of little-endian length, then JSON padded with spaces to a
+# multiple of 8, then the data; formats.md), and a KV-cache-only
+# quantization_config in DIR/config.json. Plain shell and coreutils: a test may
+# use only what scripts/deps.sh installs.
 add_scales() {
-    python3 - "$1" "$2" <<'PY'
-import json, struct, sys
-d, shape = sys.argv[1], json.loads(sys.argv[2])
-p = d + "/model.safetensors"
-b = open(p, "rb").read()
-n = struct.unpack("<Q", b[:8])[0]
-hdr = json.loads(b[8:8 + n]); data = bytearray(b[8 + n:])
-cnt = 1
-for s in shape: cnt *= s
-for l in range(5):
-    for w, v in (("k", 0.5), ("v", 0.25)):
-        off = len(data); data += struct.pack("<%df" % cnt, *([v] * cnt))
-        hdr["model.layers.%d.self_attn.%s_scale" % (l, w)] = {"dtype": "F32", "shape": shape, "data_offsets": [off, len(data)]}
-h = json.dumps(hdr, separators=(",", ":")).encode()
-h += b" " * (-len(h) % 8)
-open(p, "wb").write(struct.pack("<Q", len(h)) + h + data)
-c = json.load(open(d + "/config.json"))
-c["quantization_config"] = {"quant_method": "compressed-tensors", "format": "dense", "config_groups": {},
-                            "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False}}
-json.dump(c, open(d + "/config.json", "w"), indent=2)
-PY
+    local d=$1 shape=$2 cnt=$3 st=$1/model.safetensors l w v i n data off hdr LC_ALL=C  # lengths in bytes
+    n=$(od -An -t u8 -N 8 "$st" | tr -d ' ')
+    data=$(( $(stat -c %s "$st") - 8 - n ))
+    hdr=$(head -c $((8 + n)) "$st" | tail -c "$n" | sed 's/ *$//')
+    hdr=${hdr%\}}
+    off=$data
+    : > "$tmp/scales.bin"
+    for l in 0 1 2 3 4; do
+        for w in k v; do
+            if [ $w = k ]; then v='\000\000\000\077'; else v='\000\000\200\076'; fi  # 0.5, 0.25 (f32 LE)
+            for ((i = 0; i < cnt; i++)); do printf "$v" >> "$tmp/scales.bin"; done
+            hdr="$hdr,\"model.layers.$l.self_attn.${w}_scale\":{\"dtype\":\"F32\",\"shape\":$shape,\"data_offsets\":[$off,$((off + 4 * cnt))]}"
+            off=$((off + 4 * cnt))
+        done
+    done
+    hdr="$hdr}"
+    while [ $(( ${#hdr} % 8 )) -ne 0 ]; do hdr="$hdr "; done
+    { u64le ${#hdr}; printf '%s' "$hdr"; tail -c "$data" "$st"; cat "$tmp/scales.bin"; } > "$st.new" && mv "$st.new" "$st"
+    ! grep -q quantization_config "$d/config.json" || { echo "FAIL: $d/config.json already has a quantization_config"; exit 1; }
+    sed -i '0,/{/s//{\n  "quantization_config": {"quant_method": "compressed-tensors", "format": "dense", "config_groups": {}, "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": false}},/' "$d/config.json"
 }
 cp -r "$tmp/hf" "$tmp/bad"
-add_scales "$tmp/hf" "[1]"
-add_scales "$tmp/bad" "[3]"
+add_scales "$tmp/hf" "[1]" 1
+add_scales "$tmp/bad" "[3]" 3
 
 check "run with the file's scales" 0 "$q" run -m "$tmp/hf" -p "Once upon a time" -n 8 --kv-dtype fp8-e4m3 --kv-scale file
 has err "KV cache: fp8-e4m3"

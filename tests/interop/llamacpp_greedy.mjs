@@ -2,13 +2,18 @@
 // never built here) and generate greedily: argmax at every step, BOS
 // prepended, the way ../shared/reference/llamacpp/greedy.tsv was made.
 // One process for all models: starting llama.cpp's backend is the slow part.
-// usage: node llamacpp_greedy.mjs PROMPT N_TOKENS MODEL.gguf...
-// prints one JSON line per model: {"model": path, "prompt": [ids], "gen": [ids], "text": "..."}
-import {getLlama} from "node-llama-cpp";
+// usage: node llamacpp_greedy.mjs NODE_MODULES PROMPT N_TOKENS MODEL.gguf...
+// prints the llama.cpp CPU library it loaded on stderr, then one JSON line
+// per model: {"model": path, "prompt": [ids], "gen": [ids], "text": "..."}
+import path from "node:path";
+import {pathToFileURL} from "node:url";
+import {cpuLibrary} from "./llamacpp_logprobs.mjs";
 
-const [prompt, nArg, ...models] = process.argv.slice(2);
+const [modulesDir, prompt, nArg, ...models] = process.argv.slice(2);
 const n = Number(nArg);
+const {getLlama} = await import(pathToFileURL(path.join(modulesDir, "node-llama-cpp", "dist", "index.js")).href);
 const llama = await getLlama({gpu: false, build: "never", logLevel: "error"});
+console.error(`llama.cpp CPU library: ${cpuLibrary()}`);
 for (const modelPath of models) {
     const model = await llama.loadModel({modelPath});
     // One thread: llama.cpp's worker threads spin-wait, and on a small shared

@@ -1,58 +1,121 @@
-// tests/interop/test_engine_llamacpp.mjs NODE_MODULES_DIR EXPORT_DIR
+// tests/interop/test_engine_llamacpp.mjs EXPORT_DIR ROLE=DUMP.json...
 //
-// llama.cpp (node-llama-cpp, prebuilt CPU binaries) as the oracle for the
-// architectures stories260K does not cover. For each fixture GGUF written by
-// test_engine_fixtures --export, llama.cpp evaluates the same tokens in one
-// batch (default context: f16 KV cache, flash attention) and reports the full
-// next-token distribution at every position; we compare its log-probabilities
-// with the log-softmax of our logits.
-//   next-token log-probability (the token that follows in the sequence): max |diff| <= 1e-3
-//   every token with p > 1e-6:                                            max |diff| <= 5e-3
-// The second bound is looser because both engines round K, V, Q and the
-// attention accumulator to f16, and a last-bit float difference upstream can
-// make one of those roundings go the other way at a few positions. There is
-// one such difference: quanta fuses flash attention's softmax sum
-// (S = fma(S, ms, vs)) as the llama.cpp build behind ../shared/reference does,
-// node-llama-cpp 3.21.1's prebuilt does not (docs/engine.md).
+// llama.cpp as the oracle for the architectures stories260K does not cover.
+// Each DUMP.json is one llama.cpp CPU library's log-probabilities on the
+// fixtures (llamacpp_logprobs.mjs); we compare them with the log-softmax of
+// our logits (EXPORT_DIR/<fixture>.logits.f32), over the next token of the
+// sequence and over every token with p > 1e-6. ROLE says what is asserted:
+//   native, avx2  within the spread of llama.cpp's own builds (SPREAD below)
+//   avx512        within FLOOR: the engine computes in the order of llama.cpp's
+//                 AVX-512 build (docs/engine.md), so it must match it
+//
+// Why the bounds are what they are. llama.cpp rounds K, V, Q and the attention
+// accumulator to f16, so a last-bit difference in float order upstream flips
+// some of those roundings and moves log-probabilities by up to ~1e-2 on these
+// tiny models; llama.cpp's builds for different CPUs differ from one another
+// that way. node-llama-cpp 3.21.1 ships 14 x86-64 CPU libraries, and a
+// Sapphire Rapids runs all of them, so every float order it can pick on any
+// x86-64 machine was measured there (2026-12-01, one thread; reproduce with
+// QT_LLAMACPP_ALL=1 ctest -R engine_llamacpp -V). Largest |diff| between any
+// two of the 14 libraries, next token / all tokens (the pair):
+//   llama         4.90e-5 (alderlake/sse42)   / 4.24e-4 (cannonlake/sse42)
+//   llama3_rope   6.03e-7                     / 1.12e-6
+//   qwen2_bias    7.60e-3 (sapphirerapids/*)  / 2.48e-2 (sapphirerapids/x64)
+//   qwen3_qknorm  7.58e-6 (zen4, cooperlake,  / 2.72e-4  sapphirerapids: the
+//                          AVX512-BF16 dot)
+//   mistral       4.92e-4 (alderlake/x64)     / 1.28e-3 (alderlake/sse42)
+// qwen2_bias (the one F16 fixture) spreads most: the sapphirerapids library
+// puts F16 weights in its AMX buffer type, whose F16 matmul is an AVX-512
+// tile kernel with its own float order (ggml-cpu/amx/mmq.cpp); the AVX2
+// libraries (haswell, alderlake) are 1.33e-3 / 2.99e-3 from the AVX-512 ones
+// (8-lane instead of 16-lane accumulators). The engine equals the skylakex,
+// icelake, cascadelake and cannonlake libraries to 1.82e-6 / 3.83e-6 on every
+// fixture: that is the measurement floor (node-llama-cpp's probabilities are
+// f32), and against every other library it is within the spread above.
+// SPREAD = twice the measured spread, one significant digit, at least FLOOR:
+// the factor 2 is room for other libm versions (ggml calls expf/cosf/sinf);
+// the numbers are otherwise deterministic (pinned versions, one thread).
+// FLOOR = 1e-5: 5x the measurement floor.
 import fs from "node:fs";
 import path from "node:path";
-import {pathToFileURL} from "node:url";
+import {FIXTURES, MIN_P} from "./llamacpp_logprobs.mjs";
 
-const [modulesDir, dir] = process.argv.slice(2);
-const {getLlama} = await import(pathToFileURL(path.join(modulesDir, "node-llama-cpp", "dist", "index.js")).href);
-const llama = await getLlama({gpu: false, build: "never", logLevel: "error"});
-const tokens = fs.readFileSync(path.join(dir, "tokens.txt"), "utf8").trim().split(/\s+/).map(Number);
+const FLOOR = {next: 1e-5, all: 1e-5};
+const SPREAD = {
+    llama:        {next: 1e-4, all: 9e-4},
+    llama3_rope:  FLOOR,
+    qwen2_bias:   {next: 2e-2, all: 5e-2},
+    qwen3_qknorm: {next: 2e-5, all: 6e-4},
+    mistral:      {next: 1e-3, all: 3e-3},
+};
 const V = 512;
-let failed = 0;
 
-for (const name of ["llama", "llama3_rope", "qwen2_bias", "qwen3_qknorm", "mistral"]) {
-    const model = await llama.loadModel({modelPath: path.join(dir, `${name}.gguf`)});
-    const ctx = await model.createContext({contextSize: 64, batchSize: 64, threads: 1});
-    const seq = ctx.getSequence();
-    const res = await seq.controlledEvaluate(tokens.map(t => [t, {generateNext: {probabilities: true}}]));
+const [dir, ...runs] = process.argv.slice(2);
+const tokens = fs.readFileSync(path.join(dir, "tokens.txt"), "utf8").trim().split(/\s+/).map(Number);
+
+// our log-probabilities: one {token: logprob} per position, like a dump
+function ours(name) {
     const buf = fs.readFileSync(path.join(dir, `${name}.logits.f32`));
-    const ours = new Float32Array(buf.buffer, buf.byteOffset, buf.length / 4);
-    let maxNext = 0, maxAll = 0, nCompared = 0;
-    for (let i = 0; i < tokens.length; i++) {
-        const row = ours.subarray(i * V, (i + 1) * V);
+    const logits = new Float32Array(buf.buffer, buf.byteOffset, buf.length / 4);
+    return tokens.map((_, i) => {
+        const row = logits.subarray(i * V, (i + 1) * V);
         let m = -Infinity;
         for (const x of row) m = Math.max(m, x);
         let z = 0;
         for (const x of row) z += Math.exp(x - m);
         const lse = m + Math.log(z);
-        for (const [tok, p] of res[i].next.probabilities) {
-            if (p <= 1e-6) continue;
-            const d = Math.abs(Math.log(p) - (row[tok] - lse));
-            maxAll = Math.max(maxAll, d);
-            nCompared++;
-            if (i + 1 < tokens.length && tok === tokens[i + 1]) maxNext = Math.max(maxNext, d);
+        return Object.fromEntries([...row].map((x, t) => [t, x - lse]));
+    });
+}
+
+// max |a - b| over the tokens b lists (p > MIN_P), for the next token and all
+function compare(a, b) {
+    let next = 0, all = 0, n = 0;
+    for (let i = 0; i < tokens.length; i++) {
+        for (const [t, lb] of Object.entries(b[i])) {
+            if (lb <= Math.log(MIN_P)) continue;
+            const d = t in a[i] ? Math.abs(a[i][t] - lb) : Infinity;
+            all = Math.max(all, d);
+            n++;
+            if (i + 1 < tokens.length && Number(t) === tokens[i + 1]) next = Math.max(next, d);
         }
     }
-    const ok = maxNext <= 1e-3 && maxAll <= 5e-3 && nCompared > tokens.length;
-    console.log(`${ok ? "ok  " : "FAIL"} ${name.padEnd(13)} next-token log-prob max |diff| ${maxNext.toExponential(2)}, ` +
-                `all tokens (p > 1e-6, ${nCompared}) ${maxAll.toExponential(2)}`);
-    if (!ok) failed++;
-    await ctx.dispose();
-    await model.dispose();
+    return {next, all, n};
+}
+
+const engine = Object.fromEntries(FIXTURES.map(name => [name, ours(name)]));
+const dumps = runs.map(arg => {
+    const [role, file] = arg.split("=");
+    return {role, ...JSON.parse(fs.readFileSync(file, "utf8"))};
+});
+let failed = 0;
+for (const d of dumps) {
+    console.log(`against llama.cpp ${d.library} (${d.role}; bounds: ${d.role === "avx512" ? "FLOOR" : "SPREAD"})`);
+    for (const name of FIXTURES) {
+        const bound = d.role === "avx512" ? FLOOR : SPREAD[name];
+        const r = compare(engine[name], d[name]);
+        const ok = r.next <= bound.next && r.all <= bound.all && r.n > tokens.length;
+        console.log(`  ${ok ? "ok  " : "FAIL"} ${name.padEnd(13)} next-token log-prob max |diff| ${r.next.toExponential(2)} ` +
+                    `(<= ${bound.next.toExponential(0)}), all tokens (p > 1e-6, ${r.n}) ${r.all.toExponential(2)} ` +
+                    `(<= ${bound.all.toExponential(0)})`);
+        if (!ok) failed++;
+    }
+}
+// llama.cpp against llama.cpp, for the record: the spread the bounds come from
+const libs = [...new Map(dumps.map(d => [d.library, d])).values()];
+if (libs.length > 1) {
+    console.log(`spread between these ${libs.length} llama.cpp libraries, largest |diff| over every pair:`);
+    for (const name of FIXTURES) {
+        let next = [0, "-"], all = [0, "-"];
+        for (const a of libs) {
+            for (const b of libs) {
+                if (a === b) continue;
+                const r = compare(a[name], b[name]), pair = `${a.library} vs ${b.library}`;
+                if (r.next > next[0]) next = [r.next, pair];
+                if (r.all > all[0]) all = [r.all, pair];
+            }
+        }
+        console.log(`  ${name.padEnd(13)} next token ${next[0].toExponential(2)} (${next[1]}), all tokens ${all[0].toExponential(2)} (${all[1]})`);
+    }
 }
 process.exit(failed ? 1 : 0);

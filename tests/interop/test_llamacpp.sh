@@ -9,34 +9,19 @@
 #   5. an F16 and a BF16 HF checkpoint (stories260K written --to hf --outtype f16/bf16, so
 #      its norms are F16/BF16 too) -> GGUF keeping types: the writer must widen norms to
 #      F32 (formats.md §2.9) or llama.cpp stops with "binary_op: unsupported types"
-# node-llama-cpp is installed once into <build>/node (outside the tracked tree).
-# Without node >= 20 or the package this test is skipped (exit 77) -- except
-# under CI=true, where a skip would hide a broken setup, so it fails.
+# Run twice: with the CPU library node-llama-cpp picks for this machine and with
+# its AVX2 library (node_env.sh); each prints which library it loaded. The
+# packages come from the npm_packages setup fixture (npm_setup.sh). Without
+# node >= 20 or the packages this test is skipped (exit 77) -- except under
+# CI=true, where a skip would hide a broken setup.
 # usage: test_llamacpp.sh QUANTA SHARED_DIR
 set -u
 Q=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 SHARED=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
-NODE_DIR=$(dirname "$Q")/node
-PKG="node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1"
-
-skip() {
-    if [ "${CI:-}" = "true" ]; then echo "FAIL (CI=true, not skipping): $*"; exit 1; fi
-    echo "SKIP: $*"; exit 77
-}
-
-command -v node >/dev/null 2>&1 || skip "node is not installed (need node >= 20 for node-llama-cpp)"
-major=$(node -p 'process.versions.node.split(".")[0]')
-[ "$major" -ge 20 ] || skip "node $(node --version) is too old (need >= 20)"
-if [ ! -f "$NODE_DIR/node_modules/node-llama-cpp/package.json" ] ||
-   [ ! -d "$NODE_DIR/node_modules/@node-llama-cpp/linux-x64" ]; then
-    echo "installing $PKG into $NODE_DIR"
-    mkdir -p "$NODE_DIR"
-    [ -f "$NODE_DIR/package.json" ] || echo '{"private": true}' >"$NODE_DIR/package.json"
-    (cd "$NODE_DIR" && npm i -E --omit=optional --no-audit --no-fund $PKG) >"$NODE_DIR/npm.log" 2>&1 ||
-        { tail -20 "$NODE_DIR/npm.log"; skip "npm could not install $PKG"; }
-fi
-cp "$HERE/llamacpp_greedy.mjs" "$NODE_DIR/"
+BUILD=$(dirname "$Q")
+source "$HERE/node_env.sh"
+require_npm_packages
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -58,27 +43,30 @@ want_prompt=$(echo "$line" | cut -f3 | cut -d'|' -f1 | xargs | tr ' ' ',')
 want_gen=$(echo "$line" | cut -f3 | cut -d'|' -f2 | xargs | tr ' ' '\n' | head -32 | paste -sd, -)
 [ -n "$want_gen" ] || { echo "FAIL: no reference line in greedy.tsv"; exit 1; }
 
-out=$(cd "$NODE_DIR" && node llamacpp_greedy.mjs "Once upon a time" 32 \
-      "$TMP/via_hf.gguf" "$TMP/from_llama2c.gguf" "$TMP/rewritten.gguf" "$TMP/f16.gguf" \
-      "$TMP/hf_f16.gguf" "$TMP/hf_bf16.gguf" 2>"$TMP/node.err")
-rc=$?
-if [ $rc -ne 0 ]; then
-    tail -30 "$TMP/node.err"
-    echo "FAIL: llama.cpp could not load or run the converted files (exit $rc)"
-    exit 1
-fi
 fails=0
-for name in via_hf from_llama2c rewritten f16 hf_f16 hf_bf16; do
-    rec=$(echo "$out" | grep -F "\"model\":\"$TMP/$name.gguf\"")
-    got_prompt=$(echo "$rec" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).prompt.join(",")))')
-    got_gen=$(echo "$rec" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).gen.join(",")))')
-    text=$(echo "$rec" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).text))')
-    if [ "$got_prompt" = "$want_prompt" ] && [ "$got_gen" = "$want_gen" ]; then
-        echo "ok   $name.gguf: $text"
-    else
-        echo "FAIL $name.gguf: prompt $got_prompt (want $want_prompt), generated $got_gen (want $want_gen)"
-        fails=$((fails + 1))
+for modules in "$NODE_MODULES" "$NODE_MODULES_AVX2"; do
+    out=$(node "$HERE/llamacpp_greedy.mjs" "$modules" "Once upon a time" 32 \
+          "$TMP/via_hf.gguf" "$TMP/from_llama2c.gguf" "$TMP/rewritten.gguf" "$TMP/f16.gguf" \
+          "$TMP/hf_f16.gguf" "$TMP/hf_bf16.gguf" 2>"$TMP/node.err")
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        tail -30 "$TMP/node.err"
+        echo "FAIL: llama.cpp could not load or run the converted files (exit $rc)"
+        exit 1
     fi
+    grep -F "llama.cpp CPU library" "$TMP/node.err"
+    for name in via_hf from_llama2c rewritten f16 hf_f16 hf_bf16; do
+        rec=$(echo "$out" | grep -F "\"model\":\"$TMP/$name.gguf\"")
+        got_prompt=$(echo "$rec" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).prompt.join(",")))')
+        got_gen=$(echo "$rec" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).gen.join(",")))')
+        text=$(echo "$rec" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).text))')
+        if [ "$got_prompt" = "$want_prompt" ] && [ "$got_gen" = "$want_gen" ]; then
+            echo "  ok   $name.gguf: $text"
+        else
+            echo "  FAIL $name.gguf: prompt $got_prompt (want $want_prompt), generated $got_gen (want $want_gen)"
+            fails=$((fails + 1))
+        fi
+    done
 done
 [ $fails -eq 0 ] || exit 1
-echo "test_llamacpp: llama.cpp reproduces the reference continuation from every converted file"
+echo "test_llamacpp: llama.cpp reproduces the reference continuation from every converted file, with its native and its AVX2 CPU library"

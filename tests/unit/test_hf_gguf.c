@@ -6,7 +6,8 @@
  * biases are widened to F32 exactly as llama.cpp's converter writes them
  * (formats.md §2.9 "Rules") while matrices keep their type, and
  * HF -> GGUF -> HF gives back every HF tensor byte for byte (the HF writer
- * narrows the widened tensors back). */
+ * narrows the widened tensors back).
+ * The real vocabularies come from npm: this test needs the npm_packages fixture. */
 #include "fixtures.h"
 #include "io/io_internal.h"
 #include "qtest.h"
