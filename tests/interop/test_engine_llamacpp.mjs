@@ -15,7 +15,8 @@
 // tiny models; llama.cpp's builds for different CPUs differ from one another
 // that way. node-llama-cpp 3.21.1 ships 14 x86-64 CPU libraries, and a
 // Sapphire Rapids runs all of them, so every float order it can pick on any
-// x86-64 machine was measured there (2026-12-01, one thread; reproduce with
+// x86-64 machine was measured there (2026-12-01, one thread; two threads gave
+// the same bits for haswell, skylakex and sapphirerapids; reproduce with
 // QT_LLAMACPP_ALL=1 ctest -R engine_llamacpp -V). Largest |diff| between any
 // two of the 14 libraries, next token / all tokens (p > 1e-6):
 //   llama         4.90e-5 / 4.24e-4   AVX2/AVX/SSE against AVX-512 dot products
