@@ -208,6 +208,7 @@ int fx_write_hf(const char *dir, const fx_spec *s, uint32_t seed) {
 
 const char *fx_npm_tokenizer_dir(const char *pkg) {
     static char dir[1024];
+    /* NODE_MODULES of tests/interop/node_env.sh */
     snprintf(dir, sizeof dir, "%s/node/node_modules/%s/models", QT_BINARY_DIR, pkg);
     char probe[1100];
     snprintf(probe, sizeof probe, "%s/tokenizer.json", dir);
