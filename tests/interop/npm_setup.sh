@@ -25,5 +25,8 @@ else
         { tail -20 "$NODE_DIR/npm.log"; skip "npm could not install $NPM_PACKAGES (no registry?)"; }
     npm_packages_installed || { echo "FAIL: npm finished but the packages are not all there (see $NODE_DIR/npm.log)"; exit 1; }
 fi
-llamacpp_variant "$NODE_MODULES_AVX2" haswell || { echo "FAIL: could not make the AVX2-only copy of node-llama-cpp"; exit 1; }
+# made once per install: its files are hard links to this install's
+if ! [ "$NODE_MODULES_AVX2/$LLAMACPP_BINS/libggml-cpu-haswell.so" -ef "$NODE_MODULES/$LLAMACPP_BINS/libggml-cpu-haswell.so" ]; then
+    llamacpp_variant "$NODE_MODULES_AVX2" haswell || { echo "FAIL: could not make the AVX2-only copy of node-llama-cpp"; exit 1; }
+fi
 echo "npm_setup: $(du -sh "$NODE_DIR" | cut -f1) in $NODE_DIR; AVX2-only llama.cpp in $(dirname "$NODE_MODULES_AVX2")"
