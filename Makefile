@@ -39,8 +39,10 @@ ifneq ($(strip $(MODEL)),)
 	./$(BUILD)/quanta plan --model "$(MODEL)" --gpu t4
 endif
 
+# Ends with every skip and its reason (ctest only lists skipped tests), so a run without Node.js says so.
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@grep -h 'SKIP: ' $(BUILD)/Testing/Temporary/LastTest.log | sed 's/^ *//' | sort -u | sed 's/^/make test: /' || true
 
 # The sanitizer build runs the same unit and golden tests (interop tests once, in release).
 test-asan: asan
