@@ -32,6 +32,12 @@ int cli_parse_double(const char *verb, const char *opt, const char *s, double lo
 qt_progress cli_progress(int quiet);
 void cli_progress_end(void);
 
+/* SIGINT/SIGTERM/SIGHUP -> cancel, handler kept for repeated signals; the
+ * third removes temporary files and ends the process (cli_signals.c). */
+void cli_signals_install(void);
+/* rc, or 128 + the signal when a signal cancelled the verb. */
+int cli_signal_exit(int rc);
+
 /* Verb entry points (one file per verb). */
 int cmd_formats(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);

@@ -8,7 +8,7 @@
 #include "cli.h"
 
 static void help(void) {
-    printf("usage: quanta convert IN OUT [--outtype f32|f16|bf16] [--to gguf|hf] [--tokenizer PATH] [--quiet]\n\n"
+    printf("usage: quanta convert IN OUT [--outtype f32|f16|bf16] [--to gguf|hf] [--tokenizer PATH] [--force] [-q]\n\n"
            "Convert a checkpoint:\n"
            "  Hugging Face directory -> GGUF       (Q/K rows permuted for llama.cpp, tokenizer included)\n"
            "  GGUF                   -> HF directory (config.json, model.safetensors, tokenizer files)\n"
@@ -16,14 +16,18 @@ static void help(void) {
            "  llama2.c .bin          -> GGUF       (tokenizer: tok<vocab>.bin or tokenizer.bin beside it)\n\n"
            "The output kind is --to, else GGUF when OUT ends in .gguf, else an HF directory\n"
            "for GGUF input and GGUF for the others. Output is written atomically: a failed\n"
-           "conversion leaves nothing at OUT. KV cache scales of vLLM checkpoints\n"
+           "or interrupted conversion leaves nothing at OUT. A GGUF OUT of '-' is standard\n"
+           "output; a symlink is followed and its target replaced; OUT is never the input.\n"
+           "An HF OUT directory is created if missing (its parent must exist) and must be\n"
+           "empty unless --force. KV cache scales of vLLM checkpoints\n"
            "(self_attn.k_scale / v_scale) are kept in HF output and left out of GGUF output.\n\n"
            "  --outtype T       f32, f16 or bf16 for 2-D weights (norms and biases stay f32);\n"
            "                    default: keep every tensor's type and bytes, except that GGUF\n"
            "                    gets f16/bf16 norms and biases as f32 (llama.cpp needs them so)\n"
            "  --to gguf|hf      output kind\n"
            "  --tokenizer PATH  llama2.c input: the tokenizer.bin to use\n"
-           "  --quiet           no progress on stderr\n"
+           "  --force           write an HF directory into a non-empty OUT (same-named files replaced)\n"
+           "  -q, --quiet       no progress on stderr\n"
            "  --help            this text\n\n"
            "exit status: 0 ok, 1 failed (nothing written), 2 usage error\n");
 }
@@ -33,16 +37,18 @@ static bool ends_with(const char *s, const char *suffix) {
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
-static int write_hf(const qt_model *m, const char *out, qt_type outtype, qt_progress progress);
+static int write_hf(const qt_model *m, const char *out, qt_type outtype, bool force, qt_progress progress);
 
 int cmd_convert(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *to = NULL, *tokenizer = NULL;
     qt_type outtype = QT_TYPE_COUNT;
     int quiet = 0;
+    bool force = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return CLI_OK; }
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
+        else if (!strcmp(a, "--force")) force = true;
         else if (!strcmp(a, "--outtype") || !strcmp(a, "--to") || !strcmp(a, "--tokenizer")) {
             if (i + 1 >= argc) return cli_usage("convert", "%s needs a value", a);
             const char *v = argv[++i];
@@ -68,12 +74,19 @@ int cmd_convert(int argc, char **argv) {
     qt_status st = tokenizer ? qt_model_open_llama2c(in, tokenizer, &m) : qt_model_open(in, &m);
     if (st != QT_OK) return cli_fail(st);
     const char *src = qt_model_source_format(m);
-    bool to_gguf = to ? !strcmp(to, "gguf") : (ends_with(out, ".gguf") || strcmp(src, "gguf") != 0);
+    bool to_gguf = to ? !strcmp(to, "gguf") : (ends_with(out, ".gguf") || !strcmp(out, "-") || strcmp(src, "gguf") != 0);
     int rc = CLI_OK;
-    if (qt_model_vocab(m)->n_tokens == 0 && !strcmp(src, "llama2c")) {
-        /* A GGUF without a vocabulary does not load in llama.cpp. */
-        fprintf(stderr, "quanta: error: %s: no tokenizer found (looked for tok%d.bin and tokenizer.bin beside it); "
-                        "pass --tokenizer PATH\n", in, qt_model_hparams(m)->n_vocab);
+    if (qt_model_vocab(m)->n_tokens == 0 && (to_gguf || !strcmp(src, "llama2c"))) {
+        /* A GGUF without a vocabulary does not load in llama.cpp, nor in quanta run. */
+        if (!strcmp(src, "llama2c"))
+            fprintf(stderr, "quanta: error: %s: no tokenizer found (looked for tok%d.bin and tokenizer.bin beside it); "
+                            "pass --tokenizer PATH\n", in, qt_model_hparams(m)->n_vocab);
+        else
+            fprintf(stderr, "quanta: error: %s: no vocabulary (%s); a GGUF without one loads neither in llama.cpp "
+                            "nor in quanta run: %s\n", in,
+                    strcmp(src, "gguf") ? "no tokenizer.json in the directory" : "no tokenizer.ggml.tokens",
+                    strcmp(src, "gguf") ? "put the model's tokenizer.json (and tokenizer_config.json) beside config.json"
+                                        : "convert from a checkpoint that has one");
         qt_model_free(m);
         return CLI_FAIL;
     }
@@ -92,7 +105,7 @@ int cmd_convert(int argc, char **argv) {
         st = qt_gguf_write(m, out, &o);
         rc = st == QT_OK ? CLI_OK : cli_fail(st);
     } else {
-        rc = write_hf(m, out, outtype, progress);
+        rc = write_hf(m, out, outtype, force, progress);
     }
     cli_progress_end();
     if (rc == CLI_OK && !quiet)
@@ -102,9 +115,10 @@ int cmd_convert(int argc, char **argv) {
     return rc;
 }
 
-static int write_hf(const qt_model *m, const char *out, qt_type outtype, qt_progress progress) {
+static int write_hf(const qt_model *m, const char *out, qt_type outtype, bool force, qt_progress progress) {
     qt_hf_write_opts o;
     memset(&o, 0, sizeof o);
+    o.force = force;
     o.convert_types = outtype != QT_TYPE_COUNT;
     o.outtype = outtype;
     o.progress = progress;
