@@ -121,8 +121,14 @@ static int temp_register(const char *path) {
     return slot;
 }
 
-static void temp_release(int slot) {
-    if (slot >= 0) __atomic_store_n(&temp_slots[slot].used, 0, __ATOMIC_SEQ_CST);
+/* Frees slot if it still holds tmp (qt_afile_cleanup may have emptied it and
+ * another file taken it since). */
+static void temp_release(int slot, const char *tmp) {
+    if (slot < 0 || !tmp) return;
+    pthread_mutex_lock(&temp_lock);
+    if (temp_slots[slot].used && !strcmp(temp_slots[slot].path, tmp))
+        __atomic_store_n(&temp_slots[slot].used, 0, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&temp_lock);
 }
 
 void qt_afile_cleanup(void) {
@@ -299,7 +305,7 @@ void qt_afile_abort(qt_afile *f) {
     if (!f) return;
     if (f->fd >= 0 && f->mode != AFILE_STDOUT) close(f->fd);
     if (f->tmp && f->slot >= 0) unlink(f->tmp);
-    temp_release(f->slot);
+    temp_release(f->slot, f->tmp);
     afile_free(f);
 }
 
@@ -327,7 +333,7 @@ qt_status qt_afile_commit(qt_afile *f) {
     if (rename(f->tmp, f->target) != 0)
         return commit_fail(f, qt_error(QT_ERR_IO, "%s: rename from temporary file failed: %s", f->path, strerror(errno)));
     /* Released after the rename: a signal in between unlinks a name that no longer exists. */
-    temp_release(f->slot);
+    temp_release(f->slot, f->tmp);
     f->slot = -1;
     /* Make the rename itself durable. */
     char *dcopy = strdup(f->target);
