@@ -218,6 +218,13 @@ typedef struct qt_scheme_info {
 int qt_scheme_count(void);
 const qt_scheme_info *qt_scheme_get(int i);
 const qt_scheme_info *qt_scheme_find(const char *name);
+/* What a --scheme value means in every verb: a scheme key or alias (case and
+ * punctuation ignored), or the name `quanta formats` prints for the weight
+ * format a scheme stores (w4a16-g128 -> w4a16, f16 -> fp16). NULL if none. */
+const qt_scheme_info *qt_scheme_resolve(const char *name);
+/* Up to n scheme keys near an unknown name (related formats first, then by
+ * edit distance); *note explains a format name the planner does not plan, else NULL. */
+int qt_scheme_suggest(const char *name, const char **out, int n, const char **note);
 
 typedef enum qt_support { QT_SUPPORT_NO = 0, QT_SUPPORT_YES, QT_SUPPORT_PARTIAL } qt_support;
 

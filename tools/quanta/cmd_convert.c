@@ -2,13 +2,15 @@
  * directories and llama2.c checkpoints. Tensor bytes are kept unless
  * --outtype asks for another type; Q/K rows are permuted between HF order
  * and llama.cpp's order as each format requires (formats.md §2.10). */
+#include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
 
 static void help(void) {
-    printf("usage: quanta convert IN OUT [--outtype f32|f16|bf16] [--to gguf|hf] [--tokenizer PATH] [--force] [-q]\n\n"
+    printf("usage: quanta convert IN OUT [--outtype f32|f16|bf16] [--to gguf|hf] [--tokenizer PATH] [--force] [--json[=FILE]] [-q]\n\n"
            "Convert a checkpoint:\n"
            "  Hugging Face directory -> GGUF       (Q/K rows permuted for llama.cpp, tokenizer included)\n"
            "  GGUF                   -> HF directory (config.json, model.safetensors, tokenizer files)\n"
@@ -27,6 +29,7 @@ static void help(void) {
            "  --to gguf|hf      output kind\n"
            "  --tokenizer PATH  llama2.c input: the tokenizer.bin to use\n"
            "  --force           write an HF directory into a non-empty OUT (same-named files replaced)\n"
+           "  --json[=FILE]     a JSON summary (input, output, kind, source, tensors) on stdout or in FILE\n"
            "  -q, --quiet       no progress on stderr\n"
            "  --help            this text\n\n"
            "exit status: 0 ok, 1 failed (nothing written), 2 usage error\n");
@@ -44,8 +47,12 @@ int cmd_convert(int argc, char **argv) {
     qt_type outtype = QT_TYPE_COUNT;
     int quiet = 0;
     bool force = false;
+    cli_json json = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int j = cli_json_arg("convert", a, &json);
+        if (j < 0) return CLI_USAGE;
+        if (j) continue;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return CLI_OK; }
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
         else if (!strcmp(a, "--force")) force = true;
@@ -69,6 +76,8 @@ int cmd_convert(int argc, char **argv) {
         else return cli_usage("convert", "too many arguments ('%s')", a);
     }
     if (!in || !out) return cli_usage("convert", "need IN and OUT");
+    if (!strcmp(out, "-") && json.on && (!json.file || !strcmp(json.file, "-")))
+        return cli_usage("convert", "OUT '-' is standard output already: give --json=FILE for the summary");
 
     qt_model *m;
     qt_status st = tokenizer ? qt_model_open_llama2c(in, tokenizer, &m) : qt_model_open(in, &m);
@@ -111,6 +120,20 @@ int cmd_convert(int argc, char **argv) {
     if (rc == CLI_OK && !quiet)
         fprintf(stderr, "quanta: wrote %s (%s, %d tensors, from %s)\n", out, to_gguf ? "gguf" : "hf directory",
                 qt_model_n_tensors(m) - n_dropped, src);
+    if (rc == CLI_OK && json.on) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i}", "input", in, "output", out, "kind", to_gguf ? "gguf" : "hf",
+                              "source", src, "tensors", qt_model_n_tensors(m) - n_dropped, "dropped_kv_scales", n_dropped);
+        char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(o);
+        char *nl = text ? realloc(text, strlen(text) + 2) : NULL;
+        if (nl) {
+            strcat(nl, "\n");
+            rc = cli_json_emit(&json, nl);
+        } else {
+            rc = cli_fail(qt_error(QT_ERR_NOMEM, "convert: out of memory"));
+        }
+        free(nl ? nl : text);
+    }
     qt_model_free(m);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* `quanta plan`: rank the schemes that run on a target, refuse the others
  * with the reason, separate weight advice from KV-cache advice, print the
  * commands, and draw the memory figure. */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +10,7 @@
 static void help(void) {
     printf("usage: quanta plan --model M --gpu G[xN] [--goal fit|throughput|concurrency|long-context|quality]\n"
            "                   [--context L] [--concurrency C] [--json] [--svg FILE] [--html FILE]\n"
-           "       quanta plan --list-models\n\n"
+           "       quanta plan --list-models [--json[=FILE]]\n\n"
            "Ranks every scheme that runs on the hardware for the goal, says why the others do not,\n"
            "whether the constraint is the weights or the KV cache, what an 8-bit cache buys, the commands\n"
            "to get there (quanta quantize, vllm serve, llama-server), and the memory of the quantization\n"
@@ -20,6 +21,27 @@ static void help(void) {
            "  --html FILE        a self-contained report page\n"
            "  --list-models      the built-in model presets and their sources\n");
     plan_opts_help(stdout);
+}
+
+static int list_models_json(const cli_json *j) {
+    json_t *a = json_array();
+    for (int i = 0; i < qt_plan_preset_count(); i++) {
+        const qt_model_spec *m = qt_plan_preset_get(i);
+        qt_param_counts pc;
+        if (qt_plan_param_counts(m, &pc)) pc.total = 0;
+        json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:I, s:s}", "key", m->key, "name", m->display, "kind",
+                                           m->kind == QT_SPEC_LLM ? "llm" : "diffusion", "parameters",
+                                           (json_int_t)pc.total, "source", m->source));
+    }
+    char *text = json_dumps(a, JSON_INDENT(2));
+    json_decref(a);
+    if (!text) return cli_fail(qt_error(QT_ERR_NOMEM, "plan: out of memory"));
+    size_t n = strlen(text);
+    char *nl = realloc(text, n + 2);
+    if (nl) { memcpy(nl + n, "\n", 2); text = nl; }
+    int rc = cli_json_emit(j, text);
+    free(text);
+    return rc;
 }
 
 static void list_models(void) {
@@ -237,11 +259,12 @@ static int write_output(const qt_plan *p, const char *path, qt_status (*render)(
 int cmd_plan(int argc, char **argv) {
     plan_opts o;
     plan_opts_init(&o);
+    bool list = false;
     for (int i = 1; i < argc; i++) {
         int rc;
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return CLI_OK; }
-        if (!strcmp(a, "--list-models")) { list_models(); return CLI_OK; }
+        if (!strcmp(a, "--list-models")) { list = true; continue; }
         int took = plan_opt("plan", argc, argv, &i, &o, &rc);
         if (took < 0) return rc;
         if (took) continue;
@@ -255,6 +278,11 @@ int cmd_plan(int argc, char **argv) {
         }
         return cli_usage("plan", "unknown option '%s'", a);
     }
+    if (list) {
+        if (o.json.on) return list_models_json(&o.json);
+        list_models();
+        return CLI_OK;
+    }
     int rc = plan_resolve("plan", &o, true);
     if (rc) return rc;
     qt_plan *p = malloc(sizeof *p);
@@ -264,23 +292,27 @@ int cmd_plan(int argc, char **argv) {
         free(p);
         return st == QT_ERR_ARG ? cli_usage("plan", "%s", qt_last_error()) : cli_fail(st);
     }
-    if (o.json) {
+    if (o.json.on) {
         char *text;
         if ((st = qt_plan_json(p, &text))) { free(p); return cli_fail(st); }
-        printf("%s\n", text);
+        size_t n = strlen(text);
+        char *nl = realloc(text, n + 2);
+        if (nl) { memcpy(nl + n, "\n", 2); text = nl; }
+        rc = cli_json_emit(&o.json, text);
         free(text);
-    } else {
+    }
+    if (!o.json.on || o.json.file) {
         print_header(p);
         print_rows(p);
         print_advice(p);
     }
     if (!rc && o.svg) {
         rc = write_output(p, o.svg, qt_plan_svg);
-        if (!rc && !o.json) printf("wrote %s\n", o.svg);
+        if (!rc && !o.quiet) fprintf(stderr, "quanta plan: wrote %s\n", o.svg);
     }
     if (!rc && o.html) {
         rc = write_output(p, o.html, qt_plan_html);
-        if (!rc && !o.json) printf("wrote %s\n", o.html);
+        if (!rc && !o.quiet) fprintf(stderr, "quanta plan: wrote %s\n", o.html);
     }
     free(p);
     return rc;
