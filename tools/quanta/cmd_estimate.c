@@ -106,7 +106,11 @@ static void print_text(const plan_opts *o, const qt_estimate *e, const qt_estima
         printf("  decode bound      %.0f tok/s for one sequence, %.0f tok/s for %lld together (%s roofline, upper bound)\n",
                e->tok_s_single, e->tok_s_batch, (long long)e->batch, e->compute_bound ? "compute" : "bandwidth");
     if (r->hw) printf("  hardware          %s%s\n", e->support == QT_SUPPORT_NO ? "CANNOT RUN: " : "", e->reason);
-    if (e->fits) {
+    if (e->support == QT_SUPPORT_NO) {
+        /* a scheme the hardware cannot run has no fit verdict */
+        printf("  verdict           CANNOT RUN on %s (the memory above is what it would take on hardware that runs %s)\n",
+               r->hw->name, s->key);
+    } else if (e->fits) {
         printf("  verdict           FITS: %lld sequences of %s tokens\n", (long long)e->concurrency,
                fmt_count((double)r->context, a, sizeof a));
     } else if (e->weights_shortfall_bytes > 0) {

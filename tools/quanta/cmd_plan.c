@@ -144,17 +144,21 @@ static void print_rows(const qt_plan *p) {
                    seqs, fmt_count((double)e->max_context, b, sizeof b), tps, e->compute_bound ? "c" : " ", verdict);
         } else {
             /* the plan keeps the text encoders 16-bit unless that alone breaks the fit */
-            double enc16 = 0, vae = 0;
-            for (int c = 0; c < p->n_components; c++) {
-                if (p->req.model->comp[c].role == QT_COMPONENT_TEXT_ENCODER) enc16 += p->comp_bytes[c][0];
-                if (p->req.model->comp[c].role == QT_COMPONENT_VAE) vae += p->comp_bytes[c][0];
-            }
+            if (e->fits && e->support == QT_SUPPORT_PARTIAL) snprintf(verdict, sizeof verdict, "fits, memory only%s",
+                                                                      i == p->best ? "  <- recommended" : "");
             printf("%4d %-11s %6.2f GB %8.2f GB %6.2f GB  %-13s  %s\n", r->rank, r->scheme->key, e->weights_bytes / 1e9,
-                   e->overhead_bytes / 1e9, e->kv_budget_bytes / 1e9,
-                   e->weights_16bit_bytes >= enc16 + vae - 1 ? "16-bit" : "8-bit", verdict);
+                   e->overhead_bytes / 1e9, e->kv_budget_bytes / 1e9, r->encoders_8bit ? "8-bit" : "16-bit", verdict);
         }
     }
     const qt_hw_info *hw = p->req.hw;
+    if (!llm) {
+        /* the hardware rules behind each row (fp8 without FP8 matmuls is memory only) */
+        printf("\nhardware\n");
+        for (int i = 0; i < p->n_rows; i++)
+            printf("   %c %-11s %s\n", p->rows[i].est.support == QT_SUPPORT_YES ? 'Y' : p->rows[i].est.support == QT_SUPPORT_NO ? '-' : '~',
+                   p->rows[i].scheme->key, p->rows[i].est.reason);
+        return;
+    }
     if (hw && (hw->cls == QT_HW_CPU || hw->cls == QT_HW_APPLE)) {
         /* on hosts only GGUF types are planned: one line instead of a refusal per vLLM scheme */
         printf("\nnot planned on %s targets (vLLM schemes; quanta plans llama.cpp GGUF types here):", qt_hw_class_name(hw->cls));
@@ -179,11 +183,13 @@ static void print_advice(const qt_plan *p) {
     const qt_model_spec *m = r->model;
     printf("\n");
     if (m->kind == QT_SPEC_DIFFUSION) {
-        printf("components  %-16s %-36s %12s %10s %10s %10s\n", "", "", "parameters", "16-bit", "8-bit", "4-bit");
+        const qt_plan_row *bst = p->best >= 0 ? &p->rows[p->best] : NULL;
+        printf("components  %-16s %-36s %12s %10s %10s %10s  %s\n", "", "", "parameters", "16-bit", "8-bit", "4-bit",
+               "recommended");
         for (int i = 0; i < p->n_components; i++)
-            printf("            %-16s %-36s %12s %7.2f GB %7.2f GB %7.2f GB\n", m->comp[i].name, m->comp[i].what,
+            printf("            %-16s %-36s %12s %7.2f GB %7.2f GB %7.2f GB  %s\n", m->comp[i].name, m->comp[i].what,
                    fmt_count((double)m->comp[i].n_params, a, sizeof a), p->comp_bytes[i][0] / 1e9,
-                   p->comp_bytes[i][1] / 1e9, p->comp_bytes[i][2] / 1e9);
+                   p->comp_bytes[i][1] / 1e9, p->comp_bytes[i][2] / 1e9, qt_plan_component_precision(p, bst, i));
     }
     const qt_plan_row *r16 = NULL;
     for (int i = 0; i < p->n_rows; i++)

@@ -1,5 +1,7 @@
 /* tools/quanta/plan_cli.c — options shared by `plan` and `estimate`. */
+#include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,18 +141,44 @@ static int unknown_name(const char *verb, const char *what, const char *name, in
     return cli_usage(verb, "unknown %s '%s'; did you mean %s?", what, name, list);
 }
 
+/* A name that is short for one card of several ("a100") is resolved out loud, naming the others. */
+static void say_resolved_gpu(const char *verb, const char *name, const qt_hw_info *hw) {
+    char want[96], key[96];
+    snprintf(want, sizeof want, "%s", name);
+    for (char *c = want; *c; c++) *c = (char)tolower((unsigned char)*c);
+    if (!strcmp(want, hw->key) || !strcmp(want, "cpu")) return;
+    char others[256] = "";
+    for (int i = 0; i < qt_hw_count(); i++) {
+        const qt_hw_info *h = qt_hw_get(i);
+        snprintf(key, sizeof key, "%s", h->key);
+        if (h == hw || strncmp(key, want, strlen(want))) continue;
+        char one[160];
+        snprintf(one, sizeof one, "%s%s for the %s", *others ? "; " : "", h->key, h->name);
+        strncat(others, one, sizeof others - strlen(others) - 1);
+    }
+    if (*others) fprintf(stderr, "quanta %s: note: '%s' means the %s (%s); say %s\n", verb, name, hw->name, hw->key, others);
+}
+
 int plan_resolve(const char *verb, plan_opts *o, bool need_target) {
     if (!o->model) return cli_usage(verb, "--model is required");
     qt_status st = qt_plan_spec_resolve(o->model, &o->spec);
     if (st == QT_ERR_NOT_FOUND) return unknown_name(verb, "model", o->model, 1);
     if (st) return cli_fail(st);
     o->req.model = &o->spec;
+    /* The default context never exceeds what the model was trained for; -c asks for more. */
+    if (!o->context_given && o->spec.kind == QT_SPEC_LLM && o->spec.n_ctx_train > 0 && o->req.context > o->spec.n_ctx_train) {
+        o->req.context = o->spec.n_ctx_train;
+        if (!o->quiet)
+            fprintf(stderr, "quanta %s: note: context %lld tokens, %s's trained length (-c asks for more, with RoPE scaling)\n",
+                    verb, (long long)o->req.context, o->spec.display);
+    }
     if (o->gpu) {
         char name[96];
         int count, rc;
         if ((rc = split_gpu(verb, o->gpu, name, sizeof name, &count))) return rc;
         const qt_hw_info *hw = qt_hw_find(name);
         if (!hw) return unknown_name(verb, "GPU", name, 0);
+        if (!o->quiet) say_resolved_gpu(verb, name, hw);
         if (hw->cls == QT_HW_CPU) {
             if ((st = qt_hw_local_cpu(&o->local, o->local_name, sizeof o->local_name))) {
                 if (!o->req.memory_bytes) return cli_fail(st);
