@@ -223,6 +223,13 @@ const char *qt_plan_component_precision(const qt_plan *p, const qt_plan_row *r, 
 /* The quantization job's own peak, against the target (where it runs: the GPU, or
  * the host for CPU/Apple targets) and against this machine's RAM (the whole model
  * in bf16 is read from there). */
+/* Some row could hold more than the trained context (its max ctx shows the cap). */
+static bool context_capped(const qt_plan *p) {
+    for (int i = 0; i < p->n_rows; i++)
+        if (p->rows[i].est.max_context_memory > p->rows[i].est.max_context) return true;
+    return false;
+}
+
 static void job_notes(qt_plan *p) {
     const qt_quant_job *j = &p->job;
     if (!strcmp(j->method, "none") || p->n_rows == 0) return;
@@ -389,7 +396,7 @@ static void warnings_for(qt_plan *p) {
                 "scaling (YaRN or linear: rope_scaling in config.json for vLLM, llama-server --rope-scaling yarn "
                 "--yarn-orig-ctx %lld), and quality there is not guaranteed; measure it with quanta eval",
              (long long)r->context, (long long)m->n_ctx_train, m->display, (long long)m->n_ctx_train);
-    else if (m->n_ctx_train > 0 && m->kind == QT_SPEC_LLM)
+    else if (m->n_ctx_train > 0 && m->kind == QT_SPEC_LLM && context_capped(p))
         note(p, "max ctx is capped at the %lld tokens %s was trained for; ask for more with -c (it then needs RoPE scaling)",
              (long long)m->n_ctx_train, m->display);
     if (p->kv_alt_dtype == QT_KV_FP8)

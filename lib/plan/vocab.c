@@ -6,6 +6,7 @@
  * single format/scheme table (the groundwork issue) carries it per row; then
  * format_links[] becomes a column of that table and this file reads it.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -62,6 +63,14 @@ int qt_scheme_suggest(const char *name, const char **out, int n, const char **no
         snprintf(why, sizeof why, "%s is a weight format (quanta formats) that the planner does not plan as a scheme",
                  f->name);
         *note = why;
+        /* the planned schemes of the same ecosystem (GGUF or not) nearest in bits per weight */
+        const bool gguf = f->ggml_type >= 0;
+        for (double tol = 0.5; k < 2 && tol <= 4; tol += 0.5)
+            for (int i = 0; i < qt_scheme_count() && k < 2; i++) {
+                const qt_scheme_info *s = qt_scheme_get(i);
+                if ((s->engine == QT_ENGINE_LLAMACPP) == gguf && fabs(s->bits - f->bits_per_weight) <= tol)
+                    add_unique(out, &k, n, s->key);
+            }
     }
     char norm[96];
     qt__norm_name(name, norm, sizeof norm);

@@ -6,7 +6,7 @@
 #include "cli.h"
 
 static void help(void) {
-    printf("usage: quanta tokenize -m MODEL (-p TEXT | -f FILE) [--no-bos] [--parse-special] [--batch] [--json[=FILE]]\n\n"
+    printf("usage: quanta tokenize -m MODEL (-p TEXT | -f FILE) [--no-bos] [--parse-special] [--batch] [--json[=FILE]] [-q]\n\n"
            "Print the token ids of TEXT (or of FILE's bytes) with MODEL's tokenizer, on one line.\n\n"
            "  -m, --model MODEL   a GGUF file, a Hugging Face model directory, a llama2.c .bin,\n"
            "                      or a bare tokenizer.json (its tokenizer_config.json beside it is read too)\n"
