@@ -111,7 +111,7 @@ static void print_text(const plan_opts *o, const qt_estimate *e, const qt_estima
         printf("  verdict           CANNOT RUN on %s (the memory above is what it would take on hardware that runs %s)\n",
                r->hw->name, s->key);
     } else if (e->fits) {
-        printf("  verdict           FITS: %lld sequences of %s tokens\n", (long long)e->concurrency,
+        printf("  verdict           FITS: %lld sequence%s of %s tokens\n", (long long)e->concurrency, plural(e->concurrency),
                fmt_count((double)r->context, a, sizeof a));
     } else if (e->weights_shortfall_bytes > 0) {
         printf("  verdict           DOES NOT FIT: weights + overhead exceed the budget by %s; %s short for %lld sequence%s\n",

@@ -55,11 +55,21 @@ static int parse(int argc, char **argv, ppl_args *a) {
     return CLI_OK;
 }
 
-/* Running estimate, llama-perplexity style, about every 2 % of the chunks. */
+/* The running estimate: kept for a partial result on Ctrl-C, printed llama-perplexity
+ * style about every 2 % of the chunks unless quiet. */
+typedef struct running {
+    bool quiet;
+    int32_t done, total;
+    double ppl;
+} running;
+
 static void on_chunk(void *user, int32_t done, int32_t total, double ppl) {
-    (void)user;
+    running *r = user;
+    r->done = done;
+    r->total = total;
+    r->ppl = ppl;
     const int32_t every = total > 50 ? total / 50 : 1;
-    if (done % every == 0 || done == total)
+    if (!r->quiet && (done % every == 0 || done == total))
         fprintf(stderr, "perplexity: [%d/%d] running PPL %.4f\n", done, total, ppl);
 }
 
@@ -83,15 +93,22 @@ static int measure(const ppl_args *a, qt_model *m, const int32_t *ids, int32_t n
     qt_engine_ctx *e = NULL;
     qt_status s = engine_cli_create(m, &a->eng, &e);
     if (s != QT_OK) return cli_fail(s);
-    if (!a->quiet && !a->json.on) fprintf(stderr, "perplexity: %d tokens; %s\n", n_ids, qt_engine_describe(e));
+    if (!a->quiet && !a->json.on)
+        fprintf(stderr, "perplexity: %d tokens in chunks of %lld (the first estimate comes after one chunk); %s\n", n_ids,
+                a->eng.n_ctx, qt_engine_describe(e));
+    running run = {.quiet = a->quiet};
     qt_ppl_opts po = {.n_ctx = (int32_t)a->eng.n_ctx, .n_chunks = (int32_t)a->n_chunks,
                       .bos_id = qt_model_vocab(m)->add_bos ? qt_model_vocab(m)->bos_id : -1,
-                      .on_chunk = a->quiet ? NULL : on_chunk};
+                      .on_chunk = on_chunk, .user = &run};
     qt_ppl_result r;
     s = qt_perplexity(e, ids, n_ids, &po, &r);
     if (s != QT_OK) {
         qt_engine_free(e);
-        return cli_fail(s);
+        int rc = cli_fail(s);
+        if (s == QT_ERR_INTERRUPTED && run.done > 0)
+            printf("Interrupted after %d of %d chunks: partial PPL = %.4f (not comparable with a full run)\n", run.done,
+                   run.total, run.ppl);
+        return rc;
     }
     const double tps = r.seconds > 0 ? (double)r.n_evaluated / r.seconds : 0.0;
     int rc = CLI_OK;

@@ -99,7 +99,7 @@ static void print_header(const qt_plan *p) {
            r->hw && (r->hw->cls == QT_HW_CPU || r->hw->cls == QT_HW_APPLE) ? "host" : "GPU");
     if (m->kind == QT_SPEC_LLM) {
         printf(", context %s tokens", fmt_count((double)r->context, a, sizeof a));
-        if (r->concurrency) printf(" x %lld sequences", (long long)r->concurrency);
+        if (r->concurrency) printf(" x %lld sequence%s", (long long)r->concurrency, plural(r->concurrency));
     }
     printf(", goal %s\n", qt_goal_name(p->goal));
     if (m->kind == QT_SPEC_LLM) {
@@ -207,15 +207,15 @@ static void print_advice(const qt_plan *p) {
                    fmt_gb(e->weights_bytes, a, sizeof a), (long long)(r->concurrency ? r->concurrency : 1),
                    fmt_count((double)r->context, b, sizeof b), fmt_gb(e->shortfall_bytes, c, sizeof c));
         else
-            printf("weights or cache?  neither: it fits at 16-bit (%lld sequences of %s tokens); quantize only for more\n"
+            printf("weights or cache?  neither: it fits at 16-bit (%lld sequence%s of %s tokens); quantize only for more\n"
                    "                   sequences, longer contexts or throughput\n",
-                   (long long)e->concurrency, fmt_count((double)r->context, a, sizeof a));
+                   (long long)e->concurrency, plural(e->concurrency), fmt_count((double)r->context, a, sizeof a));
     }
     if (p->best >= 0) {
         const qt_plan_row *bst = &p->rows[p->best];
         if (m->kind == QT_SPEC_LLM)
-            printf("recommended        %s: %s, %lld sequences of %s tokens\n", bst->scheme->key, bst->scheme->title,
-                   (long long)bst->est.concurrency,
+            printf("recommended        %s: %s, %lld sequence%s of %s tokens\n", bst->scheme->key, bst->scheme->title,
+                   (long long)bst->est.concurrency, plural(bst->est.concurrency),
                    fmt_count((double)r->context, a, sizeof a));
         else
             printf("recommended        denoiser in %s: %s of weights, %s spare\n", bst->scheme->key,

@@ -34,6 +34,8 @@ const char *fmt_count(double v, char *buf, size_t n);
 const char *fmt_gb(double bytes, char *buf, size_t n);
 /* GB, MB or KB (decimal) by magnitude: "234.9 MB". */
 const char *fmt_size(double bytes, char *buf, size_t n);
+/* "s" unless n is 1: "1 sequence", "2 sequences". */
+static inline const char *plural(long long n) { return n == 1 ? "" : "s"; }
 /* A fractional count with one decimal that never rounds up to the next whole number. */
 const char *fmt_frac(double x, char *buf, size_t n);
 
