@@ -137,5 +137,15 @@ ok grep -q "fits, memory only" "$tmp/out"
 ok grep -q "<h2>Components</h2>" "$tmp/sdxl.html"
 if grep -q "weights or cache\|max ctx\|sequences" "$tmp/out"; then echo "FAIL: diffusion plan shows LLM columns"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
 
+# ---- smaller: messages -------------------------------------------------------------------------------
+text="$shared/data/tinystories-valid-first1000.txt"
+expect "eval error names the model once" 1 "@kv=fp8-e4m3,kv-scale=file: tensor 'blk.0.attn_k_scale'" \
+    "$q" eval --base "$model" --candidate "$model@kv=fp8-e4m3,kv-scale=file" -f "$text" --chunks 1 -c 64 -q
+ok test "$(grep -o "stories260K.gguf" "$tmp/err" | wc -l)" = 1
+expect "perplexity: 1 chunk" 0 "" "$q" perplexity -m "$model" -f "$text" -c 64 --chunks 1 -q
+ok grep -q "(1 chunk of 64 tokens" "$tmp/out"
+expect "plan: 1 sequence" 0 "" "$q" plan --model qwen2.5-7b --gpu t4 --concurrency 1 -q
+if grep -q "1 sequences" "$tmp/out"; then echo "FAIL: '1 sequences'"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+
 echo "outputs: $pass passed, $fail failed"
 [ $fail -eq 0 ]
