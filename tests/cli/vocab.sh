@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/cli/cli_vocab.sh QUANTA SHARED_DIR — every verb speaks the same language
+# tests/cli/vocab.sh QUANTA SHARED_DIR — every verb speaks the same language
 # (issue 12). One table of verbs, each with a minimal valid invocation and the
 # option families it takes; every rule is checked against every row:
 #   --help exits 0 and names --json and -q;  an unknown option exits 2;
@@ -107,5 +107,5 @@ done <"$tmp/formats"
 expect "w4a16-g128 is w4a16" 0 "" "$q" estimate --model qwen2.5-7b --gpu t4 --scheme w4a16-g128
 expect "q4_K suggests q4_k_m" 2 "did you mean q4_k_m" "$q" estimate --model qwen2.5-7b --gpu t4 --scheme q4_K
 
-echo "cli_vocab: $pass passed, $fail failed"
+echo "vocab: $pass passed, $fail failed"
 [ $fail -eq 0 ]
