@@ -60,6 +60,7 @@ void qt_clear_error(void);
 /* Long-running loops poll qt_cancelled() and return QT_ERR_INTERRUPTED.
  * The CLI sets it from its SIGINT handler (async-signal-safe). */
 void qt_request_cancel(void);
+void qt_cancel_reset(void);   /* clears the request (a library user starting a new job) */
 bool qt_cancelled(void);
 
 /* ---- CPU features (detected once) ------------------------------------- */
@@ -121,9 +122,16 @@ typedef struct qt_mmap {
 qt_status qt_mmap_open(const char *path, qt_mmap *out);
 void qt_mmap_close(qt_mmap *m);
 
-/* Atomic writer: bytes go to a temporary file in the destination directory;
- * qt_afile_commit fsyncs and renames it into place; qt_afile_abort (or any
- * failed write) removes it, so no partial output is ever left behind. */
+/* Atomic writer, and the one output rule of every writer:
+ *   "-"                       standard output;
+ *   a missing or regular file bytes go to a temporary file beside it, which
+ *                             qt_afile_commit fsyncs and renames over it
+ *                             (mode kept); qt_afile_abort, a failed write or a
+ *                             cancel removes it, so no partial output is left;
+ *   a symlink                 resolved: its target is replaced, the link stays;
+ *   a device, FIFO or socket  written in place, never replaced;
+ *   a directory               refused (QT_ERR_IO).
+ * A cancel (qt_request_cancel) stops writes and commits with QT_ERR_INTERRUPTED. */
 typedef struct qt_afile qt_afile;
 qt_status qt_afile_open(const char *path, qt_afile **out);
 qt_status qt_afile_write(qt_afile *f, const void *buf, size_t n);
@@ -131,6 +139,15 @@ qt_status qt_afile_pad(qt_afile *f, size_t n, uint8_t byte);
 uint64_t qt_afile_tell(const qt_afile *f);
 qt_status qt_afile_commit(qt_afile *f); /* frees f */
 void qt_afile_abort(qt_afile *f);       /* frees f; NULL ok */
+/* Unlinks every temporary file of a qt_afile still open. Async-signal-safe
+ * (unlink(2) only): for a signal handler about to end the process, and atexit.
+ * The qt_afile objects stay valid; committing them then fails. */
+void qt_afile_cleanup(void);
+/* How many temporary files are open now (tests: nothing may be left). */
+int qt_afile_live_temps(void);
+/* *same = a and b name one file (device and inode compared, links followed);
+ * false when either does not exist. */
+qt_status qt_same_file(const char *a, const char *b, bool *same);
 
 /* Whole small file into a NUL-terminated heap buffer (config.json etc.). */
 qt_status qt_read_file(const char *path, char **out, size_t *size);

@@ -32,12 +32,15 @@ typedef struct qt_hf_write_opts {
      * model.safetensors.index.json, as transformers' save_pretrained does. */
     uint64_t max_shard_bytes;
     qt_progress progress;
+    /* false: an existing non-empty dir is refused; true: written into. */
+    bool force;
 } qt_hf_write_opts;
 
 /* Writes dir/config.json, dir/model.safetensors (or shards and an index) and,
  * when the model has a vocabulary, dir/tokenizer.json and
- * dir/tokenizer_config.json. The directory
- * is created if missing. Tensors get HF names and [out, in] shapes; Q/K rows
+ * dir/tokenizer_config.json. The directory is created if missing (its
+ * parent must exist); an existing one must be empty unless opts->force, and
+ * it is never the input model's. Tensors get HF names and [out, in] shapes; Q/K rows
  * stored in llama.cpp's pairs order (hp.rope_neox == false) are put back in HF
  * rotate-half order (inverse of formats.md §2.10). All files are written to
  * temporaries first and renamed only when every one is complete. opts may be NULL. */

@@ -218,6 +218,13 @@ typedef struct qt_scheme_info {
 int qt_scheme_count(void);
 const qt_scheme_info *qt_scheme_get(int i);
 const qt_scheme_info *qt_scheme_find(const char *name);
+/* What a --scheme value means in every verb: a scheme key or alias (case and
+ * punctuation ignored), or the name `quanta formats` prints for the weight
+ * format a scheme stores (w4a16-g128 -> w4a16, f16 -> fp16). NULL if none. */
+const qt_scheme_info *qt_scheme_resolve(const char *name);
+/* Up to n scheme keys near an unknown name (related formats first, then by
+ * edit distance); *note explains a format name the planner does not plan, else NULL. */
+int qt_scheme_suggest(const char *name, const char **out, int n, const char **note);
 
 typedef enum qt_support { QT_SUPPORT_NO = 0, QT_SUPPORT_YES, QT_SUPPORT_PARTIAL } qt_support;
 
@@ -292,7 +299,9 @@ typedef struct qt_estimate {
     double concurrency_frac;     /* kv_budget / kv_bytes_per_seq (may be < 0) */
     int64_t concurrency;         /* whole sequences that fit (>= 0) */
     int64_t gpu_blocks;          /* vLLM blocks of 16 tokens (>= 0) */
-    int64_t max_context;         /* tokens one sequence could hold (>= 0) */
+    int64_t max_context;         /* tokens one sequence could hold (>= 0), at most the trained
+                                    context unless the requested context is beyond it */
+    int64_t max_context_memory;  /* what memory alone allows */
     bool fits;                   /* weights + overhead + the required sequences fit */
     double shortfall_bytes;      /* how much is missing when !fits (per GPU) */
     double weights_shortfall_bytes; /* > 0: weights + overhead alone exceed the budget */
@@ -333,6 +342,7 @@ typedef struct qt_plan_row {
     qt_estimate est;
     int rank;                    /* 1 = best; 0 = refused (cannot run here) */
     double score;                /* goal-specific, higher is better */
+    bool encoders_8bit;          /* diffusion: the text encoders go 8-bit for this row to fit */
 } qt_plan_row;
 
 /* Memory of the quantization job itself (layer by layer). */
@@ -370,6 +380,10 @@ typedef struct qt_plan {
 } qt_plan;
 
 /* req->scheme is ignored: every scheme is estimated and ranked for `goal`. */
+/* Diffusion: the precision component c is kept in under row r ("fp8", "16-bit", "8-bit"):
+ * the denoiser takes the row's scheme, the VAE stays 16-bit, the text encoders go
+ * 8-bit only when that is needed to fit. "-" when r is NULL. */
+const char *qt_plan_component_precision(const qt_plan *p, const qt_plan_row *r, int c);
 qt_status qt_plan_make(const qt_estimate_req *req, qt_goal goal, qt_plan *out);
 qt_status qt_plan_json(const qt_plan *p, char **out);
 /* The seeds' memory figure: one stacked bar per scheme (weights, overhead,

@@ -46,4 +46,5 @@ qt_status qt_error(qt_status s, const char *fmt, ...) {
 
 static volatile sig_atomic_t cancel_flag;
 void qt_request_cancel(void) { cancel_flag = 1; }
+void qt_cancel_reset(void) { cancel_flag = 0; }
 bool qt_cancelled(void) { return cancel_flag != 0; }

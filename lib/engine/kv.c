@@ -105,14 +105,19 @@ qt_status qt_kv_type_parse(const char *name, qt_kv_type *out) {
     static const struct { const char *alias; qt_kv_type d; } aliases[] = {
         {"fp8", QT_KV_TYPE_FP8_E4M3}, {"e4m3", QT_KV_TYPE_FP8_E4M3}, {"fp8_e4m3", QT_KV_TYPE_FP8_E4M3},
         {"e5m2", QT_KV_TYPE_FP8_E5M2}, {"fp8_e5m2", QT_KV_TYPE_FP8_E5M2}, {"i8", QT_KV_TYPE_INT8},
+        {"fp16", QT_KV_TYPE_F16}, {"float16", QT_KV_TYPE_F16}, {"half", QT_KV_TYPE_F16},
+        {"fp32", QT_KV_TYPE_F32}, {"float32", QT_KV_TYPE_F32}, {"bfloat16", QT_KV_TYPE_BF16},
     };
     for (int d = 0; d < QT_KV_TYPE_COUNT; d++)
         if (name && !strcasecmp(name, kv_formats[d].name)) { *out = (qt_kv_type)d; return QT_OK; }
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
         if (name && !strcasecmp(name, aliases[i].alias)) { *out = aliases[i].d; return QT_OK; }
+    if (name && (!strcasecmp(name, "q8_0") || !strcasecmp(name, "q8")))
+        return qt_error(QT_ERR_UNSUPPORTED, "KV cache format '%s' is llama.cpp's block cache (a scale per 32 values); "
+                        "quanta's engine has int8 with a scale per tensor or per head instead: use int8", name);
     return qt_error(QT_ERR_UNSUPPORTED,
-                    "KV cache format '%s' is not supported (choose f32, f16, bf16, fp8-e4m3, fp8-e5m2 or int8)",
-                    name ? name : "");
+                    "KV cache format '%s' is not supported (choose f32, f16 (fp16), bf16, fp8 (fp8-e4m3), fp8-e5m2 "
+                    "or int8)", name ? name : "");
 }
 
 static const char *scale_source_names[] = {"auto", "file", "one", "dynamic"};

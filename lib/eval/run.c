@@ -153,6 +153,19 @@ static bool same_vocab(const qt_vocab *a, const qt_vocab *b) {
     return true;
 }
 
+/* The last error, prefixed with the runner's label unless it already names the
+ * model (the engine's messages start with the path: no "x.gguf: x.gguf: ..."). */
+static qt_status labelled(qt_status s, const runner *r) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", qt_last_error());
+    const char *path = r->spec->path, *label = r->spec->label;
+    const size_t np = strlen(path);
+    if (!strncmp(why, label, strlen(label))) return s;
+    if (!strncmp(why, path, np) && !strncmp(why + np, ": ", 2)) /* "x.gguf@kv=fp8: what", not "x.gguf@kv=fp8: x.gguf: what" */
+        return qt_error(s, "%s: %s", label, why + np + 2);
+    return qt_error(s, "%s: %s", label, why);
+}
+
 static qt_status open_runner(qt_eval_result *R, int32_t i, int32_t n_ctx) {
     runner *r = &R->runners[i];
     for (int32_t j = 0; j < i; j++)
@@ -168,11 +181,7 @@ static qt_status open_runner(qt_eval_result *R, int32_t i, int32_t n_ctx) {
     qt_engine_opts eo = r->spec->engine;
     eo.n_ctx = n_ctx;
     qt_status s = qt_engine_new(r->model, &eo, &r->engine);
-    if (s) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", qt_last_error());
-        return qt_error(s, "%s: %s", r->spec->label, why);
-    }
+    if (s) return labelled(s, r);
     kv_describe(&eo, r->kv, sizeof r->kv);
     weight_size(r->model, &r->size_bytes, &r->bpw);
     r->decode_tps = r->prefill_tps = NAN;
@@ -186,12 +195,7 @@ static qt_status open_runner(qt_eval_result *R, int32_t i, int32_t n_ctx) {
 static qt_status eval_chunk(runner *r, const int32_t *chunk, int32_t n_ctx, int32_t first, float *rows) {
     qt_engine_reset(r->engine);
     qt_status s = qt_engine_eval(r->engine, chunk, n_ctx - 1, first, rows);
-    if (s) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", qt_last_error());
-        return qt_error(s, "%s: %s", r->spec->label, why);
-    }
-    return QT_OK;
+    return s ? labelled(s, r) : QT_OK;
 }
 
 static qt_status run_comparison(qt_eval_result *R, const qt_eval_opts *o, qt_eval_cmp **cmp, int32_t n_chunks) {

@@ -637,6 +637,7 @@ qt_status qt_gguf_write(const qt_model *m, const char *path, const qt_gguf_write
     qt_status s = build_plan(m, &o, align, &arena, &pl);
     if (s == QT_OK) s = build_metadata(&kv, m, &o, &pl, align);
     if (s == QT_OK && !(w.buf = malloc(WBUF_CAP))) s = qt_error(QT_ERR_NOMEM, "%s: out of memory", path);
+    if (s == QT_OK && strcmp(path, "-")) s = qt__refuse_input(m, path);
     if (s == QT_OK) s = qt_afile_open(path, &w.f);
     if (s == QT_OK) s = write_all(&w, m, &kv, &pl, align, &o);
     if (s == QT_OK) s = wb_flush(&w);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -217,7 +218,8 @@ static qt_status push_file(hf_writer *w, qt_afile *f) {
 static qt_status write_st_file(hf_writer *w, const char *path, int32_t first, int32_t count, int32_t *done) {
     static const qt_st_kv meta[] = {{"format", "pt"}}; /* transformers requires it (formats.md §1.4) */
     qt_st_writer *sw;
-    qt_status s = qt_st_writer_open(path, w->entries + first, count, meta, 1, &sw);
+    qt_status s = qt__refuse_input(w->m, path);
+    if (s == QT_OK) s = qt_st_writer_open(path, w->entries + first, count, meta, 1, &sw);
     if (s != QT_OK) return s;
     for (int32_t k = 0; k < count && s == QT_OK; k++) {
         s = write_tensor(w, sw, &w->plan[first + qt_st_writer_order(sw, k)]);
@@ -513,8 +515,9 @@ static json_t *tokenizer_config(const qt_model *m) {
 static qt_status stage_text(hf_writer *w, const char *name, const char *text) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", w->dir, name);
-    qt_afile *f;
-    qt_status s = qt_afile_open(path, &f);
+    qt_afile *f = NULL;
+    qt_status s = qt__refuse_input(w->m, path);
+    if (s == QT_OK) s = qt_afile_open(path, &f);
     if (s == QT_OK) s = qt_afile_write(f, text, strlen(text));
     if (s != QT_OK) { qt_afile_abort(f); return s; }
     return push_file(w, f);
@@ -556,26 +559,31 @@ static qt_status stage_tokenizer(hf_writer *w) {
     return s;
 }
 
-static qt_status make_dirs(const char *dir, bool *created) {
+/* The output rule for a directory (the file rule is lib/core/file.c's): OUT
+ * may be missing (it is created; its parent must exist, as a GGUF output's
+ * directory must), empty, or non-empty with opts.force (files of the same
+ * names are then replaced atomically, others left alone). Never the input. */
+static qt_status prepare_dir(const qt_model *m, const char *dir, bool force, bool *created) {
     *created = false;
+    if (!*dir) return qt_error(QT_ERR_ARG, "output directory name is empty");
+    if (!strcmp(dir, "-")) return qt_error(QT_ERR_ARG, "-: a Hugging Face directory cannot be written to standard output");
+    qt_status s = qt__refuse_input(m, dir);
+    if (s != QT_OK) return s;
     struct stat sb;
     if (stat(dir, &sb) == 0) {
         if (!S_ISDIR(sb.st_mode)) return qt_error(QT_ERR_IO, "%s: exists and is not a directory", dir);
-        return QT_OK;
+        DIR *d = opendir(dir);
+        if (!d) return qt_error(QT_ERR_IO, "%s: cannot read directory: %s", dir, strerror(errno));
+        const struct dirent *e;
+        const char *found = NULL;
+        while (!found && (e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) found = e->d_name;
+        s = found && !force ? qt_error(QT_ERR_ARG, "%s: directory is not empty (it holds %s); pass --force to write into it",
+                                       dir, found)
+                            : QT_OK;
+        closedir(d);
+        return s;
     }
-    char *p = strdup(dir);
-    if (!p) return qt_error(QT_ERR_NOMEM, "%s: out of memory", dir);
-    for (char *c = p + 1; *c; c++) {
-        if (*c != '/') continue;
-        *c = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            qt_status s = qt_error(QT_ERR_IO, "%s: cannot create directory %s: %s", dir, p, strerror(errno));
-            free(p);
-            return s;
-        }
-        *c = '/';
-    }
-    free(p);
     if (mkdir(dir, 0755) != 0) return qt_error(QT_ERR_IO, "%s: cannot create directory: %s", dir, strerror(errno));
     *created = true;
     return QT_OK;
@@ -593,7 +601,7 @@ qt_status qt_hf_write(const qt_model *m, const char *dir, const qt_hf_write_opts
     w.m = m;
     w.dir = dir;
     if (opts) w.opts = *opts;
-    qt_status s = check_opts(&w.opts, dir);
+    qt_status s = *dir ? check_opts(&w.opts, dir) : qt_error(QT_ERR_ARG, "output directory name is empty");
     char path[4096];
     if (s == QT_OK && (size_t)snprintf(path, sizeof path, "%s/%s", dir, QT_ST_INDEX_NAME) >= sizeof path - 32)
         s = qt_error(QT_ERR_ARG, "%s: path too long", dir);
@@ -604,7 +612,7 @@ qt_status qt_hf_write(const qt_model *m, const char *dir, const qt_hf_write_opts
     bool created = false;
     if (s == QT_OK) s = plan_tensors(&w);
     if (s == QT_OK) s = config_text(&w, &config);
-    if (s == QT_OK) s = make_dirs(dir, &created);
+    if (s == QT_OK) s = prepare_dir(m, dir, w.opts.force, &created);
     if (s == QT_OK) s = write_weights(&w);
     if (s == QT_OK) s = stage_text(&w, "config.json", config);
     if (s == QT_OK) s = stage_tokenizer(&w);

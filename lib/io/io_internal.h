@@ -98,4 +98,10 @@ qt_status qt__model_check_tensors(qt_model *m);
  * header whose implied size is exactly `size`. */
 bool qt__llama2c_sniff(const void *data, size_t size);
 
+/* ---- outputs ---------------------------------------------------------- */
+/* QT_ERR_ARG when out names the model's path or one of the files it maps
+ * (device and inode compared, so links and other spellings are caught). */
+typedef struct qt_model qt_model;
+qt_status qt__refuse_input(const qt_model *m, const char *out);
+
 #endif

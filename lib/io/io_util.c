@@ -1,7 +1,11 @@
 /* lib/io/io_util.c — arena, name hash index and row conversions used by lib/io/. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "io_internal.h"
+#include "model/model_internal.h"
 #include "quanta/num.h"
 
 /* ---- arena ---------------------------------------------------------------- */
@@ -131,4 +135,37 @@ qt_status qt__row_from_f32(qt_type type, const float *src, void *dst, int64_t n)
     default:
         return qt_quantize_rows(type, src, dst, 1, n, NULL);
     }
+}
+
+/* ---- outputs never overwrite their inputs --------------------------------- */
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* An HF checkpoint is read from its directory's *.safetensors and *.json
+ * (config, tokenizer, shard index): out is one of them when it is such a
+ * name in the same directory. */
+static bool in_hf_input(const char *out, const char *dir) {
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+    if (!ends_with(out, ".safetensors") && !ends_with(out, ".json")) return false;
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", out);
+    char *slash = strrchr(parent, '/');
+    if (slash == parent) parent[1] = '\0';
+    else if (slash) *slash = '\0';
+    else snprintf(parent, sizeof parent, ".");
+    bool same = false;
+    qt_same_file(parent, dir, &same);
+    return same && access(out, F_OK) == 0;
+}
+
+qt_status qt__refuse_input(const qt_model *m, const char *out) {
+    bool same = false;
+    qt_same_file(out, m->path, &same);
+    for (int32_t i = 0; !same && i < m->n_maps; i++) qt_same_file(out, m->maps[i].path, &same);
+    if (same || in_hf_input(out, m->path))
+        return qt_error(QT_ERR_ARG, "%s: is the input (%s); write the output somewhere else", out, m->path);
+    return QT_OK;
 }

@@ -41,6 +41,8 @@ static void command(qt_plan *p, const char *fmt, ...) {
     va_end(ap);
 }
 
+enum { LLAMA_SERVER_GPU_SLOTS = 32, LLAMA_SERVER_HOST_SLOTS = 8 };
+
 static bool host_target(const qt_hw_info *hw) { return hw && (hw->cls == QT_HW_CPU || hw->cls == QT_HW_APPLE); }
 static bool no_bf16(const qt_hw_info *hw) { return hw && hw->cc > 0 && hw->cc < 80; }
 
@@ -167,6 +169,7 @@ static qt_status plan_diffusion(qt_plan *p) {
             if (m->comp[i].role == QT_COMPONENT_DENOISER) den += p->comp_bytes[i][k == 0 ? 0 : (k == 3 ? 2 : 1)];
         double enc = enc16;
         if (den + enc16 + vae + DIFFUSION_ACT_BYTES > e->budget_bytes) enc = enc8;
+        r->encoders_8bit = enc != enc16;
         e->weights_bytes = e->weights_total_bytes = den + enc + vae;
         e->weights_16bit_bytes = vae + (enc == enc16 ? enc16 : 0);
         e->overhead_bytes = e->workspace_bytes = DIFFUSION_ACT_BYTES;
@@ -206,7 +209,45 @@ static qt_status plan_diffusion(qt_plan *p) {
     return QT_OK;
 }
 
+const char *qt_plan_component_precision(const qt_plan *p, const qt_plan_row *r, int c) {
+    if (!r || c < 0 || c >= p->n_components) return "-";
+    switch (p->req.model->comp[c].role) {
+    case QT_COMPONENT_DENOISER: return r->scheme->kind == QT_SCHEME_FLOAT16 ? "16-bit" : r->scheme->key;
+    case QT_COMPONENT_TEXT_ENCODER: return r->encoders_8bit ? "8-bit" : "16-bit";
+    default: return "16-bit";
+    }
+}
+
 /* ---- language models -------------------------------------------------------------- */
+
+/* The quantization job's own peak, against the target (where it runs: the GPU, or
+ * the host for CPU/Apple targets) and against this machine's RAM (the whole model
+ * in bf16 is read from there). */
+/* Some row could hold more than the trained context (its max ctx shows the cap). */
+static bool context_capped(const qt_plan *p) {
+    for (int i = 0; i < p->n_rows; i++)
+        if (p->rows[i].est.max_context_memory > p->rows[i].est.max_context) return true;
+    return false;
+}
+
+static void job_notes(qt_plan *p) {
+    const qt_quant_job *j = &p->job;
+    if (!strcmp(j->method, "none") || p->n_rows == 0) return;
+    const qt_hw_info *hw = p->req.hw;
+    const double device = p->rows[0].est.device_bytes;
+    char a[32], b[32];
+    if (j->total_bytes > device)
+        note(p, "The quantization job does NOT fit on %s: its peak (%s, layer by layer) exceeds the %s %s; run it on a "
+                "larger GPU or a machine with more memory, then serve the result here",
+             hw ? hw->name : "this device", qt__fmt_gb(j->total_bytes, a, sizeof a), qt__fmt_gb(device, b, sizeof b),
+             host_target(hw) ? "of memory" : "of the GPU");
+    qt_hw_info local;
+    char name[160];
+    if (qt_hw_local_cpu(&local, name, sizeof name) == QT_OK && local.mem_gb > 0 && j->host_bytes > local.mem_gb * 1e9)
+        note(p, "The quantization job reads the whole model (%s in bf16); this machine has %s of RAM, so it streams the "
+                "layers from disk (slower, but it fits)",
+             qt__fmt_gb(j->host_bytes, a, sizeof a), qt__fmt_gb(local.mem_gb * 1e9, b, sizeof b));
+}
 
 static void quant_job(qt_plan *p, const qt_scheme_info *s) {
     qt_quant_job *j = &p->job;
@@ -284,6 +325,15 @@ static void commands_for(qt_plan *p, const qt_plan_row *best) {
         snprintf(out, sizeof out, "%s-%s.gguf", name, s->gguf_ftype);
         command(p, "quanta quantize -m %s --scheme %s -o %s", m->hf_repo, s->key, out);
         const bool q8kv = p->req.kv_dtype == QT_KV_INT8;
+        /* llama-server splits -c among -np slots; slots beyond a few dozen (a handful on a
+         * host) add little, as decoding batches them. Each slot holds the context. */
+        const int64_t max_slots = host_target(p->req.hw) ? LLAMA_SERVER_HOST_SLOTS : LLAMA_SERVER_GPU_SLOTS;
+        if (p->req.concurrency == 0 && seqs > max_slots) {
+            note(p, "Memory holds %lld sequences of %lld tokens; the llama-server command uses -np %lld slots (more add "
+                    "little: decoding batches them), raise -np and -c together for more concurrent users",
+                 (long long)seqs, (long long)p->req.context, (long long)max_slots);
+            seqs = max_slots;
+        }
         command(p, "llama-server -m %s -c %lld -np %lld -ngl 99%s%s", out, (long long)(p->req.context * seqs),
                 (long long)seqs, q8kv ? " -fa on --cache-type-k q8_0 --cache-type-v q8_0" : "",
                 p->req.n_gpus > 1 ? " --split-mode layer" : "");
@@ -342,8 +392,13 @@ static void warnings_for(qt_plan *p) {
                 "tensor-parallel rank keeps all of it (more GPUs do not divide it)",
              m->display, (long long)(m->kv_lora_rank + m->qk_rope_dim));
     if (m->n_ctx_train > 0 && r->context > m->n_ctx_train)
-        note(p, "context %lld is beyond the %lld tokens %s was trained for (config max_position_embeddings)",
-             (long long)r->context, (long long)m->n_ctx_train, m->display);
+        note(p, "context %lld is beyond the %lld tokens %s was trained for (config max_position_embeddings): it needs RoPE "
+                "scaling (YaRN or linear: rope_scaling in config.json for vLLM, llama-server --rope-scaling yarn "
+                "--yarn-orig-ctx %lld), and quality there is not guaranteed; measure it with quanta eval",
+             (long long)r->context, (long long)m->n_ctx_train, m->display, (long long)m->n_ctx_train);
+    else if (m->n_ctx_train > 0 && m->kind == QT_SPEC_LLM && context_capped(p))
+        note(p, "max ctx is capped at the %lld tokens %s was trained for; ask for more with -c (it then needs RoPE scaling)",
+             (long long)m->n_ctx_train, m->display);
     if (p->kv_alt_dtype == QT_KV_FP8)
         note(p, "An FP8 KV cache needs calibrated k/v scales: without them vLLM uses 1.0 (and says so), which can cost accuracy "
                 "on models with large key/value ranges; calibrate them (llm-compressor kv_cache_scheme) and measure with quanta eval");
@@ -458,6 +513,7 @@ qt_status qt_plan_make(const qt_estimate_req *req, qt_goal goal, qt_plan *p) {
             }
         }
         quant_job(p, bst->scheme);
+        job_notes(p);
         commands_for(p, bst);
     } else {
         p->job.method = "none";

@@ -7,6 +7,7 @@
  * flat 1.0 GB overhead (--accounting simple).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,14 @@ static double kv_elt_bytes(qt_kv_dtype k, const qt_scheme_info *s) {
     case QT_KV_INT8: return (s && s->engine == QT_ENGINE_LLAMACPP) ? 34.0 / 32.0 : 1.0;
     default: return 2.0;
     }
+}
+
+/* A non-negative whole count of x, saturating: a double beyond int64's range
+ * (or NaN) must never reach a cast, which is undefined behaviour. */
+static int64_t floor_count(double x) {
+    if (!(x > 0)) return 0;
+    if (x >= 9.2e18) return INT64_MAX;
+    return (int64_t)floor(x);
 }
 
 /* Weights of the whole model and of one GPU, by the chosen accounting. */
@@ -248,11 +257,13 @@ qt_status qt_plan_estimate(const qt_estimate_req *req, qt_estimate *e) {
     const int64_t need = r.concurrency > 0 ? r.concurrency : 1;
     e->kv_required_bytes = (double)need * e->kv_bytes_per_seq;
     e->concurrency_frac = e->kv_budget_bytes / e->kv_bytes_per_seq;
-    e->concurrency = e->concurrency_frac > 0 ? (int64_t)floor(e->concurrency_frac) : 0;
-    e->gpu_blocks = e->kv_budget_bytes > 0
-                        ? (int64_t)floor(e->kv_budget_bytes / (VLLM_BLOCK_TOKENS * e->kv_bytes_per_token_gpu))
-                        : 0;
-    e->max_context = max_context_for(m, e->kv_elt_bytes, tp, e->kv_budget_bytes / (double)need);
+    e->concurrency = floor_count(e->concurrency_frac);
+    e->gpu_blocks = floor_count(e->kv_budget_bytes / (VLLM_BLOCK_TOKENS * e->kv_bytes_per_token_gpu));
+    e->max_context_memory = max_context_for(m, e->kv_elt_bytes, tp, e->kv_budget_bytes / (double)need);
+    /* what memory allows, capped at the trained length unless the request itself goes beyond it */
+    e->max_context = m->n_ctx_train > 0 && r.context <= m->n_ctx_train && e->max_context_memory > m->n_ctx_train
+                         ? m->n_ctx_train
+                         : e->max_context_memory;
     e->weights_shortfall_bytes = fmax(0, e->weights_bytes + e->overhead_bytes - e->budget_bytes);
     e->fits = e->kv_budget_bytes >= e->kv_required_bytes;
     e->shortfall_bytes = e->fits ? 0 : e->kv_required_bytes - e->kv_budget_bytes;

@@ -94,7 +94,12 @@ static void put_estimate(json_t *o, const qt_estimate *e) {
     json_object_set_new(o, "gpu_blocks", num((double)e->gpu_blocks));
     json_object_set_new(o, "block_tokens", num(16));
     json_object_set_new(o, "max_context", num((double)e->max_context));
-    json_object_set_new(o, "fits", json_boolean(e->fits));
+    json_object_set_new(o, "max_context_memory", num((double)e->max_context_memory));
+    /* a scheme the hardware cannot run has no fit verdict: "fits" is false, "memory_fits" the arithmetic */
+    const bool runs = e->support != QT_SUPPORT_NO;
+    json_object_set_new(o, "fits", json_boolean(e->fits && runs));
+    json_object_set_new(o, "memory_fits", json_boolean(e->fits));
+    json_object_set_new(o, "verdict", json_string(!runs ? "cannot_run" : e->fits ? "fits" : "does_not_fit"));
     json_object_set_new(o, "shortfall_bytes", num(e->shortfall_bytes));
     json_object_set_new(o, "weights_shortfall_bytes", num(e->weights_shortfall_bytes));
     json_object_set_new(o, "support", json_string(support_name(e->support)));
@@ -112,6 +117,7 @@ static void put_request(json_t *o, const qt_estimate_req *r) {
     json_object_set_new(o, "hardware", hw_json(r->hw, r->n_gpus ? r->n_gpus : 1));
     json_object_set_new(o, "gpus", num(r->n_gpus ? r->n_gpus : 1));
     json_object_set_new(o, "accounting", json_string(r->accounting == QT_ACCOUNTING_SIMPLE ? "simple" : "realistic"));
+    if (r->model->kind != QT_SPEC_LLM) return; /* a diffusion pipeline has no context or cache */
     json_object_set_new(o, "context", num((double)r->context));
     json_object_set_new(o, "concurrency_requested", r->concurrency > 0 ? num((double)r->concurrency) : json_null());
     json_object_set_new(o, "kv_dtype", json_string(qt_kv_dtype_name(r->kv_dtype)));
@@ -143,6 +149,27 @@ qt_status qt_plan_estimate_json(const qt_estimate_req *req, const qt_estimate *e
     return dump(o, out);
 }
 
+/* A diffusion row has no KV cache, sequences or context: its own fields. */
+static void put_diffusion_row(json_t *o, const qt_plan *p, const qt_plan_row *row) {
+    const qt_estimate *e = &row->est;
+    const bool runs = e->support != QT_SUPPORT_NO;
+    json_object_set_new(o, "device_bytes", num(e->device_bytes));
+    json_object_set_new(o, "budget_bytes", num(e->budget_bytes));
+    json_object_set_new(o, "weights_bytes", num(e->weights_bytes));
+    json_object_set_new(o, "activation_bytes", num(e->overhead_bytes));
+    json_object_set_new(o, "spare_bytes", num(e->kv_budget_bytes));
+    json_object_set_new(o, "fits", json_boolean(e->fits && runs));
+    json_object_set_new(o, "memory_fits", json_boolean(e->fits));
+    json_object_set_new(o, "verdict", json_string(!runs ? "cannot_run" : e->fits ? "fits" : "does_not_fit"));
+    json_object_set_new(o, "shortfall_bytes", num(e->shortfall_bytes));
+    json_object_set_new(o, "support", json_string(support_name(e->support)));
+    json_object_set_new(o, "reason", json_string(e->reason));
+    json_t *prec = json_object();
+    for (int c = 0; c < p->n_components; c++)
+        json_object_set_new(prec, p->req.model->comp[c].name, json_string(qt_plan_component_precision(p, row, c)));
+    json_object_set_new(o, "precision", prec);
+}
+
 qt_status qt_plan_json(const qt_plan *p, char **out) {
     json_t *o = json_object();
     put_request(o, &p->req);
@@ -155,7 +182,8 @@ qt_status qt_plan_json(const qt_plan *p, char **out) {
         json_object_set_new(r, "rank", num(p->rows[i].rank));
         json_object_set_new(r, "scheme", scheme_json(p->rows[i].scheme));
         json_object_set_new(r, "score", num(p->rows[i].score));
-        put_estimate(r, &p->rows[i].est);
+        if (p->n_components) put_diffusion_row(r, p, &p->rows[i]);
+        else put_estimate(r, &p->rows[i].est);
         json_array_append_new(rows, r);
     }
     json_object_set_new(o, "rows", rows);

@@ -188,21 +188,10 @@ qt_status qt_plan_svg(const qt_plan *p, char **out) {
 
 /* ---- HTML --------------------------------------------------------------------- */
 
-qt_status qt_plan_html(const qt_plan *p, char **out) {
-    qt__sbuf b = {0};
-    char buf[512], a[32];
-    const qt_model_spec *m = p->req.model;
-    title_line(p, buf, sizeof buf);
-    qt__sb_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>quanta plan: ");
-    qt__sb_escape(&b, m->display);
-    qt__sb_printf(&b, "</title>\n<style>\nbody{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:2em;max-width:1100px;color:#222}\n"
-                      "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\n"
-                      "td:first-child,th:first-child,td.l{text-align:left}tr.no td{color:#999}.bad{color:#b22}.ok{color:#1b6b34}\n"
-                      "pre{background:#f4f4f4;padding:.6em;overflow-x:auto}\n</style>\n</head>\n<body>\n");
-    qt__sb_printf(&b, "<h1>");
-    qt__sb_escape(&b, buf);
-    qt__sb_printf(&b, "</h1>\n<p>Model source: ");
-    qt__sb_escape(&b, m->source);
+/* The LLM table: KV budget, sequences, context, decode bound. */
+static void html_llm_rows(const qt_plan *p, qt__sbuf *bp) {
+#define b (*bp)
+    char a[32];
     qt__sb_printf(&b, ". Goal: %s. Weights or cache? The constraint at 16-bit is <b>%s</b>.</p>\n", qt_goal_name(p->goal),
                   p->constraint);
     qt__sb_printf(&b, "<table>\n<tr><th>rank</th><th>scheme</th><th>weights GB</th><th>overhead GB</th><th>KV budget GB</th>"
@@ -232,6 +221,64 @@ qt_status qt_plan_html(const qt_plan *p, char **out) {
                           qt__fmt_gb(e->shortfall_bytes, a, sizeof a));
         }
     }
+#undef b
+}
+
+/* Diffusion: the rows by denoiser scheme with the hardware rule of each, and the
+ * components with their memory at each precision and the recommended one. */
+static void html_diffusion(const qt_plan *p, qt__sbuf *b) {
+    char a[32];
+    const qt_model_spec *m = p->req.model;
+    qt__sb_printf(b, ". Goal: %s.</p>\n<table>\n<tr><th>rank</th><th>denoiser</th><th>weights GB</th><th>activations GB</th>"
+                     "<th>spare GB</th><th>text encoders</th><th>hardware</th><th>status</th></tr>\n",
+                  qt_goal_name(p->goal));
+    for (int i = 0; i < p->n_rows; i++) {
+        const qt_plan_row *r = &p->rows[i];
+        const qt_estimate *e = &r->est;
+        if (r->rank) qt__sb_printf(b, "<tr><td>%d</td>", r->rank);
+        else qt__sb_printf(b, "<tr class=\"no\"><td>-</td>");
+        qt__sb_printf(b, "<td class=\"l\">");
+        qt__sb_escape(b, r->scheme->key);
+        qt__sb_printf(b, "</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%s</td><td class=\"l\">", e->weights_bytes / QT_GB,
+                      e->overhead_bytes / QT_GB, e->kv_budget_bytes / QT_GB, r->encoders_8bit ? "8-bit" : "16-bit");
+        qt__sb_escape(b, e->reason);
+        if (!r->rank) qt__sb_printf(b, "</td><td class=\"l bad\">cannot run</td></tr>\n");
+        else if (e->fits) qt__sb_printf(b, "</td><td class=\"l ok\">fits%s</td></tr>\n",
+                                        e->support == QT_SUPPORT_PARTIAL ? ", memory only" : "");
+        else qt__sb_printf(b, "</td><td class=\"l bad\">DOES NOT FIT (%s short)</td></tr>\n",
+                           qt__fmt_gb(e->shortfall_bytes, a, sizeof a));
+    }
+    const qt_plan_row *bst = p->best >= 0 ? &p->rows[p->best] : NULL;
+    qt__sb_printf(b, "</table>\n<h2>Components</h2>\n<table>\n<tr><th>component</th><th>what</th><th>parameters</th>"
+                     "<th>16-bit GB</th><th>8-bit GB</th><th>4-bit GB</th><th>recommended</th></tr>\n");
+    for (int c = 0; c < p->n_components; c++) {
+        qt__sb_printf(b, "<tr><td>");
+        qt__sb_escape(b, m->comp[c].name);
+        qt__sb_printf(b, "</td><td class=\"l\">");
+        qt__sb_escape(b, m->comp[c].what);
+        qt__sb_printf(b, "</td><td>%lld</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%s</td></tr>\n",
+                      (long long)m->comp[c].n_params, p->comp_bytes[c][0] / QT_GB, p->comp_bytes[c][1] / QT_GB,
+                      p->comp_bytes[c][2] / QT_GB, qt_plan_component_precision(p, bst, c));
+    }
+}
+
+qt_status qt_plan_html(const qt_plan *p, char **out) {
+    qt__sbuf b = {0};
+    char buf[512];
+    const qt_model_spec *m = p->req.model;
+    title_line(p, buf, sizeof buf);
+    qt__sb_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>quanta plan: ");
+    qt__sb_escape(&b, m->display);
+    qt__sb_printf(&b, "</title>\n<style>\nbody{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:2em;max-width:1100px;color:#222}\n"
+                      "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\n"
+                      "td:first-child,th:first-child,td.l{text-align:left}tr.no td{color:#999}.bad{color:#b22}.ok{color:#1b6b34}\n"
+                      "pre{background:#f4f4f4;padding:.6em;overflow-x:auto}\n</style>\n</head>\n<body>\n");
+    qt__sb_printf(&b, "<h1>");
+    qt__sb_escape(&b, buf);
+    qt__sb_printf(&b, "</h1>\n<p>Model source: ");
+    qt__sb_escape(&b, m->source);
+    if (p->n_components) html_diffusion(p, &b);
+    else html_llm_rows(p, &b);
     qt__sb_printf(&b, "</table>\n");
     if (p->best >= 0) {
         qt__sb_printf(&b, "<h2>Recommendation: ");

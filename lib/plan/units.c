@@ -34,6 +34,10 @@ qt_status qt_plan_parse_size(const char *s, double *bytes) {
     for (size_t i = 0; i < sizeof size_units / sizeof size_units[0]; i++) {
         if (!strcmp(unit, size_units[i].unit)) {
             if (v < 0) return qt_error(QT_ERR_ARG, "size '%s': must not be negative", s);
+            /* 1 EB: far above any device, and every count derived from it stays inside int64 */
+            if (v * size_units[i].scale > 1e18)
+                return qt_error(QT_ERR_ARG, "size '%s': %g bytes is more than any device holds (at most 1e18 bytes, 1 EB)",
+                                s, v * size_units[i].scale);
             *bytes = v * size_units[i].scale;
             return QT_OK;
         }

@@ -51,7 +51,7 @@ check "int8 scales stated" 0 "computed on the fly" "$q" run -m "$model" -p "Once
 
 # bad input: one message, exit 1
 check "prompt longer than context" 1 "the prompt is" "$q" run -m "$model" -p "$(head -c 3000 "$text")" -c 64 -n 2
-check "unknown KV format" 1 "KV cache format 'q4_0' is not supported" "$q" run -m "$model" -p hi --kv-dtype q4_0
+check "unknown KV format" 2 "KV cache format 'q4_0' is not supported" "$q" run -m "$model" -p hi --kv-dtype q4_0 # a usage error
 check "no KV scales in the file" 1 "attn_k_scale' (KV cache scale) is missing" "$q" run -m "$model" -p hi --kv-dtype fp8-e4m3 --kv-scale file
 # the model with general.architecture = "gpt2x": the first "llama" after the
 # key is its value (same length, so nothing else moves). If this copy cannot be

@@ -44,19 +44,19 @@ has bad-setting-msg "$tmp/err" "unknown setting 'colour'"
 check bad-kv-dtype 2 "$q" eval --base "$base" --candidate "$q8" -f "$text" --kv-dtype fp3
 
 # bad input: exit 1, the path in the message, no report written
-check missing-text 1 "$q" eval --base "$base" --candidate "$q8" -f "$tmp/none.txt" --json "$tmp/r.json" "${fast[@]}"
+check missing-text 1 "$q" eval --base "$base" --candidate "$q8" -f "$tmp/none.txt" --json="$tmp/r.json" "${fast[@]}"
 has missing-text-msg "$tmp/err" "quanta: error: $tmp/none.txt"
-check missing-model 1 "$q" eval --base "$base" --candidate "$tmp/none.gguf" -f "$text" --json "$tmp/r.json" "${fast[@]}"
+check missing-model 1 "$q" eval --base "$base" --candidate "$tmp/none.gguf" -f "$text" --json="$tmp/r.json" "${fast[@]}"
 has missing-model-msg "$tmp/err" "none.gguf"
 printf '{"context": "a", "endings": ["x", "y"], "label": 0}\n{"context": "a", "endings": ["x"], "label": 0}\n' >"$tmp/bad.jsonl"
 check bad-mc 1 "$q" eval --base "$base" --candidate "$q8" -f "$text" --mc "$tmp/bad.jsonl" "${fast[@]}"
 has bad-mc-msg "$tmp/err" "bad.jsonl:2: field 'endings': 1 ending(s), need at least 2"
-check json-unwritable 1 "$q" eval --base "$base" --candidate "$q8" -f "$text" --chunks 1 --json "$tmp/no/dir/r.json" "${fast[@]}"
+check json-unwritable 1 "$q" eval --base "$base" --candidate "$q8" -f "$text" --chunks 1 --json="$tmp/no/dir/r.json" "${fast[@]}"
 if [ -e "$tmp/r.json" ] || [ -e "$tmp/no" ]; then echo "FAIL: a report file was left behind"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
 
 # Q8_0 passes and Q4_0 fails at the default 5 %: exit 1, both reports written
 check q8-q4 1 "$q" eval --base "$base" --candidate "$q8" --candidate "$q4" -f "$text" --chunks 16 \
-    --json "$tmp/r.json" --html "$tmp/r.html" "${fast[@]}"
+    --json="$tmp/r.json" --html "$tmp/r.html" "${fast[@]}"
 has table-q8 "$tmp/out" "stories260K-Q8_0.gguf: pass"
 has table-q4 "$tmp/out" "stories260K-Q4_0.gguf: fail"
 has table-reason "$tmp/out" "exceeds --max-ppl-delta-pct 5 by"
@@ -85,7 +85,7 @@ has q4-top1-reason "$tmp/out" "is below --min-top1 0.95"
 # the base itself with an FP8 KV cache, scales 1.0, named; multiple choice on 4 items
 head -n 4 "$(dirname "$0")/../data/mc_tinystories.jsonl" >"$tmp/mc4.jsonl"
 check kv-candidate 0 "$q" eval --base "$base" --candidate "$base@kv=fp8-e4m3,kv-scale=one,name=fp8-one" -f "$text" \
-    --chunks 2 --mc "$tmp/mc4.jsonl" --max-ppl-delta-pct 50 --json "$tmp/kv.json" "${fast[@]}"
+    --chunks 2 --mc "$tmp/mc4.jsonl" --max-ppl-delta-pct 50 --json="$tmp/kv.json" "${fast[@]}"
 has kv-label "$tmp/out" "fp8-one: pass"
 has kv-desc "$tmp/out" "fp8-e4m3, scale=one"
 has kv-mc "$tmp/out" "multiple choice"

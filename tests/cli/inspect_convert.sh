@@ -24,7 +24,7 @@ expect() {
 has() { grep -qF -- "$2" "$TMP/$1" || fail "$1 lacks '$2': $(head -c 300 "$TMP/$1")"; }
 
 # --help and usage errors
-expect 0 "$Q" inspect --help;  has out "usage: quanta inspect PATH [--json]"
+expect 0 "$Q" inspect --help;  has out "usage: quanta inspect PATH [--json[=FILE]]"
 expect 0 "$Q" convert --help;  has out "usage: quanta convert IN OUT"
 expect 2 "$Q" inspect;         has err "missing PATH"
 expect 2 "$Q" inspect --bogus "$GGUF"

@@ -501,7 +501,9 @@ static void test_write_read_round_trip(void) {
         snprintf(name, sizeof name, "rt_src_%s", s->name);
         const char *src = tmp_path(name);
         CHECK_EQ_INT(fx_write_hf(src, s, 99), 0);
-        snprintf(name, sizeof name, "rt_out_%s/nested", s->name); /* the writer creates missing directories */
+        snprintf(name, sizeof name, "rt_out_%s", s->name);
+        mkdir(tmp_path(name), 0755); /* the writer creates OUT, not its missing parents */
+        snprintf(name, sizeof name, "rt_out_%s/nested", s->name);
         const char *out = tmp_path(name);
         qt_model *a = NULL, *b = NULL;
         CHECK_OK(open_hf(src, &a));
@@ -683,7 +685,16 @@ static void test_sharded_write(void) {
         qt_st_checkpoint_close(ck);
     }
     /* Sharded output next to an existing model.safetensors is refused (loaders would take the single file). */
-    CHECK_ERR_HAS(qt_hf_write(a, src, &o), QT_ERR_ARG, "already holds model.safetensors");
+    const char *other = tmp_path("shw_next_to_single");
+    char from[1024], to[1024];
+    snprintf(from, sizeof from, "%s/model.safetensors", src);
+    snprintf(to, sizeof to, "%s/model.safetensors", other);
+    mkdir(other, 0755);
+    CHECK_EQ_INT(fx_copy_file(from, to), 0);
+    o.force = true;
+    CHECK_ERR_HAS(qt_hf_write(a, other, &o), QT_ERR_ARG, "already holds model.safetensors");
+    /* The input directory itself is never an output, --force or not. */
+    CHECK_ERR_HAS(qt_hf_write(a, src, &o), QT_ERR_ARG, "is the input");
     qt_model_free(a);
     qt_model_free(b);
 }

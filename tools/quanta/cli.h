@@ -27,10 +27,42 @@ int cli_parse_int(const char *verb, const char *opt, const char *s, long long lo
 int cli_parse_double(const char *verb, const char *opt, const char *s, double lo, double hi, double *out);
 
 
+/* --json (standard output) or --json=FILE (written by the output rule); never
+ * a separate argument, which would swallow a positional one. */
+typedef struct cli_json {
+    bool on;
+    const char *file; /* NULL or "-": standard output */
+} cli_json;
+/* 1: a was --json[=FILE] (j set); 0: not a JSON option; -1: usage error printed. */
+int cli_json_arg(const char *verb, const char *a, cli_json *j);
+/* The stream a verb prints its JSON to, and closing it (writes FILE). */
+FILE *cli_json_open(const cli_json *j, char **buf, size_t *len);
+int cli_json_close(const cli_json *j, FILE *f, char **buf, size_t *len);
+/* Whole JSON text to where --json asked. */
+int cli_json_emit(const cli_json *j, const char *text);
+/* -q or --quiet. */
+bool cli_is_quiet(const char *a);
+/* Writes text to path by the output rule (atomic; '-' = stdout). */
+int write_text_file(const char *path, const char *text);
+
+/* One KV-dtype vocabulary: f32, f16 (fp16), bf16, fp8 (fp8-e4m3), fp8-e5m2,
+ * int8, as the engine has them; q8_0 is refused by the engine with the nearest
+ * it has. cli_kv_plan maps a name to the planner's cache sizes (auto, q8_0 ok). */
+int cli_kv_engine(const char *verb, const char *opt, const char *name);
+int cli_kv_plan(const char *verb, const char *name, qt_kv_dtype *out);
+/* One scheme vocabulary (scheme keys, aliases, `quanta formats` names), with suggestions. */
+int cli_scheme(const char *verb, const char *name, const qt_scheme_info **out);
+
 /* Progress on stderr: bar with ETA on a TTY, plain lines otherwise, none when quiet.
  * cli_progress_end() frees the renderer. */
 qt_progress cli_progress(int quiet);
 void cli_progress_end(void);
+
+/* SIGINT/SIGTERM/SIGHUP -> cancel, handler kept for repeated signals; the
+ * third removes temporary files and ends the process (cli_signals.c). */
+void cli_signals_install(void);
+/* rc, or 128 + the signal when a signal cancelled the verb. */
+int cli_signal_exit(int rc);
 
 /* Verb entry points (one file per verb). */
 int cmd_formats(int argc, char **argv);

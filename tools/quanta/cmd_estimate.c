@@ -7,7 +7,7 @@
 static void help(void) {
     printf("usage: quanta estimate --model M --scheme S [--gpu G[xN] | --memory SIZE] [--util 0.90]\n"
            "                      [--overhead SIZE] [--context L] [--concurrency C] [--kv-dtype D]\n"
-           "                      [--accounting realistic|simple] [--json]\n\n"
+           "                      [--accounting realistic|simple] [--json[=FILE]] [-q]\n\n"
            "Weights (with the parts that stay 16-bit and the scheme's scales), overhead (stated\n"
            "allowances), KV bytes per token, what is left for the KV cache, how many sequences of the\n"
            "context length that buys, vLLM blocks of 16 tokens, and whether it fits. GB = 1e9 bytes,\n"
@@ -106,8 +106,12 @@ static void print_text(const plan_opts *o, const qt_estimate *e, const qt_estima
         printf("  decode bound      %.0f tok/s for one sequence, %.0f tok/s for %lld together (%s roofline, upper bound)\n",
                e->tok_s_single, e->tok_s_batch, (long long)e->batch, e->compute_bound ? "compute" : "bandwidth");
     if (r->hw) printf("  hardware          %s%s\n", e->support == QT_SUPPORT_NO ? "CANNOT RUN: " : "", e->reason);
-    if (e->fits) {
-        printf("  verdict           FITS: %lld sequences of %s tokens\n", (long long)e->concurrency,
+    if (e->support == QT_SUPPORT_NO) {
+        /* a scheme the hardware cannot run has no fit verdict */
+        printf("  verdict           CANNOT RUN on %s (the memory above is what it would take on hardware that runs %s)\n",
+               r->hw->name, s->key);
+    } else if (e->fits) {
+        printf("  verdict           FITS: %lld sequence%s of %s tokens\n", (long long)e->concurrency, plural(e->concurrency),
                fmt_count((double)r->context, a, sizeof a));
     } else if (e->weights_shortfall_bytes > 0) {
         printf("  verdict           DOES NOT FIT: weights + overhead exceed the budget by %s; %s short for %lld sequence%s\n",
@@ -143,30 +147,25 @@ int cmd_estimate(int argc, char **argv) {
         return cli_usage("estimate", "unknown option '%s'", argv[i]);
     }
     if (!o.scheme) return cli_usage("estimate", "--scheme is required (quanta estimate --help lists them)");
-    const qt_scheme_info *s = qt_scheme_find(o.scheme);
-    if (!s) {
-        char list[512] = "";
-        for (int i = 0; i < qt_scheme_count(); i++) {
-            if (qt_plan_name_distance(o.scheme, qt_scheme_get(i)->key) > 3) continue;
-            strncat(list, *list ? ", " : "", sizeof list - strlen(list) - 1);
-            strncat(list, qt_scheme_get(i)->key, sizeof list - strlen(list) - 1);
-        }
-        if (*list) return cli_usage("estimate", "unknown scheme '%s'; did you mean %s?", o.scheme, list);
-        return cli_usage("estimate", "unknown scheme '%s' (quanta estimate --help lists them)", o.scheme);
-    }
-    int rc = plan_resolve("estimate", &o, true);
+    const qt_scheme_info *s;
+    int rc = cli_scheme("estimate", o.scheme, &s);
+    if (rc) return rc;
+    rc = plan_resolve("estimate", &o, true);
     if (rc) return rc;
     o.req.scheme = s;
     qt_estimate e, simple;
     qt_status st = qt_plan_estimate(&o.req, &e);
     if (st == QT_ERR_ARG) return cli_usage("estimate", "%s", qt_last_error());
     if (st) return cli_fail(st);
-    if (o.json) {
+    if (o.json.on) {
         char *text;
         if ((st = qt_plan_estimate_json(&o.req, &e, &text))) return cli_fail(st);
-        printf("%s\n", text);
+        size_t n = strlen(text);
+        char *nl = realloc(text, n + 2);
+        if (nl) { memcpy(nl + n, "\n", 2); text = nl; }
+        rc = cli_json_emit(&o.json, text);
         free(text);
-        return CLI_OK;
+        if (rc || !o.json.file) return rc;
     }
     const qt_estimate *cmp = NULL;
     if (o.req.accounting == QT_ACCOUNTING_REALISTIC) {

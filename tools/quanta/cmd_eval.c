@@ -38,18 +38,20 @@ static void help(void) {
            "  --needle-trials N         keys per length and depth (default 4)\n"
            "  --mc FILE.jsonl           multiple choice: {\"context\", \"endings\", \"label\"} per line\n"
            "  --bench                   prefill and decode tokens/s per model\n"
-           "  --json FILE               write the JSON report (schema quanta.eval/1)\n"
+           "  --json[=FILE]             the JSON report (schema quanta.eval/1) on stdout instead of the\n"
+           "                            table, or in FILE beside it\n"
            "  --html FILE               write a self-contained HTML report with charts\n"
-           "  --quiet                   no progress on stderr\n\n"
+           "  -q, --quiet               no progress on stderr\n\n"
            "exit status: 0 every candidate passes; 1 any fails or needs review, or an error; 2 usage error\n\n"
-           "engine options (every model; kv=, kv-scale=, kv-gran= in a MODEL spec override them; -c is\n"
-           "the chunk length, default 512, as llama-perplexity's -c):\n"
+           "engine options (every model; kv=, kv-scale=, kv-gran= in a MODEL spec override them):\n"
+           "  -c, --ctx-size N     context length = the chunk length scored (default 512, as llama-perplexity)\n"
            ENGINE_OPTS_HELP,
            MAX_CANDIDATES);
 }
 
 typedef struct eval_args {
-    const char *base, *cands[MAX_CANDIDATES], *text, *json, *html, *mc;
+    const char *base, *cands[MAX_CANDIDATES], *text, *html, *mc;
+    cli_json json;
     int n_cands;
     long long n_chunks, needle_trials;
     engine_cli_opts eng;
@@ -89,6 +91,9 @@ static int parse_args(int argc, char **argv, eval_args *a) {
         int r = engine_cli_parse(VERB, argc, argv, &i, &a->eng);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
+        int j = cli_json_arg(VERB, opt, &a->json);
+        if (j < 0) return CLI_USAGE;
+        if (j) continue;
         if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) { help(); return -1; }
         else if (!strcmp(opt, "--base")) { NEED_VALUE(); a->base = argv[++i]; }
         else if (!strcmp(opt, "--candidate")) {
@@ -107,7 +112,6 @@ static int parse_args(int argc, char **argv, eval_args *a) {
         else if (!strcmp(opt, "--needle-trials")) { NEED_VALUE(); r = cli_parse_int(VERB, opt, argv[++i], 1, 1000, &a->needle_trials); }
         else if (!strcmp(opt, "--mc")) { NEED_VALUE(); a->mc = argv[++i]; }
         else if (!strcmp(opt, "--bench")) a->bench = true;
-        else if (!strcmp(opt, "--json")) { NEED_VALUE(); a->json = argv[++i]; }
         else if (!strcmp(opt, "--html")) { NEED_VALUE(); a->html = argv[++i]; }
         else if (!strcmp(opt, "--quiet") || !strcmp(opt, "-q")) a->quiet = true;
         else return cli_usage(VERB, "unknown option '%s'", opt);
@@ -166,11 +170,11 @@ int cmd_eval(int argc, char **argv) {
     if (s) return cli_fail(s);
     const qt_eval_report *rep = qt_eval_result_report(res);
     char *table;
-    if (!(s = qt_eval_report_table(rep, &table))) {
+    if ((!a.json.on || a.json.file) && !(s = qt_eval_report_table(rep, &table))) {
         fputs(table, stdout);
         free(table);
     }
-    if (!s && a.json) s = qt_eval_report_write_json(rep, a.json);
+    if (!s && a.json.on) s = qt_eval_report_write_json(rep, a.json.file ? a.json.file : "-");
     if (!s && a.html) s = qt_eval_report_write_html(rep, a.html);
     int exit_status = CLI_OK;
     for (int32_t i = 0; i < rep->n_candidates; i++)

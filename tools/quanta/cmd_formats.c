@@ -1,17 +1,21 @@
 /* `quanta formats`: every weight format quanta knows (the planner's vocabulary). */
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
 static void help(void) {
-    printf("usage: quanta formats [--json]\n\n"
+    printf("usage: quanta formats [--json[=FILE]] [-q]\n\n"
            "List every weight format quanta knows: family, bits per weight (scales and zero\n"
            "points included), elements per block/group, what it is for, which engines read it.\n\n"
-           "  --json    machine-readable output (array of objects)\n");
+           "  --json[=FILE]  machine-readable output (array of objects) on stdout, or in FILE\n"
+           "  -q, --quiet    accepted for uniformity (formats writes nothing on stderr)\n\n"
+           "Every name here is accepted as a --scheme where a planned scheme stores that format\n"
+           "(w4a16-g128 = w4a16, f16 = fp16); the others get the nearest planned scheme.\n");
 }
 
-static int print_json(void) {
+static int print_json(const cli_json *j) {
     json_t *arr = json_array();
     for (int i = 0; i < qt_format_count(); i++) {
         const qt_format_info *f = qt_format_at(i);
@@ -22,9 +26,14 @@ static int print_json(void) {
         else json_object_set_new(o, "ggml_type", json_null());
         json_array_append_new(arr, o);
     }
-    int rc = json_dumpf(arr, stdout, JSON_INDENT(2)) == 0 ? CLI_OK : CLI_FAIL;
-    printf("\n");
+    char *text = json_dumps(arr, JSON_INDENT(2));
     json_decref(arr);
+    if (!text) return cli_fail(qt_error(QT_ERR_NOMEM, "formats: out of memory"));
+    size_t n = strlen(text);
+    char *nl = realloc(text, n + 2);
+    if (nl) { memcpy(nl + n, "\n", 2); text = nl; }
+    int rc = cli_json_emit(j, text);
+    free(text);
     return rc;
 }
 
@@ -43,13 +52,15 @@ static void print_table(void) {
 }
 
 int cmd_formats(int argc, char **argv) {
-    int json = 0;
+    cli_json json = {0};
     for (int i = 1; i < argc; i++) {
+        int j = cli_json_arg("formats", argv[i], &json);
+        if (j < 0) return CLI_USAGE;
+        if (j || cli_is_quiet(argv[i])) continue;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { help(); return CLI_OK; }
-        else if (!strcmp(argv[i], "--json")) json = 1;
-        else return cli_usage("formats", "unknown option '%s'", argv[i]);
+        return cli_usage("formats", "unknown option '%s'", argv[i]);
     }
-    if (json) return print_json();
-    print_table();
-    return CLI_OK;
+    int rc = json.on ? print_json(&json) : CLI_OK;
+    if (!rc && (!json.on || json.file)) print_table();
+    return rc;
 }

@@ -6,7 +6,7 @@
 #include "plan_cli.h"
 
 static void help(void) {
-    printf("usage: quanta hw [--gpu G] [--scheme S] [--list] [--json]\n\n"
+    printf("usage: quanta hw [--gpu G] [--scheme S] [--list] [--json[=FILE]] [-q]\n\n"
            "Without options: the support matrix (which formats run on which GPU generation).\n"
            "  --list       the hardware table: memory (vendor GB = 1e9 bytes), bandwidth, compute capability,\n"
            "               dense tensor throughput\n"
@@ -14,7 +14,8 @@ static void help(void) {
            "  --scheme S   that format (a --scheme of quanta estimate, or a matrix row such as fp8-kv) on\n"
            "               every listed hardware\n"
            "  --gpu G --scheme S   one cell, with the reason\n"
-           "  --json       machine-readable output\n\n"
+           "  --json[=FILE] machine-readable output on stdout, or in FILE (the text then still on stdout)\n"
+           "  -q, --quiet  accepted for uniformity (hw writes nothing on stderr)\n\n"
            "Sources: vLLM's quantization supported-hardware table and FP8 pages, llama.cpp's backends,\n"
            "vendor datasheets (docs/plan.md). Y = runs, ~ = runs with a caveat, - = does not run.\n");
 }
@@ -55,17 +56,10 @@ static void print_list(void) {
 
 /* A --scheme value names a scheme (its support row) or a matrix row directly. */
 static int resolve_row(const char *name, qt_scheme_info *tmp, const qt_scheme_info **out) {
-    const qt_scheme_info *s = qt_scheme_find(name);
+    const qt_scheme_info *s = qt_scheme_resolve(name);
     if (s) { *out = s; return CLI_OK; }
     const qt_support_row *r = qt_support_row_find(name);
-    if (!r) {
-        char list[512] = "";
-        for (int i = 0; i < qt_scheme_count(); i++) {
-            strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
-            strncat(list, qt_scheme_get(i)->key, sizeof list - strlen(list) - 1);
-        }
-        return cli_usage("hw", "unknown scheme '%s' (one of %s, or a matrix row such as fp8-kv)", name, list);
-    }
+    if (!r) return cli_scheme("hw", name, out); /* the usage error, with suggestions */
     memset(tmp, 0, sizeof *tmp);
     tmp->key = r->key;
     tmp->title = r->title;
@@ -136,52 +130,40 @@ static json_t *list_json(void) {
     return a;
 }
 
-static int emit(json_t *j) {
+static int emit(const cli_json *o, json_t *j) {
     char *s = json_dumps(j, JSON_INDENT(2));
     json_decref(j);
     if (!s) return cli_fail(qt_error(QT_ERR_NOMEM, "hw: out of memory"));
-    printf("%s\n", s);
+    size_t n = strlen(s);
+    char *nl = realloc(s, n + 2);
+    if (nl) { memcpy(nl + n, "\n", 2); s = nl; }
+    int rc = cli_json_emit(o, s);
     free(s);
-    return CLI_OK;
+    return rc;
 }
 
-int cmd_hw(int argc, char **argv) {
-    const char *gpu = NULL, *scheme = NULL;
-    bool json = false, list = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return CLI_OK; }
-        if (!strcmp(a, "--json")) { json = true; continue; }
-        if (!strcmp(a, "--list")) { list = true; continue; }
-        if (!strcmp(a, "--gpu") || !strcmp(a, "--scheme")) {
-            if (i + 1 >= argc) return cli_usage("hw", "%s needs a value", a);
-            if (!strcmp(a, "--gpu")) gpu = argv[++i];
-            else scheme = argv[++i];
-            continue;
-        }
-        return cli_usage("hw", "unknown option '%s'", a);
-    }
-    if (list) return json ? emit(list_json()) : (print_list(), CLI_OK);
-    const qt_hw_info *h = NULL;
-    const qt_scheme_info *s = NULL;
-    qt_scheme_info tmp;
-    int rc;
-    if (gpu && (rc = find_hw(gpu, &h))) return rc;
-    if (scheme && (rc = resolve_row(scheme, &tmp, &s))) return rc;
+/* The JSON of what was asked: the list, one cell, a GPU's column, a scheme's row, or the matrix. */
+static json_t *build_json(bool list, const qt_hw_info *h, const qt_scheme_info *s) {
+    if (list) return list_json();
+    if (h && s) return cell_json(s, h);
+    json_t *a = json_array();
+    if (h)
+        for (int i = 0; i < qt_scheme_count(); i++) json_array_append_new(a, cell_json(qt_scheme_get(i), h));
+    else if (s)
+        for (int i = 0; i < qt_hw_count(); i++) json_array_append_new(a, cell_json(s, qt_hw_get(i)));
+    else { json_decref(a); return matrix_json(); }
+    return a;
+}
+
+static void print_text(bool list, const qt_hw_info *h, const qt_scheme_info *s) {
     char reason[400];
+    qt_scheme_info tmp;
+    if (list) { print_list(); return; }
     if (h && s) {
-        if (json) return emit(cell_json(s, h));
         qt_support v = qt_support_check(s, h, reason, sizeof reason);
         printf("%s on %s: %s\n  %s\n", s->key, h->name, v == QT_SUPPORT_YES ? "yes" : v == QT_SUPPORT_NO ? "NO" : "partly",
                reason);
-        return CLI_OK;
-    }
-    if (h) {
-        if (json) {
-            json_t *a = json_array();
-            for (int i = 0; i < qt_scheme_count(); i++) json_array_append_new(a, cell_json(qt_scheme_get(i), h));
-            return emit(a);
-        }
+    } else if (h) {
         printf("%s: %s, %s", h->name, h->arch_name, h->cc ? "compute capability " : "");
         if (h->cc) printf("%d.%d, ", h->cc / 10, h->cc % 10);
         if (h->mem_gb > 0) printf("%.0f GB %s", h->mem_gb, h->mem_type);
@@ -193,25 +175,48 @@ int cmd_hw(int argc, char **argv) {
             printf("  %c %-11s %s\n", mark(v), qt_scheme_get(i)->key, reason);
         }
         for (const char *kv = "fp8-kv"; kv; kv = strcmp(kv, "fp8-kv") ? NULL : "q8-kv") {
-            resolve_row(kv, &tmp, &s);
-            qt_support v = qt_support_check(s, h, reason, sizeof reason);
+            const qt_scheme_info *row;
+            resolve_row(kv, &tmp, &row);
+            qt_support v = qt_support_check(row, h, reason, sizeof reason);
             printf("  %c %-11s %s\n", mark(v), kv, reason);
         }
-        return CLI_OK;
-    }
-    if (s) {
-        if (json) {
-            json_t *a = json_array();
-            for (int i = 0; i < qt_hw_count(); i++) json_array_append_new(a, cell_json(s, qt_hw_get(i)));
-            return emit(a);
-        }
+    } else if (s) {
         for (int i = 0; i < qt_hw_count(); i++) {
             qt_support v = qt_support_check(s, qt_hw_get(i), reason, sizeof reason);
             printf("  %c %-11s %s\n", mark(v), qt_hw_get(i)->key, reason);
         }
-        return CLI_OK;
+    } else {
+        print_matrix();
     }
-    if (json) return emit(matrix_json());
-    print_matrix();
+}
+
+int cmd_hw(int argc, char **argv) {
+    const char *gpu = NULL, *scheme = NULL;
+    cli_json json = {0};
+    bool list = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return CLI_OK; }
+        int j = cli_json_arg("hw", a, &json);
+        if (j < 0) return CLI_USAGE;
+        if (j) continue;
+        if (cli_is_quiet(a)) continue; /* hw prints nothing on stderr */
+        if (!strcmp(a, "--list")) { list = true; continue; }
+        if (!strcmp(a, "--gpu") || !strcmp(a, "--scheme")) {
+            if (i + 1 >= argc) return cli_usage("hw", "%s needs a value", a);
+            if (!strcmp(a, "--gpu")) gpu = argv[++i];
+            else scheme = argv[++i];
+            continue;
+        }
+        return cli_usage("hw", "unknown option '%s'", a);
+    }
+    const qt_hw_info *h = NULL;
+    const qt_scheme_info *s = NULL;
+    qt_scheme_info tmp;
+    int rc;
+    if (!list && gpu && (rc = find_hw(gpu, &h))) return rc;
+    if (!list && scheme && (rc = resolve_row(scheme, &tmp, &s))) return rc;
+    if (json.on && (rc = emit(&json, build_json(list, h, s)))) return rc;
+    if (!json.on || json.file) print_text(list, h, s);
     return CLI_OK;
 }

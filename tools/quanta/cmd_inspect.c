@@ -9,14 +9,15 @@
 #include "cli.h"
 
 static void help(void) {
-    printf("usage: quanta inspect PATH [--json]\n\n"
+    printf("usage: quanta inspect PATH [--json[=FILE]] [-q]\n\n"
            "Describe a checkpoint: a GGUF file, a llama2.c .bin (tokenizer beside it),\n"
            "or a Hugging Face directory (config.json + safetensors).\n\n"
            "Prints the architecture and hyperparameters, the tokenizer, every tensor\n"
            "(name, shape in ggml order, format, bytes, bits per weight), totals\n"
            "(parameters stored and unique, bytes, average bits per weight) and the\n"
            "quantization / provenance metadata when the file carries any.\n\n"
-           "  --json    one JSON object on stdout (schema: docs/cli-inspect.md)\n"
+           "  --json[=FILE]  one JSON object on stdout, or in FILE (schema: docs/cli-inspect.md)\n"
+           "  -q, --quiet    accepted for uniformity (inspect writes nothing on stderr)\n"
            "  --help    this text\n\n"
            "exit status: 0 ok, 1 unreadable or malformed input, 2 usage error\n");
 }
@@ -353,10 +354,12 @@ static json_t *build_json(const qt_model *m, const summary *s) {
 
 int cmd_inspect(int argc, char **argv) {
     const char *path = NULL;
-    int json = 0;
+    cli_json json = {0};
     for (int i = 1; i < argc; i++) {
+        int j = cli_json_arg("inspect", argv[i], &json);
+        if (j < 0) return CLI_USAGE;
+        if (j || cli_is_quiet(argv[i])) continue;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { help(); return CLI_OK; }
-        else if (!strcmp(argv[i], "--json")) json = 1;
         else if (argv[i][0] == '-' && argv[i][1]) return cli_usage("inspect", "unknown option '%s'", argv[i]);
         else if (path) return cli_usage("inspect", "one PATH only (got '%s' and '%s')", path, argv[i]);
         else path = argv[i];
@@ -368,18 +371,21 @@ int cmd_inspect(int argc, char **argv) {
     summary s;
     summarize(m, &s);
     int rc = CLI_OK;
-    if (json) {
+    if (json.on) {
         json_t *root = build_json(m, &s);
-        if (!root || json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) != 0) {
-            fprintf(stderr, "quanta: error: cannot write JSON\n");
-            rc = CLI_FAIL;
-        } else {
-            printf("\n");
-        }
+        char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) : NULL;
         json_decref(root);
-    } else {
-        print_text(m, &s);
+        char *nl = text ? realloc(text, strlen(text) + 2) : NULL;
+        if (!nl) {
+            free(text);
+            rc = cli_fail(qt_error(QT_ERR_NOMEM, "%s: cannot build the JSON text", path));
+        } else {
+            strcat(nl, "\n");
+            rc = cli_json_emit(&json, nl);
+            free(nl);
+        }
     }
+    if (!rc && (!json.on || json.file)) print_text(m, &s);
     qt_model_free(m);
     return rc;
 }

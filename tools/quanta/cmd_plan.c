@@ -1,6 +1,7 @@
 /* `quanta plan`: rank the schemes that run on a target, refuse the others
  * with the reason, separate weight advice from KV-cache advice, print the
  * commands, and draw the memory figure. */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +10,7 @@
 static void help(void) {
     printf("usage: quanta plan --model M --gpu G[xN] [--goal fit|throughput|concurrency|long-context|quality]\n"
            "                   [--context L] [--concurrency C] [--json] [--svg FILE] [--html FILE]\n"
-           "       quanta plan --list-models\n\n"
+           "       quanta plan --list-models [--json[=FILE]]\n\n"
            "Ranks every scheme that runs on the hardware for the goal, says why the others do not,\n"
            "whether the constraint is the weights or the KV cache, what an 8-bit cache buys, the commands\n"
            "to get there (quanta quantize, vllm serve, llama-server), and the memory of the quantization\n"
@@ -20,6 +21,27 @@ static void help(void) {
            "  --html FILE        a self-contained report page\n"
            "  --list-models      the built-in model presets and their sources\n");
     plan_opts_help(stdout);
+}
+
+static int list_models_json(const cli_json *j) {
+    json_t *a = json_array();
+    for (int i = 0; i < qt_plan_preset_count(); i++) {
+        const qt_model_spec *m = qt_plan_preset_get(i);
+        qt_param_counts pc;
+        if (qt_plan_param_counts(m, &pc)) pc.total = 0;
+        json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:I, s:s}", "key", m->key, "name", m->display, "kind",
+                                           m->kind == QT_SPEC_LLM ? "llm" : "diffusion", "parameters",
+                                           (json_int_t)pc.total, "source", m->source));
+    }
+    char *text = json_dumps(a, JSON_INDENT(2));
+    json_decref(a);
+    if (!text) return cli_fail(qt_error(QT_ERR_NOMEM, "plan: out of memory"));
+    size_t n = strlen(text);
+    char *nl = realloc(text, n + 2);
+    if (nl) { memcpy(nl + n, "\n", 2); text = nl; }
+    int rc = cli_json_emit(j, text);
+    free(text);
+    return rc;
 }
 
 static void list_models(void) {
@@ -77,7 +99,7 @@ static void print_header(const qt_plan *p) {
            r->hw && (r->hw->cls == QT_HW_CPU || r->hw->cls == QT_HW_APPLE) ? "host" : "GPU");
     if (m->kind == QT_SPEC_LLM) {
         printf(", context %s tokens", fmt_count((double)r->context, a, sizeof a));
-        if (r->concurrency) printf(" x %lld sequences", (long long)r->concurrency);
+        if (r->concurrency) printf(" x %lld sequence%s", (long long)r->concurrency, plural(r->concurrency));
     }
     printf(", goal %s\n", qt_goal_name(p->goal));
     if (m->kind == QT_SPEC_LLM) {
@@ -122,17 +144,21 @@ static void print_rows(const qt_plan *p) {
                    seqs, fmt_count((double)e->max_context, b, sizeof b), tps, e->compute_bound ? "c" : " ", verdict);
         } else {
             /* the plan keeps the text encoders 16-bit unless that alone breaks the fit */
-            double enc16 = 0, vae = 0;
-            for (int c = 0; c < p->n_components; c++) {
-                if (p->req.model->comp[c].role == QT_COMPONENT_TEXT_ENCODER) enc16 += p->comp_bytes[c][0];
-                if (p->req.model->comp[c].role == QT_COMPONENT_VAE) vae += p->comp_bytes[c][0];
-            }
+            if (e->fits && e->support == QT_SUPPORT_PARTIAL) snprintf(verdict, sizeof verdict, "fits, memory only%s",
+                                                                      i == p->best ? "  <- recommended" : "");
             printf("%4d %-11s %6.2f GB %8.2f GB %6.2f GB  %-13s  %s\n", r->rank, r->scheme->key, e->weights_bytes / 1e9,
-                   e->overhead_bytes / 1e9, e->kv_budget_bytes / 1e9,
-                   e->weights_16bit_bytes >= enc16 + vae - 1 ? "16-bit" : "8-bit", verdict);
+                   e->overhead_bytes / 1e9, e->kv_budget_bytes / 1e9, r->encoders_8bit ? "8-bit" : "16-bit", verdict);
         }
     }
     const qt_hw_info *hw = p->req.hw;
+    if (!llm) {
+        /* the hardware rules behind each row (fp8 without FP8 matmuls is memory only) */
+        printf("\nhardware\n");
+        for (int i = 0; i < p->n_rows; i++)
+            printf("   %c %-11s %s\n", p->rows[i].est.support == QT_SUPPORT_YES ? 'Y' : p->rows[i].est.support == QT_SUPPORT_NO ? '-' : '~',
+                   p->rows[i].scheme->key, p->rows[i].est.reason);
+        return;
+    }
     if (hw && (hw->cls == QT_HW_CPU || hw->cls == QT_HW_APPLE)) {
         /* on hosts only GGUF types are planned: one line instead of a refusal per vLLM scheme */
         printf("\nnot planned on %s targets (vLLM schemes; quanta plans llama.cpp GGUF types here):", qt_hw_class_name(hw->cls));
@@ -157,11 +183,13 @@ static void print_advice(const qt_plan *p) {
     const qt_model_spec *m = r->model;
     printf("\n");
     if (m->kind == QT_SPEC_DIFFUSION) {
-        printf("components  %-16s %-36s %12s %10s %10s %10s\n", "", "", "parameters", "16-bit", "8-bit", "4-bit");
+        const qt_plan_row *bst = p->best >= 0 ? &p->rows[p->best] : NULL;
+        printf("components  %-16s %-36s %12s %10s %10s %10s  %s\n", "", "", "parameters", "16-bit", "8-bit", "4-bit",
+               "recommended");
         for (int i = 0; i < p->n_components; i++)
-            printf("            %-16s %-36s %12s %7.2f GB %7.2f GB %7.2f GB\n", m->comp[i].name, m->comp[i].what,
+            printf("            %-16s %-36s %12s %7.2f GB %7.2f GB %7.2f GB  %s\n", m->comp[i].name, m->comp[i].what,
                    fmt_count((double)m->comp[i].n_params, a, sizeof a), p->comp_bytes[i][0] / 1e9,
-                   p->comp_bytes[i][1] / 1e9, p->comp_bytes[i][2] / 1e9);
+                   p->comp_bytes[i][1] / 1e9, p->comp_bytes[i][2] / 1e9, qt_plan_component_precision(p, bst, i));
     }
     const qt_plan_row *r16 = NULL;
     for (int i = 0; i < p->n_rows; i++)
@@ -179,15 +207,15 @@ static void print_advice(const qt_plan *p) {
                    fmt_gb(e->weights_bytes, a, sizeof a), (long long)(r->concurrency ? r->concurrency : 1),
                    fmt_count((double)r->context, b, sizeof b), fmt_gb(e->shortfall_bytes, c, sizeof c));
         else
-            printf("weights or cache?  neither: it fits at 16-bit (%lld sequences of %s tokens); quantize only for more\n"
+            printf("weights or cache?  neither: it fits at 16-bit (%lld sequence%s of %s tokens); quantize only for more\n"
                    "                   sequences, longer contexts or throughput\n",
-                   (long long)e->concurrency, fmt_count((double)r->context, a, sizeof a));
+                   (long long)e->concurrency, plural(e->concurrency), fmt_count((double)r->context, a, sizeof a));
     }
     if (p->best >= 0) {
         const qt_plan_row *bst = &p->rows[p->best];
         if (m->kind == QT_SPEC_LLM)
-            printf("recommended        %s: %s, %lld sequences of %s tokens\n", bst->scheme->key, bst->scheme->title,
-                   (long long)bst->est.concurrency,
+            printf("recommended        %s: %s, %lld sequence%s of %s tokens\n", bst->scheme->key, bst->scheme->title,
+                   (long long)bst->est.concurrency, plural(bst->est.concurrency),
                    fmt_count((double)r->context, a, sizeof a));
         else
             printf("recommended        denoiser in %s: %s of weights, %s spare\n", bst->scheme->key,
@@ -237,11 +265,12 @@ static int write_output(const qt_plan *p, const char *path, qt_status (*render)(
 int cmd_plan(int argc, char **argv) {
     plan_opts o;
     plan_opts_init(&o);
+    bool list = false;
     for (int i = 1; i < argc; i++) {
         int rc;
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return CLI_OK; }
-        if (!strcmp(a, "--list-models")) { list_models(); return CLI_OK; }
+        if (!strcmp(a, "--list-models")) { list = true; continue; }
         int took = plan_opt("plan", argc, argv, &i, &o, &rc);
         if (took < 0) return rc;
         if (took) continue;
@@ -255,6 +284,11 @@ int cmd_plan(int argc, char **argv) {
         }
         return cli_usage("plan", "unknown option '%s'", a);
     }
+    if (list) {
+        if (o.json.on) return list_models_json(&o.json);
+        list_models();
+        return CLI_OK;
+    }
     int rc = plan_resolve("plan", &o, true);
     if (rc) return rc;
     qt_plan *p = malloc(sizeof *p);
@@ -264,23 +298,27 @@ int cmd_plan(int argc, char **argv) {
         free(p);
         return st == QT_ERR_ARG ? cli_usage("plan", "%s", qt_last_error()) : cli_fail(st);
     }
-    if (o.json) {
+    if (o.json.on) {
         char *text;
         if ((st = qt_plan_json(p, &text))) { free(p); return cli_fail(st); }
-        printf("%s\n", text);
+        size_t n = strlen(text);
+        char *nl = realloc(text, n + 2);
+        if (nl) { memcpy(nl + n, "\n", 2); text = nl; }
+        rc = cli_json_emit(&o.json, text);
         free(text);
-    } else {
+    }
+    if (!o.json.on || o.json.file) {
         print_header(p);
         print_rows(p);
         print_advice(p);
     }
     if (!rc && o.svg) {
         rc = write_output(p, o.svg, qt_plan_svg);
-        if (!rc && !o.json) printf("wrote %s\n", o.svg);
+        if (!rc && !o.quiet) fprintf(stderr, "quanta plan: wrote %s\n", o.svg);
     }
     if (!rc && o.html) {
         rc = write_output(p, o.html, qt_plan_html);
-        if (!rc && !o.json) printf("wrote %s\n", o.html);
+        if (!rc && !o.quiet) fprintf(stderr, "quanta plan: wrote %s\n", o.html);
     }
     free(p);
     return rc;

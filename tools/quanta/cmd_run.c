@@ -1,4 +1,5 @@
 /* `quanta run`: generate text from a prompt with quanta's own engine. */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,8 +19,10 @@ static void help(void) {
            "  --top-p P            nucleus sampling threshold; 1 = off (default 0.95)\n"
            "  --seed S             random seed (default 42): the same seed gives the same text\n"
            "  --no-bos             do not add BOS\n"
+           "  --json[=FILE]        one JSON object (prompt, text, token counts, speeds, why it stopped)\n"
+           "                       instead of the streamed text, or in FILE beside it\n"
            "  -q, --quiet          no numerics/speed report on stderr\n"
-           ENGINE_OPTS_HELP);
+           ENGINE_OPTS_HELP_CTX ENGINE_OPTS_HELP);
 }
 
 static double now_s(void) {
@@ -34,6 +37,7 @@ typedef struct run_args {
     double temp, top_p;
     long long top_k, seed;
     bool no_bos, quiet;
+    cli_json json;
     engine_cli_opts eng;
 } run_args;
 
@@ -46,6 +50,9 @@ static int parse(int argc, char **argv, run_args *a) {
         int r = engine_cli_parse("run", argc, argv, &i, &a->eng);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
+        int j = cli_json_arg("run", o, &a->json);
+        if (j < 0) return CLI_USAGE;
+        if (j) continue;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) { help(); return -1; }
         else if (!strcmp(o, "-m") || !strcmp(o, "--model")) { if (!v) return cli_usage("run", "%s needs a value", o); a->model = v; i++; }
         else if (!strcmp(o, "-p") || !strcmp(o, "--prompt")) { if (!v) return cli_usage("run", "%s needs a value", o); a->prompt = v; i++; }
@@ -63,18 +70,36 @@ static int parse(int argc, char **argv, run_args *a) {
     return CLI_OK;
 }
 
-/* Writes the bytes token `id` stands for to stdout. */
-static void emit(const qt_tokenizer *tok, int32_t id) {
+/* Writes the bytes token `id` stands for to out. */
+static void emit(FILE *out, const qt_tokenizer *tok, int32_t id) {
     char buf[256];
     int32_t n = qt_token_to_piece(tok, id, buf, (int32_t)sizeof buf);
     if (n > (int32_t)sizeof buf) {
         char *big = malloc((size_t)n);
-        if (big && qt_token_to_piece(tok, id, big, n) == n) fwrite(big, 1, (size_t)n, stdout);
+        if (big && qt_token_to_piece(tok, id, big, n) == n) fwrite(big, 1, (size_t)n, out);
         free(big);
     } else if (n > 0) {
-        fwrite(buf, 1, (size_t)n, stdout);
+        fwrite(buf, 1, (size_t)n, out);
     }
-    fflush(stdout);
+    fflush(out);
+}
+
+static int report_json(const run_args *a, const qt_engine_ctx *e, const char *text, size_t len, int32_t n_prompt,
+                       int64_t n_gen, double t_prefill, double t_decode, const char *why) {
+    json_t *o = json_pack("{s:s, s:s, s:s%, s:i, s:I, s:s, s:f, s:f, s:s}", "model", a->model, "prompt", a->prompt,
+                          "text", text, len, "n_prompt", n_prompt, "n_generated", (json_int_t)n_gen, "stopped", why,
+                          "prompt_seconds", t_prefill, "decode_seconds", t_decode, "numerics", qt_engine_describe(e));
+    char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    char *nl = s ? realloc(s, strlen(s) + 2) : NULL;
+    if (!nl) {
+        free(s);
+        return cli_fail(qt_error(QT_ERR_FORMAT, "run: the generated text is not valid UTF-8 JSON can hold"));
+    }
+    strcat(nl, "\n");
+    int rc = cli_json_emit(&a->json, nl);
+    free(nl);
+    return rc;
 }
 
 static int generate(const run_args *a, qt_model *m, qt_tokenizer *tok) {
@@ -88,6 +113,9 @@ static int generate(const run_args *a, qt_model *m, qt_tokenizer *tok) {
     qt_sampler *smp = NULL;
     float *logits = NULL;
     int rc = CLI_OK;
+    char *gen = NULL;
+    size_t gen_len = 0;
+    FILE *out = NULL;
     if ((s = engine_cli_create(m, &a->eng, &e)) != QT_OK) { rc = cli_fail(s); goto done; }
     if (n_ids > qt_engine_n_ctx(e)) {
         rc = cli_fail(qt_error(QT_ERR_ARG, "the prompt is %d tokens but the context holds %d (raise -c)", n_ids,
@@ -101,8 +129,13 @@ static int generate(const run_args *a, qt_model *m, qt_tokenizer *tok) {
     if (!(logits = malloc((size_t)n_vocab * sizeof *logits))) { rc = cli_fail(qt_error(QT_ERR_NOMEM, "out of memory")); goto done; }
     if (!a->quiet) fprintf(stderr, "quanta run: %s\n", qt_engine_describe(e));
 
-    fputs(a->prompt, stdout);
-    fflush(stdout);
+    /* --json: the text is collected and reported at the end; else streamed after the prompt */
+    out = a->json.on ? open_memstream(&gen, &gen_len) : stdout;
+    if (!out) { rc = cli_fail(qt_error(QT_ERR_NOMEM, "out of memory")); goto done; }
+    if (!a->json.on) {
+        fputs(a->prompt, stdout);
+        fflush(stdout);
+    }
     const double t0 = now_s();
     if ((s = qt_engine_eval(e, ids, n_ids, n_ids - 1, logits)) != QT_OK) { rc = cli_fail(s); goto done; }
     const double t_prefill = now_s() - t0;
@@ -113,19 +146,28 @@ static int generate(const run_args *a, qt_model *m, qt_tokenizer *tok) {
     while (n_gen < a->n_predict) {
         const int32_t next = qt_sampler_sample(smp, logits);
         if (next == voc->eos_id) { why = "end of text (EOS)"; break; }
-        emit(tok, next);
+        emit(out, tok, next);
         n_gen++;
         if (n_gen == a->n_predict) break;
         if (qt_engine_n_past(e) >= qt_engine_n_ctx(e)) { why = "the context is full"; break; }
         if ((s = qt_engine_eval(e, &next, 1, 0, logits)) != QT_OK) { rc = cli_fail(s); goto done; }
     }
     const double t_decode = now_s() - t1;
-    fputc('\n', stdout);
+    if (a->json.on) {
+        fclose(out);
+        out = NULL;
+        rc = report_json(a, e, gen ? gen : "", gen_len, n_ids, n_gen, t_prefill, t_decode, why);
+        if (a->json.file) printf("%s%.*s\n", a->prompt, (int)gen_len, gen ? gen : "");
+    } else {
+        fputc('\n', stdout);
+    }
     if (!a->quiet)
         fprintf(stderr, "quanta run: prompt %d tokens in %.3f s (%.1f tok/s), generated %lld tokens in %.3f s "
                 "(%.1f tok/s), stopped: %s\n", n_ids, t_prefill, n_ids / (t_prefill > 0 ? t_prefill : 1e-9),
                 (long long)n_gen, t_decode, n_gen / (t_decode > 0 ? t_decode : 1e-9), why);
 done:
+    if (out && out != stdout) fclose(out);
+    free(gen);
     free(logits);
     qt_sampler_free(smp);
     qt_engine_free(e);

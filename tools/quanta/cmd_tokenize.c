@@ -6,7 +6,7 @@
 #include "cli.h"
 
 static void help(void) {
-    printf("usage: quanta tokenize -m MODEL (-p TEXT | -f FILE) [--no-bos] [--parse-special] [--batch] [--json]\n\n"
+    printf("usage: quanta tokenize -m MODEL (-p TEXT | -f FILE) [--no-bos] [--parse-special] [--batch] [--json[=FILE]] [-q]\n\n"
            "Print the token ids of TEXT (or of FILE's bytes) with MODEL's tokenizer, on one line.\n\n"
            "  -m, --model MODEL   a GGUF file, a Hugging Face model directory, a llama2.c .bin,\n"
            "                      or a bare tokenizer.json (its tokenizer_config.json beside it is read too)\n"
@@ -17,7 +17,7 @@ static void help(void) {
            "                      into their ids; user-defined added tokens are always recognised\n"
            "  --batch             the text holds several texts separated by the byte 0x1E (record separator):\n"
            "                      print one line of ids per text\n"
-           "  --json              print ids and pieces as JSON: {\"n_tokens\", \"ids\", \"tokens\": [{\"id\", \"text\",\n"
+           "  --json[=FILE]       print ids and pieces as JSON (on stdout, or in FILE): {\"n_tokens\", \"ids\", \"tokens\": [{\"id\", \"text\",\n"
            "                      \"piece\"}]}; \"text\" is the vocabulary entry, \"piece\" the decoded bytes\n"
            "                      (null, with \"bytes\", when they are not valid UTF-8 on their own)\n");
 }
@@ -66,35 +66,35 @@ static bool utf8_valid(const unsigned char *s, size_t n) {
 }
 
 /* A JSON string, or null (and the bytes) when s is not valid UTF-8. */
-static void print_json_text(const char *key, const char *s, size_t n) {
+static void print_json_text(FILE *out, const char *key, const char *s, size_t n) {
     if (!utf8_valid((const unsigned char *)s, n)) {
-        printf("\"%s\": null, \"bytes\": [", key);
-        for (size_t i = 0; i < n; i++) printf("%s%u", i ? ", " : "", (unsigned char)s[i]);
-        printf("]");
+        fprintf(out, "\"%s\": null, \"bytes\": [", key);
+        for (size_t i = 0; i < n; i++) fprintf(out, "%s%u", i ? ", " : "", (unsigned char)s[i]);
+        fprintf(out, "]");
         return;
     }
-    printf("\"%s\": \"", key);
+    fprintf(out, "\"%s\": \"", key);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c == '\n') printf("\\n");
-        else if (c == '\t') printf("\\t");
-        else if (c == '\r') printf("\\r");
-        else if (c < 0x20 || c == 0x7F) printf("\\u%04x", c);
-        else putchar(c);
+        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+        else if (c == '\n') fprintf(out, "\\n");
+        else if (c == '\t') fprintf(out, "\\t");
+        else if (c == '\r') fprintf(out, "\\r");
+        else if (c < 0x20 || c == 0x7F) fprintf(out, "\\u%04x", c);
+        else fputc(c, out);
     }
-    putchar('"');
+    fputc('"', out);
 }
 
-static void print_ids(const qt_tokenizer *tok, const qt_vocab *v, const int32_t *ids, int32_t n, bool json) {
+static void print_ids(FILE *out, const qt_tokenizer *tok, const qt_vocab *v, const int32_t *ids, int32_t n, bool json) {
     if (!json) {
-        for (int32_t i = 0; i < n; i++) printf(i ? " %d" : "%d", ids[i]);
-        putchar('\n');
+        for (int32_t i = 0; i < n; i++) fprintf(out, i ? " %d" : "%d", ids[i]);
+        fputc('\n', out);
         return;
     }
-    printf("{\"n_tokens\": %d, \"ids\": [", n);
-    for (int32_t i = 0; i < n; i++) printf(i ? ", %d" : "%d", ids[i]);
-    printf("], \"tokens\": [");
+    fprintf(out, "{\"n_tokens\": %d, \"ids\": [", n);
+    for (int32_t i = 0; i < n; i++) fprintf(out, i ? ", %d" : "%d", ids[i]);
+    fprintf(out, "], \"tokens\": [");
     char small[256];
     for (int32_t i = 0; i < n; i++) {
         int32_t len = qt_token_to_piece(tok, ids[i], small, sizeof small);
@@ -104,14 +104,14 @@ static void print_ids(const qt_tokenizer *tok, const qt_vocab *v, const int32_t 
             if (!piece) { fprintf(stderr, "quanta: error: out of memory\n"); exit(CLI_FAIL); }
             qt_token_to_piece(tok, ids[i], piece, len);
         }
-        printf("%s\n  {\"id\": %d, ", i ? "," : "", ids[i]);
-        print_json_text("text", v->tokens[ids[i]], strlen(v->tokens[ids[i]]));
-        printf(", ");
-        print_json_text("piece", piece, (size_t)len);
-        printf("}");
+        fprintf(out, "%s\n  {\"id\": %d, ", i ? "," : "", ids[i]);
+        print_json_text(out, "text", v->tokens[ids[i]], strlen(v->tokens[ids[i]]));
+        fprintf(out, ", ");
+        print_json_text(out, "piece", piece, (size_t)len);
+        fprintf(out, "}");
         if (piece != small) free(piece);
     }
-    printf("%s]}\n", n ? "\n" : "");
+    fprintf(out, "%s]}\n", n ? "\n" : "");
 }
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -121,10 +121,14 @@ static bool ends_with(const char *s, const char *suffix) {
 
 int cmd_tokenize(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *file = NULL;
-    bool no_bos = false, json = false, batch = false, parse_special = false;
+    bool no_bos = false, batch = false, parse_special = false;
+    cli_json json = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_value = i + 1 < argc;
+        int j = cli_json_arg("tokenize", a, &json);
+        if (j < 0) return CLI_USAGE;
+        if (j || cli_is_quiet(a)) continue;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return CLI_OK; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { if (!has_value) return cli_usage("tokenize", "%s needs a value", a); model_path = argv[++i]; }
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) { if (!has_value) return cli_usage("tokenize", "%s needs a value", a); prompt = argv[++i]; }
@@ -132,7 +136,6 @@ int cmd_tokenize(int argc, char **argv) {
         else if (!strcmp(a, "--no-bos")) no_bos = true;
         else if (!strcmp(a, "--parse-special")) parse_special = true;
         else if (!strcmp(a, "--batch")) batch = true;
-        else if (!strcmp(a, "--json")) json = true;
         else return cli_usage("tokenize", "unknown option '%s'", a);
     }
     if (!model_path) return cli_usage("tokenize", "-m MODEL is required");
@@ -159,7 +162,11 @@ int cmd_tokenize(int argc, char **argv) {
     const qt_vocab *v = qt_model_vocab(m);
     unsigned flags = (v->add_bos && !no_bos ? QT_TOKENIZE_ADD_BOS : 0u) | (parse_special ? QT_TOKENIZE_PARSE_SPECIAL : 0u);
 
-    if (json && batch) printf("[");
+    char *jbuf = NULL;
+    size_t jlen = 0;
+    FILE *out = json.on ? cli_json_open(&json, &jbuf, &jlen) : stdout;
+    if (!out) { rc = cli_fail(qt_error(QT_ERR_NOMEM, "tokenize: out of memory")); goto done; }
+    if (json.on && batch) fprintf(out, "[");
     size_t start = 0;
     for (int record = 0;; record++) {
         size_t end = len;
@@ -170,13 +177,18 @@ int cmd_tokenize(int argc, char **argv) {
         int32_t *ids;
         int32_t n;
         if ((s = qt_tokenize_ex(tok, input + start, end - start, flags, &ids, &n)) != QT_OK) { rc = cli_fail(s); break; }
-        if (json && batch) printf(record ? ",\n" : "\n");
-        print_ids(tok, v, ids, n, json);
+        if (json.on && batch) fprintf(out, record ? ",\n" : "\n");
+        print_ids(out, tok, v, ids, n, json.on);
+        if (json.file) print_ids(stdout, tok, v, ids, n, false);
         free(ids);
         if (!batch || end == len) break;
         start = end + 1;
     }
-    if (json && batch && rc == CLI_OK) printf("]\n");
+    if (json.on && batch && rc == CLI_OK) fprintf(out, "]\n");
+    if (out != stdout) {
+        int jrc = cli_json_close(&json, out, &jbuf, &jlen);
+        if (rc == CLI_OK) rc = jrc;
+    }
     if (fflush(stdout) != 0 && rc == CLI_OK) {
         fprintf(stderr, "quanta: error: writing the output failed\n");
         rc = CLI_FAIL;

@@ -20,9 +20,12 @@ int engine_cli_parse(const char *verb, int argc, char **argv, int *i, engine_cli
         if (cli_parse_int(verb, opt, v, 1, 1024, &o->threads)) return -1;
     } else if (!strcmp(opt, "--kv-dtype")) {
         if (!v) { cli_usage(verb, "%s needs a value", opt); return -1; }
+        if (cli_kv_engine(verb, opt, v)) return -1;
         o->kv_dtype = v;
     } else if (!strcmp(opt, "--kv-scale")) {
+        qt_kv_scale_source src;
         if (!v) { cli_usage(verb, "%s needs a value", opt); return -1; }
+        if (qt_kv_scale_source_parse(v, &src) != QT_OK) { cli_usage(verb, "%s: %s", opt, qt_last_error()); return -1; }
         o->kv_scale = v;
     } else if (!strcmp(opt, "--kv-scale-gran")) {
         if (!v || (strcmp(v, "tensor") && strcmp(v, "head"))) {

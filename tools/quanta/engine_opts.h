@@ -6,16 +6,18 @@
 
 typedef struct engine_cli_opts {
     long long n_ctx, n_batch, threads;
-    const char *kv_dtype;       /* resolved by the library: an unknown name is an error (exit 1) */
+    const char *kv_dtype;       /* checked when parsed: an unknown name is a usage error (exit 2) */
     const char *kv_scale;       /* auto|file|one|dynamic */
     bool kv_per_head;
     bool act_quant_off;
 } engine_cli_opts;
 
+/* The context line differs: run's is the context, perplexity/eval score chunks of it. */
+#define ENGINE_OPTS_HELP_CTX                                                                           \
+    "  -c, --ctx-size N     context length (default: the model's, at most 4096)\n"
 #define ENGINE_OPTS_HELP                                                                               \
-    "  -c, --ctx-size N     context length (default: the model's, at most 4096)\n"                  \
-    "  --kv-dtype D         KV cache format: f32, f16 (default, as llama.cpp), bf16, fp8-e4m3,\n"    \
-    "                       fp8-e5m2, int8\n"                                                        \
+    "  --kv-dtype D         KV cache format: f32, f16 (default, as llama.cpp; also fp16), bf16,\n"  \
+    "                       fp8 (fp8-e4m3), fp8-e5m2, int8 (q8_0 is llama.cpp's; use int8 here)\n"   \
     "  --kv-scale S         scales of fp8/int8 caches: auto (file, else fp8 1.0 / int8 on the fly),\n" \
     "                       file, one (1.0), dynamic (absmax of the first batch)\n"                 \
     "  --kv-scale-gran G    tensor (default) or head: one scale per layer, or per layer and KV head\n" \

@@ -3,7 +3,6 @@
  * The verb table below is the whole CLI surface; each verb lives in its own
  * file (cmd_<verb>.c), parses its own options, and prints `--help`.
  */
-#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,11 +34,19 @@ static void print_help(FILE *out) {
     fprintf(out, "\noptions:\n  --help       this text\n  --version    print the version\n");
 }
 
-static void on_sigint(int sig) {
-    (void)sig;
-    qt_request_cancel();
-    /* A second Ctrl-C during cleanup falls through to the default action. */
-    signal(SIGINT, SIG_DFL);
+/* "did you mean": verbs within a small edit distance, or that start with what was typed. */
+static int unknown_verb(const char *verb) {
+    char list[256] = "";
+    for (int i = 0; i < n_verbs; i++) {
+        const char *v = verbs[i].name;
+        if (qt_plan_name_distance(verb, v) > 2 && (strlen(verb) < 2 || strncmp(verb, v, strlen(verb)))) continue;
+        strncat(list, *list ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, v, sizeof list - strlen(list) - 1);
+    }
+    if (*list) fprintf(stderr, "quanta: unknown verb '%s'; did you mean %s?\n", verb, list);
+    else fprintf(stderr, "quanta: unknown verb '%s'\n", verb);
+    fprintf(stderr, "try 'quanta --help' for the list of verbs\n");
+    return CLI_USAGE;
 }
 
 int cli_fail(qt_status s) {
@@ -104,10 +111,8 @@ int main(int argc, char **argv) {
         printf("quanta %s (kernels: %s)\n", qt_version(), qt_cpu_level_name());
         return CLI_OK;
     }
-    signal(SIGINT, on_sigint);
+    cli_signals_install();
     for (int i = 0; i < n_verbs; i++)
-        if (!strcmp(verb, verbs[i].name)) return verbs[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "quanta: unknown verb '%s'\n\n", verb);
-    print_help(stderr);
-    return CLI_USAGE;
+        if (!strcmp(verb, verbs[i].name)) return cli_signal_exit(verbs[i].run(argc - 1, argv + 1));
+    return unknown_verb(verb);
 }

@@ -1,5 +1,7 @@
 /* tools/quanta/plan_cli.c — options shared by `plan` and `estimate`. */
+#include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,13 +22,16 @@ void plan_opts_help(FILE *out) {
             "  --memory SIZE      memory per device with its unit: 16GB (1e9 bytes) or 15360MiB (2^20 bytes)\n"
             "  --util F           share of memory the runtime takes, (0, 1] (default 0.90; Apple 0.75)\n"
             "  --overhead SIZE    runtime overhead per GPU (default: simple 1.0GB; realistic: computed allowances)\n"
-            "  --context L        tokens per sequence (default 4096)\n"
+            "  -c, --ctx-size L   tokens per sequence (default 4096, at most the model's trained context;\n"
+            "                     --context is the same option)\n"
             "  --concurrency C    sequences that must fit at that context (default: report how many do)\n"
-            "  --kv-dtype D       auto|bf16|fp16|fp8|int8 (default auto = the model's 16-bit dtype)\n"
+            "  --kv-dtype D       auto (default: the model's 16-bit dtype), f16 (fp16), bf16, fp8 (fp8-e4m3,\n"
+            "                     fp8-e5m2), int8, q8_0 (llama.cpp's 8-bit cache)\n"
             "  --accounting A     realistic (default: per tensor, 16-bit parts, scales) or simple (the seed's flat\n"
             "                     2/1/0.5 bytes per parameter and 1.0GB overhead)\n"
             "  --batch-tokens N   tokens per forward pass for the activation allowance (default 2048)\n"
-            "  --json             machine-readable output (bytes and counts, unrounded; docs/plan.md)\n");
+            "  --json[=FILE]      machine-readable output to stdout or FILE (bytes and counts, unrounded; docs/plan.md)\n"
+            "  -q, --quiet        no notes on stderr\n");
 }
 
 static int need_value(const char *verb, int argc, char **argv, int *i, const char **out) {
@@ -47,7 +52,9 @@ int plan_opt(const char *verb, int argc, char **argv, int *i, plan_opts *o, int 
 #define VALUE() do { if ((*rc = need_value(verb, argc, argv, i, &v))) return -1; } while (0)
     if (!strcmp(a, "--model") || !strcmp(a, "-m")) { VALUE(); o->model = v; return 1; }
     if (!strcmp(a, "--gpu")) { VALUE(); o->gpu = v; return 1; }
-    if (!strcmp(a, "--json")) { o->json = true; return 1; }
+    int j = cli_json_arg(verb, a, &o->json);
+    if (j) { if (j < 0) *rc = CLI_USAGE; return j; }
+    if (cli_is_quiet(a)) { o->quiet = true; return 1; }
     if (!strcmp(a, "--memory")) {
         VALUE();
         if ((*rc = parse_size_opt(verb, a, v, &o->req.memory_bytes))) return -1;
@@ -70,10 +77,11 @@ int plan_opt(const char *verb, int argc, char **argv, int *i, plan_opts *o, int 
         o->req.util = u;
         return 1;
     }
-    if (!strcmp(a, "--context") || !strcmp(a, "-c")) {
+    if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size") || !strcmp(a, "--context")) {
         VALUE();
-        if ((*rc = cli_parse_int(verb, "--context", v, 1, 100000000, &n))) return -1;
+        if ((*rc = cli_parse_int(verb, a, v, 1, 100000000, &n))) return -1;
         o->req.context = n;
+        o->context_given = true;
         return 1;
     }
     if (!strcmp(a, "--concurrency")) {
@@ -90,11 +98,8 @@ int plan_opt(const char *verb, int argc, char **argv, int *i, plan_opts *o, int 
     }
     if (!strcmp(a, "--kv-dtype")) {
         VALUE();
-        static const char *const names[] = {"auto", "bf16", "fp16", "fp8", "int8"};
-        for (int k = 0; k < 5; k++)
-            if (!strcmp(v, names[k])) { o->req.kv_dtype = (qt_kv_dtype)k; return 1; }
-        *rc = cli_usage(verb, "--kv-dtype: '%s' is not one of auto, bf16, fp16, fp8, int8", v);
-        return -1;
+        if ((*rc = cli_kv_plan(verb, v, &o->req.kv_dtype))) return -1;
+        return 1;
     }
     if (!strcmp(a, "--accounting")) {
         VALUE();
@@ -136,18 +141,44 @@ static int unknown_name(const char *verb, const char *what, const char *name, in
     return cli_usage(verb, "unknown %s '%s'; did you mean %s?", what, name, list);
 }
 
+/* A name that is short for one card of several ("a100") is resolved out loud, naming the others. */
+static void say_resolved_gpu(const char *verb, const char *name, const qt_hw_info *hw) {
+    char want[96], key[96];
+    snprintf(want, sizeof want, "%s", name);
+    for (char *c = want; *c; c++) *c = (char)tolower((unsigned char)*c);
+    if (!strcmp(want, hw->key) || !strcmp(want, "cpu")) return;
+    char others[256] = "";
+    for (int i = 0; i < qt_hw_count(); i++) {
+        const qt_hw_info *h = qt_hw_get(i);
+        snprintf(key, sizeof key, "%s", h->key);
+        if (h == hw || strncmp(key, want, strlen(want))) continue;
+        char one[160];
+        snprintf(one, sizeof one, "%s%s for the %s", *others ? "; " : "", h->key, h->name);
+        strncat(others, one, sizeof others - strlen(others) - 1);
+    }
+    if (*others) fprintf(stderr, "quanta %s: note: '%s' means the %s (%s); say %s\n", verb, name, hw->name, hw->key, others);
+}
+
 int plan_resolve(const char *verb, plan_opts *o, bool need_target) {
     if (!o->model) return cli_usage(verb, "--model is required");
     qt_status st = qt_plan_spec_resolve(o->model, &o->spec);
     if (st == QT_ERR_NOT_FOUND) return unknown_name(verb, "model", o->model, 1);
     if (st) return cli_fail(st);
     o->req.model = &o->spec;
+    /* The default context never exceeds what the model was trained for; -c asks for more. */
+    if (!o->context_given && o->spec.kind == QT_SPEC_LLM && o->spec.n_ctx_train > 0 && o->req.context > o->spec.n_ctx_train) {
+        o->req.context = o->spec.n_ctx_train;
+        if (!o->quiet)
+            fprintf(stderr, "quanta %s: note: context %lld tokens, %s's trained length (-c asks for more, with RoPE scaling)\n",
+                    verb, (long long)o->req.context, o->spec.display);
+    }
     if (o->gpu) {
         char name[96];
         int count, rc;
         if ((rc = split_gpu(verb, o->gpu, name, sizeof name, &count))) return rc;
         const qt_hw_info *hw = qt_hw_find(name);
         if (!hw) return unknown_name(verb, "GPU", name, 0);
+        if (!o->quiet) say_resolved_gpu(verb, name, hw);
         if (hw->cls == QT_HW_CPU) {
             if ((st = qt_hw_local_cpu(&o->local, o->local_name, sizeof o->local_name))) {
                 if (!o->req.memory_bytes) return cli_fail(st);
@@ -197,16 +228,4 @@ const char *fmt_frac(double x, char *buf, size_t n) {
     if (floor(x * 10 + 0.5) / 10 >= floor(x) + 1) snprintf(buf, n, "%.2f", floor(x * 100) / 100);
     else snprintf(buf, n, "%.1f", x);
     return buf;
-}
-
-int write_text_file(const char *path, const char *text) {
-    qt_afile *f;
-    qt_status st = qt_afile_open(path, &f);
-    if (st) return cli_fail(st);
-    if ((st = qt_afile_write(f, text, strlen(text)))) {
-        qt_afile_abort(f);
-        return cli_fail(st);
-    }
-    if ((st = qt_afile_commit(f))) return cli_fail(st);
-    return CLI_OK;
 }

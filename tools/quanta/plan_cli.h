@@ -9,7 +9,9 @@ typedef struct plan_opts {
     const char *scheme;          /* --scheme (estimate) */
     const char *gpu;             /* --gpu NAME[xN] */
     const char *svg, *html;      /* plan outputs */
-    bool json;
+    cli_json json;
+    bool quiet;
+    bool context_given;          /* -c was given: not clamped to the trained context */
     qt_goal goal;
     qt_model_spec spec;
     qt_hw_info local;            /* --gpu cpu: this machine */
@@ -32,9 +34,9 @@ const char *fmt_count(double v, char *buf, size_t n);
 const char *fmt_gb(double bytes, char *buf, size_t n);
 /* GB, MB or KB (decimal) by magnitude: "234.9 MB". */
 const char *fmt_size(double bytes, char *buf, size_t n);
+/* "s" unless n is 1: "1 sequence", "2 sequences". */
+static inline const char *plural(long long n) { return n == 1 ? "" : "s"; }
 /* A fractional count with one decimal that never rounds up to the next whole number. */
 const char *fmt_frac(double x, char *buf, size_t n);
-/* Writes text to path atomically (no partial file on error). */
-int write_text_file(const char *path, const char *text);
 
 #endif

@@ -1,0 +1,106 @@
+/* tools/quanta/cli_vocab.c — the option vocabulary every verb shares:
+ * --json / --json=FILE, -q/--quiet, KV cache dtypes and scheme names, each
+ * spelled and checked one way (bad values are usage errors, exit 2). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_json_arg(const char *verb, const char *a, cli_json *j) {
+    if (!strcmp(a, "--json")) {
+        j->on = true;
+        j->file = NULL;
+        return 1;
+    }
+    if (strncmp(a, "--json=", 7)) return 0;
+    if (!a[7]) {
+        cli_usage(verb, "--json=FILE needs a file name (or give --json for standard output)");
+        return -1;
+    }
+    j->on = true;
+    j->file = a + 7;
+    return 1;
+}
+
+bool cli_is_quiet(const char *a) { return !strcmp(a, "-q") || !strcmp(a, "--quiet"); }
+
+FILE *cli_json_open(const cli_json *j, char **buf, size_t *len) {
+    *buf = NULL;
+    *len = 0;
+    if (!j->file || !strcmp(j->file, "-")) return stdout;
+    return open_memstream(buf, len);
+}
+
+int cli_json_close(const cli_json *j, FILE *f, char **buf, size_t *len) {
+    if (f == stdout) return fflush(stdout) == 0 ? CLI_OK : cli_fail(qt_error(QT_ERR_IO, "standard output: write failed"));
+    if (!f || fclose(f) != 0 || !*buf) {
+        free(*buf);
+        return cli_fail(qt_error(QT_ERR_NOMEM, "%s: cannot build the JSON text", j->file));
+    }
+    int rc = write_text_file(j->file, *buf);
+    free(*buf);
+    *buf = NULL;
+    return rc;
+}
+
+int cli_json_emit(const cli_json *j, const char *text) {
+    if (!j->file || !strcmp(j->file, "-")) {
+        fputs(text, stdout);
+        return CLI_OK;
+    }
+    return write_text_file(j->file, text);
+}
+
+int write_text_file(const char *path, const char *text) {
+    qt_afile *f;
+    qt_status st = qt_afile_open(path, &f);
+    if (st) return cli_fail(st);
+    if ((st = qt_afile_write(f, text, strlen(text)))) {
+        qt_afile_abort(f);
+        return cli_fail(st);
+    }
+    if ((st = qt_afile_commit(f))) return cli_fail(st);
+    return CLI_OK;
+}
+
+int cli_kv_engine(const char *verb, const char *opt, const char *name) {
+    qt_kv_type t;
+    if (qt_kv_type_parse(name, &t) != QT_OK) return cli_usage(verb, "%s: %s", opt, qt_last_error());
+    return CLI_OK;
+}
+
+int cli_kv_plan(const char *verb, const char *name, qt_kv_dtype *out) {
+    qt_kv_type t;
+    if (!strcasecmp(name, "auto")) { *out = QT_KV_AUTO; return CLI_OK; }
+    /* llama.cpp's block cache is what the planner means by an 8-bit cache on llama.cpp */
+    if (!strcasecmp(name, "q8_0") || !strcasecmp(name, "q8")) { *out = QT_KV_INT8; return CLI_OK; }
+    if (qt_kv_type_parse(name, &t) != QT_OK)
+        return cli_usage(verb, "--kv-dtype: '%s' is not one of auto, f16 (fp16), bf16, fp8 (fp8-e4m3, fp8-e5m2), int8, q8_0",
+                         name);
+    switch (t) {
+    case QT_KV_TYPE_F16: *out = QT_KV_FP16; return CLI_OK;
+    case QT_KV_TYPE_BF16: *out = QT_KV_BF16; return CLI_OK;
+    case QT_KV_TYPE_FP8_E4M3: case QT_KV_TYPE_FP8_E5M2: *out = QT_KV_FP8; return CLI_OK;
+    case QT_KV_TYPE_INT8: *out = QT_KV_INT8; return CLI_OK;
+    default:
+        return cli_usage(verb, "--kv-dtype %s: serving engines keep 16- or 8-bit caches; the planner sizes auto, f16, bf16, "
+                               "fp8, int8 and q8_0", name);
+    }
+}
+
+int cli_scheme(const char *verb, const char *name, const qt_scheme_info **out) {
+    *out = qt_scheme_resolve(name);
+    if (*out) return CLI_OK;
+    const char *near[4], *note;
+    int k = qt_scheme_suggest(name, near, 4, &note);
+    char list[256] = "";
+    for (int i = 0; i < k; i++) {
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, near[i], sizeof list - strlen(list) - 1);
+    }
+    if (k)
+        return cli_usage(verb, "unknown scheme '%s'%s%s; did you mean %s? (quanta estimate --help lists them)", name,
+                         note ? ": " : "", note ? note : "", list);
+    return cli_usage(verb, "unknown scheme '%s'%s%s (quanta estimate --help lists them)", name, note ? ": " : "",
+                     note ? note : "");
+}
