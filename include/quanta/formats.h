@@ -29,10 +29,10 @@ typedef struct qt_format_info {
     const char *engines;       /* which engines read it */
 } qt_format_info;
 
-int qt_format_count(void);
-const qt_format_info *qt_format_at(int i);
-const qt_format_info *qt_format_find(const char *name); /* case-insensitive; NULL if unknown */
-const char *qt_format_family_name(qt_format_family f);
+QT_API int qt_format_count(void);
+QT_API const qt_format_info *qt_format_at(int i);
+QT_API const qt_format_info *qt_format_find(const char *name); /* case-insensitive; NULL if unknown */
+QT_API const char *qt_format_family_name(qt_format_family f);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "core/strbuf.h"
 #include "quanta/plan.h"
 
 /* What a tensor is for, which decides whether a scheme quantizes it. */
@@ -44,15 +45,7 @@ qt_type qt__gguf_tensor_type(const char *ftype, const qt_model_spec *m, const qt
 void qt__norm_name(const char *in, char *out, size_t n);   /* lower-case letters and digits only */
 bool qt__name_in_list(const char *name, const char *key, const char *aliases);
 
-/* A growable string for the JSON-free renderers (SVG, HTML). */
-typedef struct qt__sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} qt__sbuf;
-void qt__sb_printf(qt__sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void qt__sb_escape(qt__sbuf *b, const char *s);   /* XML/HTML text escape */
-qt_status qt__sb_finish(qt__sbuf *b, char **out);
+/* The SVG/HTML renderers build text in the growable string of lib/core/strbuf.h. */
 
 /* "15.23 GB" (decimal) into buf. */
 const char *qt__fmt_gb(double bytes, char *buf, size_t n);
