@@ -26,6 +26,7 @@
 #define QUANTA_PLAN_H
 
 #include "core.h"
+#include "formats.h"
 #include "model.h"
 
 #ifdef __cplusplus
@@ -183,41 +184,7 @@ QT_API int qt_plan_suggest(const char *name, int models, const char **out, int n
 
 /* ---- schemes and the support matrix ------------------------------------------ */
 
-typedef enum qt_scheme_kind {
-    QT_SCHEME_FLOAT16 = 0,       /* bf16 / fp16 */
-    QT_SCHEME_CHANNEL8,          /* 8-bit weights, one scale per output channel (fp8, int8 W8A8) */
-    QT_SCHEME_GROUP_INT,         /* int-N weights, groups of `group` inputs (W4A16, W8A16, AWQ, GPTQ) */
-    QT_SCHEME_MICROFLOAT,        /* fp4 e2m1 with a block scale (NVFP4, MXFP4) */
-    QT_SCHEME_NF4,               /* bitsandbytes NF4 */
-    QT_SCHEME_GGUF,              /* llama.cpp file type */
-} qt_scheme_kind;
-
-typedef enum qt_engine { QT_ENGINE_VLLM = 0, QT_ENGINE_LLAMACPP, QT_ENGINE_BNB } qt_engine;
-
-typedef struct qt_scheme_info {
-    const char *key;             /* --scheme value: "w4a16", "fp8", "q4_k_m", ... */
-    const char *aliases;
-    const char *title;           /* "INT4 W4A16, group 128, symmetric (compressed-tensors)" */
-    qt_scheme_kind kind;
-    qt_engine engine;
-    const char *support_row;     /* key of the support-matrix row that decides where it runs */
-    double simple_bytes;         /* the seed's flat bytes per parameter */
-    int bits;                    /* weight bits (16, 8, 4, ...) */
-    int group;                   /* elements per scale (0 = per output channel) */
-    int scale_bytes;             /* bytes per scale as held in memory */
-    int zero_bits;               /* bits per zero point (0 = symmetric) */
-    bool g_idx;                  /* GPTQ act-order index (int32 per input column) */
-    int act_bits;                /* activation bits in the matmul: 16, 8 or 4 */
-    bool act_float;              /* fp8/fp4 activations (needs fp8/fp4 tensor cores) */
-    int quality;                 /* coarse loss ranking: 0 lossless .. 6 most lossy */
-    const char *gguf_ftype;      /* "Q4_K_M" for GGUF schemes */
-    const char *method;          /* quantization method quanta would use: "gptq", "awq", "rtn", ... */
-    const char *note;
-} qt_scheme_info;
-
-QT_API int qt_scheme_count(void);
-QT_API const qt_scheme_info *qt_scheme_get(int i);
-QT_API const qt_scheme_info *qt_scheme_find(const char *name);
+/* Schemes (qt_scheme_info, qt_scheme_find, ...) are rows of the format table: quanta/formats.h. */
 
 typedef enum qt_support { QT_SUPPORT_NO = 0, QT_SUPPORT_YES, QT_SUPPORT_PARTIAL } qt_support;
 
