@@ -5,7 +5,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 
-.PHONY: all deps build asan demo test test-release test-avx2 test-asan fuzz bench clean
+.PHONY: all deps build asan demo check test test-release test-avx2 test-asan fuzz bench clean
 
 all: build
 
@@ -38,6 +38,11 @@ ifneq ($(strip $(MODEL)),)
 	@echo
 	./$(BUILD)/quanta plan --model "$(MODEL)" --gpu t4
 endif
+
+# The edit-test loop: the release unit, golden and CLI tests (no fuzzers, no ASan, no
+# interop), a few minutes. `make test` stays the full run that CI uses.
+check: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'unit|golden|cli'
 
 # Ends with every skip and its reason (ctest only lists skipped tests), so a run without Node.js says so.
 test-release: build

@@ -23,6 +23,7 @@
 #include "quanta.h"
 #include "bench_util.h"
 #include "quant/dot.h"
+#include "quant/variants.h"
 
 #define COLS 4096
 #define BATCH 8
@@ -94,29 +95,21 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_dot: --reps must be 1..%d and --rows positive\n", MAX_REPS);
         return 2;
     }
-    const qt_cpu_features *f = qt_cpu();
     const double bw = read_bandwidth_gbps(reps);
     printf("{\n  \"machine\": {\"cpu_level\": \"%s\", \"read_bandwidth_gbps\": %.3f, \"threads\": 1},\n",
            qt_cpu_level_name(), bw);
     printf("  \"config\": {\"rows\": %lld, \"cols\": %d, \"prefill_batch\": %d, \"reps\": %d},\n  \"types\": [\n",
            (long long)rows, COLS, BATCH, reps);
-    kernels f32[2] = {{"scalar", qt__dot_f32_ref, qt__gemm_f32_ref}}, f16[2] = {{"scalar", qt__dot_f16_ref, qt__gemm_f16_ref}};
-    kernels q8[2] = {{"scalar", qt__dot_q8_0_q8_0_ref, NULL}}, q4[2] = {{"scalar", qt__dot_q4_0_q8_0_ref, NULL}};
-    int n16 = 1, nq = 1;
-#ifdef QT_ARCH_X86
-    if (f->avx2 && f->fma && f->f16c) {
-        f32[n16] = (kernels){"avx2", qt__dot_f32_avx2, qt__gemm_f32_avx2};
-        f16[n16++] = (kernels){"avx2", qt__dot_f16_avx2, qt__gemm_f16_avx2};
-        q8[nq] = (kernels){"avx2", qt__dot_q8_0_q8_0_avx2, NULL};
-        q4[nq++] = (kernels){"avx2", qt__dot_q4_0_q8_0_avx2, NULL};
+    /* the scalar references, then every dot variant of lib/quant/variants.c that runs here */
+    const qt_type types[] = {QT_TYPE_F32, QT_TYPE_F16, QT_TYPE_Q8_0, QT_TYPE_Q4_0};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        kernels k[QT__CPU_LEVEL_COUNT] = {{"scalar", qt__traits_ref(types[ti])->vec_dot, qt__traits_ref(types[ti])->vec_dot_gemm}};
+        int nk = 1;
+        for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++)
+            if (v->type == types[ti] && v->vec_dot && v->level <= qt__cpu_level_get() && nk < QT__CPU_LEVEL_COUNT)
+                k[nk++] = (kernels){qt__cpu_level_str(v->level), v->vec_dot, v->vec_dot_gemm};
+        bench_type(types[ti], k, nk, rows, reps, bw, ti == 0);
     }
-#else
-    (void)f;
-#endif
-    bench_type(QT_TYPE_F32, f32, n16, rows, reps, bw, true);
-    bench_type(QT_TYPE_F16, f16, n16, rows, reps, bw, false);
-    bench_type(QT_TYPE_Q8_0, q8, nq, rows, reps, bw, false);
-    bench_type(QT_TYPE_Q4_0, q4, nq, rows, reps, bw, false);
     printf("\n  ]\n}\n");
     return 0;
 }

@@ -25,6 +25,7 @@
 #include "bench_util.h"
 #include "quant/ct_internal.h"
 #include "quant/simd.h"
+#include "quant/variants.h"
 
 #define COLS 4096 /* row length of every benchmark matrix */
 
@@ -219,26 +220,22 @@ static void bench_format(const format_case *fc, const bench_config *cfg, const f
 
     level_result res[3];
     int n_levels = 0;
-    const qt_cpu_features *f = qt_cpu();
     for (int lv = 0; lv < 3; lv++) {
         job.to_float = tr ? tr->to_float_ref : NULL;
         job.int4_row = qt__ct_int4_row_ref;
-        const char *level = lv == 0 ? "scalar" : lv == 1 ? "avx2" : "avx512";
+        const char *level = qt__cpu_level_str((qt__cpu_level)lv);
         if (lv > 0) {
-#ifdef QT_ARCH_X86
-            const bool ok = lv == 1 ? (f->avx2 && f->fma && f->f16c) : (f->avx512f && f->avx512bw && f->avx512vl);
-            if (!ok) continue;
-            const bool avx2 = lv == 1;
-            if (fc->ct_kind == CT_INT4_G128) job.int4_row = avx2 ? qt__ct_int4_row_avx2 : qt__ct_int4_row_avx512;
-            else if (tr && fc->type == QT_TYPE_Q4_0) job.to_float = avx2 ? qt__dequantize_q4_0_avx2 : qt__dequantize_q4_0_avx512;
-            else if (tr && fc->type == QT_TYPE_Q8_0) job.to_float = avx2 ? qt__dequantize_q8_0_avx2 : qt__dequantize_q8_0_avx512;
-            else if (tr && fc->type == QT_TYPE_Q4_K) job.to_float = avx2 ? qt__dequantize_q4_K_avx2 : qt__dequantize_q4_K_avx512;
-            else if (tr && fc->type == QT_TYPE_Q6_K) job.to_float = avx2 ? qt__dequantize_q6_K_avx2 : qt__dequantize_q6_K_avx512;
-            else continue; /* no SIMD variant for this format */
-#else
-            (void)f;
-            continue;
-#endif
+            /* this level's kernel from the variants table (lib/quant/variants.c) */
+            if (lv > (int)qt__cpu_level_get()) continue;
+            const qt__kernel_variant *v = qt__variants;
+            for (; v->level != QT__CPU_LEVEL_COUNT; v++) {
+                if ((int)v->level != lv) continue;
+                if (fc->ct_kind == CT_INT4_G128 && v->ct_int4_row) break;
+                if (tr && v->type == fc->type && v->to_float) break;
+            }
+            if (v->level == QT__CPU_LEVEL_COUNT) continue; /* no SIMD variant for this format at this level */
+            if (v->ct_int4_row) job.int4_row = v->ct_int4_row;
+            else job.to_float = v->to_float;
         }
         run_dequant(&job); /* warm-up */
         for (int r = 0; r < cfg->reps; r++) {

@@ -17,12 +17,21 @@
 extern "C" {
 #endif
 
+/* Marks the public API. The library is built with -fvisibility=hidden, so only
+ * declarations carrying QT_API are exported from libquanta.so; lib/-internal
+ * qt__ names stay private (tests and the CLI link the static library). */
+#if defined(__GNUC__)
+#define QT_API __attribute__((visibility("default")))
+#else
+#define QT_API
+#endif
+
 #define QT_VERSION_MAJOR 0
 #define QT_VERSION_MINOR 1
 #define QT_VERSION_PATCH 0
 #define QT_VERSION_STRING "0.1.0"
 
-const char *qt_version(void);
+QT_API const char *qt_version(void);
 
 /* ---- status codes ------------------------------------------------------ */
 typedef enum qt_status {
@@ -41,27 +50,27 @@ typedef enum qt_status {
 } qt_status;
 
 /* Short fixed name of a status ("format error", ...). */
-const char *qt_status_name(qt_status s);
+QT_API const char *qt_status_name(qt_status s);
 
 /* The message recorded by the last failing call on this thread ("" if none). */
-const char *qt_last_error(void);
+QT_API const char *qt_last_error(void);
 
 /* Record a message for this thread and return `s`, so callers can write
  * `return qt_error(QT_ERR_FORMAT, "%s: header truncated", path);` */
-qt_status qt_error(qt_status s, const char *fmt, ...)
+QT_API qt_status qt_error(qt_status s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-qt_status qt_verror(qt_status s, const char *fmt, va_list ap);
-void qt_clear_error(void);
+QT_API qt_status qt_verror(qt_status s, const char *fmt, va_list ap);
+QT_API void qt_clear_error(void);
 
 /* ---- cancellation ------------------------------------------------------ */
 /* Long-running loops poll qt_cancelled() and return QT_ERR_INTERRUPTED.
  * The CLI sets it from its SIGINT handler (async-signal-safe). */
-void qt_request_cancel(void);
-void qt_cancel_reset(void);   /* clears the request (a library user starting a new job) */
-bool qt_cancelled(void);
+QT_API void qt_request_cancel(void);
+QT_API void qt_cancel_reset(void);   /* clears the request (a library user starting a new job) */
+QT_API bool qt_cancelled(void);
 
 /* ---- CPU features (detected once) ------------------------------------- */
 typedef struct qt_cpu_features {
@@ -74,9 +83,9 @@ typedef struct qt_cpu_features {
 
 /* Detected on first call; QUANTA_CPU=scalar|avx2|avx512 in the environment caps
  * what is reported (to test and benchmark the fallbacks on a big machine). */
-const qt_cpu_features *qt_cpu(void);
+QT_API const qt_cpu_features *qt_cpu(void);
 /* "avx512" / "avx2" / "scalar": the kernel level dispatch chose. */
-const char *qt_cpu_level_name(void);
+QT_API const char *qt_cpu_level_name(void);
 
 /* ---- threads ------------------------------------------------------------ */
 /* A fixed pool: qt_parallel_for runs fn(ctx, begin, end, thread_index) over
@@ -86,12 +95,12 @@ const char *qt_cpu_level_name(void);
 typedef struct qt_threadpool qt_threadpool;
 typedef void (*qt_range_fn)(void *ctx, int64_t begin, int64_t end, int thread_index);
 
-qt_status qt_threadpool_create(int n_threads, qt_threadpool **out);
-void qt_threadpool_free(qt_threadpool *tp);
-int qt_threadpool_size(const qt_threadpool *tp);
+QT_API qt_status qt_threadpool_create(int n_threads, qt_threadpool **out);
+QT_API void qt_threadpool_free(qt_threadpool *tp);
+QT_API int qt_threadpool_size(const qt_threadpool *tp);
 /* tp may be NULL: runs inline on the caller. */
-void qt_parallel_for(qt_threadpool *tp, int64_t n, qt_range_fn fn, void *ctx);
-int qt_default_threads(void);
+QT_API void qt_parallel_for(qt_threadpool *tp, int64_t n, qt_range_fn fn, void *ctx);
+QT_API int qt_default_threads(void);
 
 /* ---- progress ------------------------------------------------------------ */
 /* Library code reports progress through a callback; the CLI supplies the
@@ -108,9 +117,9 @@ static inline void qt_progress_report(const qt_progress *p, const char *what, in
 /* A ready-made renderer writing to a FILE* (stderr in the CLI). */
 typedef struct qt_progress_term qt_progress_term;
 /* mode: 0 auto (bar if the stream is a TTY), 1 force bar, 2 force lines, 3 quiet */
-qt_progress_term *qt_progress_term_new(void *file_stream, int mode);
-void qt_progress_term_free(qt_progress_term *t);
-qt_progress qt_progress_term_sink(qt_progress_term *t);
+QT_API qt_progress_term *qt_progress_term_new(void *file_stream, int mode);
+QT_API void qt_progress_term_free(qt_progress_term *t);
+QT_API qt_progress qt_progress_term_sink(qt_progress_term *t);
 
 /* ---- files ---------------------------------------------------------------- */
 /* Read-only memory map of a whole file. Empty files map to data=NULL, size=0. */
@@ -119,8 +128,8 @@ typedef struct qt_mmap {
     size_t size;
     char *path;  /* owned copy, for messages */
 } qt_mmap;
-qt_status qt_mmap_open(const char *path, qt_mmap *out);
-void qt_mmap_close(qt_mmap *m);
+QT_API qt_status qt_mmap_open(const char *path, qt_mmap *out);
+QT_API void qt_mmap_close(qt_mmap *m);
 
 /* Atomic writer, and the one output rule of every writer:
  *   "-"                       standard output;
@@ -133,24 +142,24 @@ void qt_mmap_close(qt_mmap *m);
  *   a directory               refused (QT_ERR_IO).
  * A cancel (qt_request_cancel) stops writes and commits with QT_ERR_INTERRUPTED. */
 typedef struct qt_afile qt_afile;
-qt_status qt_afile_open(const char *path, qt_afile **out);
-qt_status qt_afile_write(qt_afile *f, const void *buf, size_t n);
-qt_status qt_afile_pad(qt_afile *f, size_t n, uint8_t byte);
-uint64_t qt_afile_tell(const qt_afile *f);
-qt_status qt_afile_commit(qt_afile *f); /* frees f */
-void qt_afile_abort(qt_afile *f);       /* frees f; NULL ok */
+QT_API qt_status qt_afile_open(const char *path, qt_afile **out);
+QT_API qt_status qt_afile_write(qt_afile *f, const void *buf, size_t n);
+QT_API qt_status qt_afile_pad(qt_afile *f, size_t n, uint8_t byte);
+QT_API uint64_t qt_afile_tell(const qt_afile *f);
+QT_API qt_status qt_afile_commit(qt_afile *f); /* frees f */
+QT_API void qt_afile_abort(qt_afile *f);       /* frees f; NULL ok */
 /* Unlinks every temporary file of a qt_afile still open. Async-signal-safe
  * (unlink(2) only): for a signal handler about to end the process, and atexit.
  * The qt_afile objects stay valid; committing them then fails. */
-void qt_afile_cleanup(void);
+QT_API void qt_afile_cleanup(void);
 /* How many temporary files are open now (tests: nothing may be left). */
-int qt_afile_live_temps(void);
+QT_API int qt_afile_live_temps(void);
 /* *same = a and b name one file (device and inode compared, links followed);
  * false when either does not exist. */
-qt_status qt_same_file(const char *a, const char *b, bool *same);
+QT_API qt_status qt_same_file(const char *a, const char *b, bool *same);
 
 /* Whole small file into a NUL-terminated heap buffer (config.json etc.). */
-qt_status qt_read_file(const char *path, char **out, size_t *size);
+QT_API qt_status qt_read_file(const char *path, char **out, size_t *size);
 
 #ifdef __cplusplus
 }

@@ -38,10 +38,10 @@ typedef enum qt_ct_dtype {
 } qt_ct_dtype;
 
 /* Round f to the dtype and back (RNE; the identity for QT_CT_F32). */
-float qt_ct_round_dtype(float f, qt_ct_dtype dt);
+QT_API float qt_ct_round_dtype(float f, qt_ct_dtype dt);
 /* torch.finfo(dtype).eps: the value compressed-tensors substitutes for a zero scale. */
-float qt_ct_dtype_eps(qt_ct_dtype dt);
-const char *qt_ct_dtype_name(qt_ct_dtype dt); /* "float32", "bfloat16", "float16" */
+QT_API float qt_ct_dtype_eps(qt_ct_dtype dt);
+QT_API const char *qt_ct_dtype_name(qt_ct_dtype dt); /* "float32", "bfloat16", "float16" */
 
 typedef enum qt_ct_strategy {
     QT_CT_TENSOR = 0,  /* one scale: shape (1,) */
@@ -49,7 +49,7 @@ typedef enum qt_ct_strategy {
     QT_CT_GROUP,       /* one per row per group of input columns: (rows, cols / group_size) */
 } qt_ct_strategy;
 
-const char *qt_ct_strategy_name(qt_ct_strategy s); /* "tensor", "channel", "group" */
+QT_API const char *qt_ct_strategy_name(qt_ct_strategy s); /* "tensor", "channel", "group" */
 
 #define QT_CT_DEFAULT_GROUP_SIZE 128
 
@@ -65,7 +65,7 @@ typedef struct qt_ct_int_args {
 
 /* Number of scales (and zero points) per row and in total. Fails with
  * QT_ERR_SHAPE if the group size does not divide cols, QT_ERR_ARG for bad bits. */
-qt_status qt_ct_int_scale_count(const qt_ct_int_args *a, int64_t rows, int64_t cols,
+QT_API qt_status qt_ct_int_scale_count(const qt_ct_int_args *a, int64_t rows, int64_t cols,
                                 int64_t *per_row, int64_t *total);
 
 /* calculate_qparams for one (min, max) observation (formats.md §4.4):
@@ -74,17 +74,17 @@ qt_status qt_ct_int_scale_count(const qt_ct_int_args *a, int64_t rows, int64_t c
  * zp = round_half_even(clamp(qmin - min/scale, qmin, qmax)). A zero scale
  * becomes the dtype's eps (after the zero point was computed: an all-zero
  * asymmetric group gets zp 0). */
-void qt_ct_int_qparams(float min, float max, int bits, bool symmetric, qt_ct_dtype dt,
+QT_API void qt_ct_int_qparams(float min, float max, int bits, bool symmetric, qt_ct_dtype dt,
                        float *scale, int8_t *zero_point);
 
 /* Quantize: q = clamp(round_half_even(x/scale + zp), qmin, qmax).
  * q: rows*cols int8; scales: `total` floats (layout (rows, per_row), or one
  * for QT_CT_TENSOR); zero_points: same count, required iff !symmetric
  * (may be NULL when symmetric). */
-qt_status qt_ct_int_quantize(const float *w, int64_t rows, int64_t cols, const qt_ct_int_args *a,
+QT_API qt_status qt_ct_int_quantize(const float *w, int64_t rows, int64_t cols, const qt_ct_int_args *a,
                              int8_t *q, float *scales, int8_t *zero_points);
 /* Dequantize: (q - zp) * scale, rounded to the model dtype. */
-qt_status qt_ct_int_dequantize(const int8_t *q, const float *scales, const int8_t *zero_points,
+QT_API qt_status qt_ct_int_dequantize(const int8_t *q, const float *scales, const int8_t *zero_points,
                                int64_t rows, int64_t cols, const qt_ct_int_args *a, float *out);
 
 /* ---- pack-quantized int32 packing (formats.md §4.5) ---------------------- *
@@ -93,13 +93,13 @@ qt_status qt_ct_int_dequantize(const int8_t *q, const float *scales, const int8_
  * ceil(n*b/32) words hold n values, padding bits are zero. Weights pack along
  * each row; zero points pack along columns (dim 0). Values outside the b-bit
  * range are refused (QT_ERR_RANGE). */
-int64_t qt_ct_packed_len(int64_t n, int bits);
+QT_API int64_t qt_ct_packed_len(int64_t n, int bits);
 /* q (rows, cols) -> packed (rows, qt_ct_packed_len(cols, bits)) */
-qt_status qt_ct_pack_rows(const int8_t *q, int64_t rows, int64_t cols, int bits, int32_t *packed);
-qt_status qt_ct_unpack_rows(const int32_t *packed, int64_t rows, int64_t cols, int bits, int8_t *q);
+QT_API qt_status qt_ct_pack_rows(const int8_t *q, int64_t rows, int64_t cols, int bits, int32_t *packed);
+QT_API qt_status qt_ct_unpack_rows(const int32_t *packed, int64_t rows, int64_t cols, int bits, int8_t *q);
 /* q (rows, cols) -> packed (qt_ct_packed_len(rows, bits), cols) */
-qt_status qt_ct_pack_cols(const int8_t *q, int64_t rows, int64_t cols, int bits, int32_t *packed);
-qt_status qt_ct_unpack_cols(const int32_t *packed, int64_t rows, int64_t cols, int bits, int8_t *q);
+QT_API qt_status qt_ct_pack_cols(const int8_t *q, int64_t rows, int64_t cols, int bits, int32_t *packed);
+QT_API qt_status qt_ct_unpack_cols(const int32_t *packed, int64_t rows, int64_t cols, int bits, int8_t *q);
 
 /* ---- int4 group weights straight from their packed form ------------------ *
  * out[r][c] = (u(r,c) - 8 - zp[r][c/G]) * scale[r][c/G] in fp32, where u is the
@@ -107,15 +107,15 @@ qt_status qt_ct_unpack_cols(const int32_t *packed, int64_t rows, int64_t cols, i
  * unpacked int8 zero point or NULL (symmetric). cols % 8 == 0 and G % 8 == 0
  * (whole words per group). This is the fast path used when running a
  * W4A16 checkpoint; it dispatches to AVX2/AVX-512 kernels at run time. */
-qt_status qt_ct_int4_group_dequantize(const int32_t *packed, const float *scales, const int8_t *zero_points,
+QT_API qt_status qt_ct_int4_group_dequantize(const int32_t *packed, const float *scales, const int8_t *zero_points,
                                       int64_t rows, int64_t cols, int64_t group_size, float *out);
 
 /* ---- FP8 E4M3 weights (float-quantized; formats.md §4.6) ----------------- *
  * scale = amax/448 (per tensor or per output channel), q = e4m3(clamp(x/scale,
  * -448, 448)), dequant q*scale. scales: 1 (tensor) or rows (channel) floats. */
-qt_status qt_ct_fp8_quantize(const float *w, int64_t rows, int64_t cols, qt_ct_strategy strategy,
+QT_API qt_status qt_ct_fp8_quantize(const float *w, int64_t rows, int64_t cols, qt_ct_strategy strategy,
                              qt_ct_dtype dt, uint8_t *q, float *scales);
-qt_status qt_ct_fp8_dequantize(const uint8_t *q, const float *scales, int64_t rows, int64_t cols,
+QT_API qt_status qt_ct_fp8_dequantize(const uint8_t *q, const float *scales, int64_t rows, int64_t cols,
                                qt_ct_strategy strategy, qt_ct_dtype dt, float *out);
 
 /* ---- NVFP4 (formats.md §4.7, §5.6) ---------------------------------------- *
@@ -125,9 +125,9 @@ qt_status qt_ct_fp8_dequantize(const uint8_t *q, const float *scales, int64_t ro
  * 2k in the low nibble (weight_packed (rows, cols/2)). cols % 16 == 0.
  * Dequant: e2m1 * (scale / global_scale). */
 #define QT_CT_NVFP4_GROUP 16
-qt_status qt_ct_nvfp4_quantize(const float *w, int64_t rows, int64_t cols, qt_ct_dtype dt,
+QT_API qt_status qt_ct_nvfp4_quantize(const float *w, int64_t rows, int64_t cols, qt_ct_dtype dt,
                                uint8_t *packed, uint8_t *scales, float *global_scale);
-qt_status qt_ct_nvfp4_dequantize(const uint8_t *packed, const uint8_t *scales, float global_scale,
+QT_API qt_status qt_ct_nvfp4_dequantize(const uint8_t *packed, const uint8_t *scales, float global_scale,
                                  int64_t rows, int64_t cols, float *out);
 
 /* ---- MXFP4, compressed-tensors flavour (formats.md §4.7, §5.5) ------------ *
@@ -138,16 +138,16 @@ qt_status qt_ct_nvfp4_dequantize(const uint8_t *packed, const uint8_t *scales, f
  * only does this for bf16 weights, so inputs are rounded to bf16 first. NOTE: ggml's MXFP4
  * (the GGUF type) picks the scale differently; see quant.h's traits table. */
 #define QT_CT_MXFP4_GROUP 32
-qt_status qt_ct_mxfp4_quantize(const float *w, int64_t rows, int64_t cols,
+QT_API qt_status qt_ct_mxfp4_quantize(const float *w, int64_t rows, int64_t cols,
                                uint8_t *packed, uint8_t *scales);
-qt_status qt_ct_mxfp4_dequantize(const uint8_t *packed, const uint8_t *scales,
+QT_API qt_status qt_ct_mxfp4_dequantize(const uint8_t *packed, const uint8_t *scales,
                                  int64_t rows, int64_t cols, float *out);
 /* The scale exponent byte for one group's amax (exposed for tests). */
-uint8_t qt_ct_mxfp4_scale_exponent(float amax);
+QT_API uint8_t qt_ct_mxfp4_scale_exponent(float amax);
 
 /* FP4 nibble packing shared by NVFP4 and MXFP4: codes[2k] low, codes[2k+1] high. */
-void qt_ct_pack_fp4(const uint8_t *codes, int64_t n, uint8_t *packed); /* n even */
-void qt_ct_unpack_fp4(const uint8_t *packed, int64_t n, uint8_t *codes);
+QT_API void qt_ct_pack_fp4(const uint8_t *codes, int64_t n, uint8_t *packed); /* n even */
+QT_API void qt_ct_unpack_fp4(const uint8_t *packed, int64_t n, uint8_t *codes);
 
 #ifdef __cplusplus
 }

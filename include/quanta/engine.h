@@ -54,11 +54,11 @@ typedef enum qt_kv_scale_source {
 #define QT_KV_K_SCALE_FMT "blk.%d.attn_k_scale"
 #define QT_KV_V_SCALE_FMT "blk.%d.attn_v_scale"
 
-const char *qt_kv_type_name(qt_kv_type d); /* "f32", "f16", "bf16", "fp8-e4m3", "fp8-e5m2", "int8" */
+QT_API const char *qt_kv_type_name(qt_kv_type d); /* "f32", "f16", "bf16", "fp8-e4m3", "fp8-e5m2", "int8" */
 /* QT_ERR_UNSUPPORTED naming the accepted formats when `name` is not one of them. */
-qt_status qt_kv_type_parse(const char *name, qt_kv_type *out);
-const char *qt_kv_scale_source_name(qt_kv_scale_source s); /* "auto", "file", "one", "dynamic" */
-qt_status qt_kv_scale_source_parse(const char *name, qt_kv_scale_source *out);
+QT_API qt_status qt_kv_type_parse(const char *name, qt_kv_type *out);
+QT_API const char *qt_kv_scale_source_name(qt_kv_scale_source s); /* "auto", "file", "one", "dynamic" */
+QT_API qt_status qt_kv_scale_source_parse(const char *name, qt_kv_scale_source *out);
 
 /* ---- engine ------------------------------------------------------------------ */
 typedef struct qt_engine_opts {
@@ -73,38 +73,38 @@ typedef struct qt_engine_opts {
                                  true: dequantize weight rows to f32 and dot in f32 */
 } qt_engine_opts;
 
-void qt_engine_opts_default(qt_engine_opts *o);
+QT_API void qt_engine_opts_default(qt_engine_opts *o);
 
 typedef struct qt_engine_ctx qt_engine_ctx;
 
 /* Binds the model's tensors (checking names and shapes) and allocates every
  * buffer. The model must outlive the engine. */
-qt_status qt_engine_new(const qt_model *m, const qt_engine_opts *o, qt_engine_ctx **out);
-void qt_engine_free(qt_engine_ctx *e);
+QT_API qt_status qt_engine_new(const qt_model *m, const qt_engine_opts *o, qt_engine_ctx **out);
+QT_API void qt_engine_free(qt_engine_ctx *e);
 
 /* One paragraph naming the numerics in use: KV format, scales and where they
  * came from, activation handling (e.g. "activations quantized to q8_0 for
  * q4_0/q8_0 weights, f16 for f16 weights (llama.cpp CPU behaviour)"). */
-const char *qt_engine_describe(const qt_engine_ctx *e);
+QT_API const char *qt_engine_describe(const qt_engine_ctx *e);
 
-int32_t qt_engine_n_ctx(const qt_engine_ctx *e);
-int32_t qt_engine_n_vocab(const qt_engine_ctx *e);
-int32_t qt_engine_n_past(const qt_engine_ctx *e);   /* tokens held in the KV cache */
+QT_API int32_t qt_engine_n_ctx(const qt_engine_ctx *e);
+QT_API int32_t qt_engine_n_vocab(const qt_engine_ctx *e);
+QT_API int32_t qt_engine_n_past(const qt_engine_ctx *e);   /* tokens held in the KV cache */
 
 /* Forget the KV cache (scales computed on the fly are kept). */
-void qt_engine_reset(qt_engine_ctx *e);
+QT_API void qt_engine_reset(qt_engine_ctx *e);
 
 /* Evaluates tokens[0..n) at positions n_past .. n_past+n-1 (in batches of at
  * most n_batch), appending them to the cache. If logits is not NULL it
  * receives (n - first_logit) rows of n_vocab floats: the logits after tokens
  * first_logit .. n-1. QT_ERR_ARG if the tokens do not fit the context or an id
  * is outside the vocabulary (the cache is then unchanged). */
-qt_status qt_engine_eval(qt_engine_ctx *e, const int32_t *tokens, int32_t n, int32_t first_logit, float *logits);
+QT_API qt_status qt_engine_eval(qt_engine_ctx *e, const int32_t *tokens, int32_t n, int32_t first_logit, float *logits);
 
 /* The KV scales in use (after the first eval for on-the-fly ones): n_head_kv
  * values per layer for K and V (all equal for per-tensor scales), or NULL for
  * unscaled formats. */
-const float *qt_engine_kv_scales(const qt_engine_ctx *e, int32_t layer, bool value);
+QT_API const float *qt_engine_kv_scales(const qt_engine_ctx *e, int32_t layer, bool value);
 
 /* ---- sampling ---------------------------------------------------------------- */
 typedef struct qt_sampler_opts {
@@ -115,12 +115,12 @@ typedef struct qt_sampler_opts {
 } qt_sampler_opts;
 
 typedef struct qt_sampler qt_sampler;
-qt_status qt_sampler_new(const qt_sampler_opts *o, int32_t n_vocab, qt_sampler **out);
-void qt_sampler_free(qt_sampler *s);
+QT_API qt_status qt_sampler_new(const qt_sampler_opts *o, int32_t n_vocab, qt_sampler **out);
+QT_API void qt_sampler_free(qt_sampler *s);
 /* Picks the next token from one row of logits: top-k, then temperature
  * softmax, then top-p (nucleus), then a draw from the seeded generator.
  * Deterministic given the seed and the logits. */
-int32_t qt_sampler_sample(qt_sampler *s, const float *logits);
+QT_API int32_t qt_sampler_sample(qt_sampler *s, const float *logits);
 
 /* ---- perplexity (llama-perplexity's method) ---------------------------------- */
 /* `tokens` is the whole text tokenized once with BOS. It is cut into
@@ -149,7 +149,7 @@ typedef struct qt_ppl_result {
     double seconds;           /* wall time of the evaluation */
 } qt_ppl_result;
 
-qt_status qt_perplexity(qt_engine_ctx *e, const int32_t *tokens, int64_t n_tokens,
+QT_API qt_status qt_perplexity(qt_engine_ctx *e, const int32_t *tokens, int64_t n_tokens,
                         const qt_ppl_opts *o, qt_ppl_result *r);
 
 #ifdef __cplusplus

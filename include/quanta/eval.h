@@ -34,43 +34,43 @@ extern "C" {
 
 /* out[i] = x[i] - logsumexp(x), in double, shifted by the row maximum so no
  * exp overflows. QT_ERR_RANGE when the row holds a NaN or an infinity. */
-qt_status qt_eval_log_softmax(const float *logits, int32_t n, double *out);
+QT_API qt_status qt_eval_log_softmax(const float *logits, int32_t n, double *out);
 
 /* KL(P || Q) = sum_i p_i (log p_i - log q_i) from two log-softmaxed rows, in
  * nats; terms with p_i == 0 contribute 0 and a result rounded below zero is
  * returned as 0 (KL is non-negative). */
-double qt_eval_kl_from_logprobs(const double *logp, const double *logq, int32_t n);
+QT_API double qt_eval_kl_from_logprobs(const double *logp, const double *logq, int32_t n);
 
 /* Index of the largest value, lowest index on ties (as greedy sampling). */
-int32_t qt_eval_argmax(const float *x, int32_t n);
+QT_API int32_t qt_eval_argmax(const float *x, int32_t n);
 
 /* Quantile q in [0,1] of sorted[0..n) by linear interpolation between the
  * closest ranks (Hyndman-Fan type 7, numpy's default). NAN when n == 0. */
-double qt_eval_quantile_sorted(const float *sorted, int64_t n, double q);
+QT_API double qt_eval_quantile_sorted(const float *sorted, int64_t n, double q);
 
 /* Wilson score interval of a binomial proportion k/n at normal quantile z
  * (Wilson 1927); lo = hi = NAN when n == 0. */
-void qt_eval_wilson(int64_t k, int64_t n, double z, double *lo, double *hi);
+QT_API void qt_eval_wilson(int64_t k, int64_t n, double z, double *lo, double *hi);
 
 /* ---- streamed comparison of a candidate with its base ------------------------- */
 
 typedef struct qt_eval_cmp qt_eval_cmp;
 
 /* n_vocab: length of every logit row passed to qt_eval_cmp_add. */
-qt_status qt_eval_cmp_new(int32_t n_vocab, qt_eval_cmp **out);
-void qt_eval_cmp_free(qt_eval_cmp *c);
+QT_API qt_status qt_eval_cmp_new(int32_t n_vocab, qt_eval_cmp **out);
+QT_API void qt_eval_cmp_free(qt_eval_cmp *c);
 /* Reserve room for n per-token KL values (optional; rows are added without
  * reallocating until then). */
-qt_status qt_eval_cmp_reserve(qt_eval_cmp *c, int64_t n);
+QT_API qt_status qt_eval_cmp_reserve(qt_eval_cmp *c, int64_t n);
 
 /* One scored position: the base's and the candidate's logits (n_vocab each)
  * and the token that actually followed. QT_ERR_ARG for a target outside the
  * vocabulary, QT_ERR_RANGE for non-finite logits (the message names which row). */
-qt_status qt_eval_cmp_add(qt_eval_cmp *c, const float *base_logits, const float *cand_logits, int32_t target);
+QT_API qt_status qt_eval_cmp_add(qt_eval_cmp *c, const float *base_logits, const float *cand_logits, int32_t target);
 /* Marks the end of a chunk (an independent window of text); the per-chunk
  * means give a second, autocorrelation-robust standard error (docs/eval.md). */
-void qt_eval_cmp_end_chunk(qt_eval_cmp *c);
-int64_t qt_eval_cmp_count(const qt_eval_cmp *c);
+QT_API void qt_eval_cmp_end_chunk(qt_eval_cmp *c);
+QT_API int64_t qt_eval_cmp_count(const qt_eval_cmp *c);
 
 typedef struct qt_eval_summary {
     int64_t n_tokens;                /* scored positions */
@@ -95,7 +95,7 @@ typedef struct qt_eval_summary {
 
 /* Sorts the stored per-token KL values (for the quantiles) and fills *out.
  * QT_ERR_ARG when nothing was added. */
-qt_status qt_eval_cmp_summary(qt_eval_cmp *c, qt_eval_summary *out);
+QT_API qt_status qt_eval_cmp_summary(qt_eval_cmp *c, qt_eval_summary *out);
 
 /* ---- verdict ------------------------------------------------------------------ */
 
@@ -105,7 +105,7 @@ typedef enum qt_verdict {
     QT_VERDICT_FAIL,
 } qt_verdict;
 
-const char *qt_verdict_name(qt_verdict v); /* "pass", "needs-review", "fail" */
+QT_API const char *qt_verdict_name(qt_verdict v); /* "pass", "needs-review", "fail" */
 
 /* A threshold is off when it is NAN. */
 typedef struct qt_eval_thresholds {
@@ -114,7 +114,7 @@ typedef struct qt_eval_thresholds {
     double min_top1;           /* top-1 agreement share in [0,1]; default off */
 } qt_eval_thresholds;
 
-void qt_eval_thresholds_default(qt_eval_thresholds *t);
+QT_API void qt_eval_thresholds_default(qt_eval_thresholds *t);
 
 #define QT_EVAL_MAX_REASONS 16
 #define QT_EVAL_REASON_LEN 256
@@ -130,9 +130,9 @@ typedef struct qt_eval_verdict {
  * estimate beyond it -> fail ("ppl +5.89 % exceeds --max-ppl-delta-pct 5 by
  * 0.89 points"); within it but with the far end of the 95 % interval beyond
  * it -> needs-review; otherwise ok. The verdict is the worst outcome. */
-void qt_eval_judge(const qt_eval_summary *s, const qt_eval_thresholds *t, qt_eval_verdict *out);
+QT_API void qt_eval_judge(const qt_eval_summary *s, const qt_eval_thresholds *t, qt_eval_verdict *out);
 /* Adds a reason from elsewhere (held-out check, ...); raises the verdict to `level` if worse. */
-void qt_eval_verdict_note(qt_eval_verdict *v, qt_verdict level, const char *fmt, ...)
+QT_API void qt_eval_verdict_note(qt_eval_verdict *v, qt_verdict level, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -140,7 +140,7 @@ void qt_eval_verdict_note(qt_eval_verdict *v, qt_verdict level, const char *fmt,
 
 /* Exit status policy of `quanta eval`: 0 when every verdict is pass, 1 when
  * any is fail or needs-review (2, usage errors, is the CLI's own). */
-int qt_eval_exit_status(const qt_eval_verdict *v, int32_t n);
+QT_API int qt_eval_exit_status(const qt_eval_verdict *v, int32_t n);
 
 /* ---- log-likelihood scoring callback ------------------------------------------ */
 
@@ -177,9 +177,9 @@ typedef struct qt_mc_set {
 
 /* Parses JSONL text (one object per non-blank line). Errors are QT_ERR_FORMAT
  * naming the file, the line, the field and the problem. */
-qt_status qt_mc_parse(const char *text, size_t len, const char *name, qt_mc_set **out);
-qt_status qt_mc_load(const char *path, qt_mc_set **out);
-void qt_mc_free(qt_mc_set *s);
+QT_API qt_status qt_mc_parse(const char *text, size_t len, const char *name, qt_mc_set **out);
+QT_API qt_status qt_mc_load(const char *path, qt_mc_set **out);
+QT_API void qt_mc_free(qt_mc_set *s);
 
 typedef struct qt_mc_result {
     int32_t n_items;
@@ -190,11 +190,11 @@ typedef struct qt_mc_result {
     int32_t *choice;         /* (n_items) ending picked (per-byte rule) */
 } qt_mc_result;
 
-qt_status qt_mc_run(const qt_mc_set *set, qt_eval_score_fn score, void *user, const qt_progress *progress,
+QT_API qt_status qt_mc_run(const qt_mc_set *set, qt_eval_score_fn score, void *user, const qt_progress *progress,
                     qt_mc_result *out);
-void qt_mc_result_free(qt_mc_result *r);
+QT_API void qt_mc_result_free(qt_mc_result *r);
 /* Items where the two results picked different endings. */
-int32_t qt_mc_n_disagree(const qt_mc_result *a, const qt_mc_result *b);
+QT_API int32_t qt_mc_n_disagree(const qt_mc_result *a, const qt_mc_result *b);
 
 /* ---- needle in a haystack ----------------------------------------------------- */
 
@@ -212,13 +212,13 @@ typedef struct qt_needle_opts {
     uint64_t seed;           /* picks the keys (4-digit numbers) and the haystack offsets */
 } qt_needle_opts;
 
-void qt_needle_opts_default(qt_needle_opts *o);
+QT_API void qt_needle_opts_default(qt_needle_opts *o);
 
 /* Builds one prompt: whole sentences of `text` starting near byte `start`,
  * the needle (with `key` substituted) inserted at the sentence boundary
  * closest to `depth` of the haystack, then " " + query; its token count
  * (by `count`) is at most `target_tokens`. *prompt is malloc'd. */
-qt_status qt_needle_build(const char *text, size_t len, size_t start, int32_t target_tokens, double depth,
+QT_API qt_status qt_needle_build(const char *text, size_t len, size_t start, int32_t target_tokens, double depth,
                           const char *needle, const char *key, const char *query, qt_eval_count_fn count,
                           void *user, char **prompt, int32_t *n_tokens);
 
@@ -238,9 +238,9 @@ typedef struct qt_needle_result {
 
 /* Success of one trial: every token of " " + key is the model's argmax under
  * teacher forcing after the prompt, i.e. greedy decoding writes the key next. */
-qt_status qt_needle_run(const char *text, size_t len, const qt_needle_opts *o, qt_eval_count_fn count,
+QT_API qt_status qt_needle_run(const char *text, size_t len, const qt_needle_opts *o, qt_eval_count_fn count,
                         qt_eval_score_fn score, void *user, const qt_progress *progress, qt_needle_result *out);
-void qt_needle_result_free(qt_needle_result *r);
+QT_API void qt_needle_result_free(qt_needle_result *r);
 
 /* ---- held-out check ----------------------------------------------------------- */
 
@@ -261,7 +261,7 @@ void qt_needle_result_free(qt_needle_result *r);
 #define QT_CALIB_MAX_RANGES 64
 
 /* SHA-256 (FIPS 180-4) of a buffer as 64 lowercase hex digits + NUL. */
-void qt_sha256_hex(const void *data, size_t len, char hex[65]);
+QT_API void qt_sha256_hex(const void *data, size_t len, char hex[65]);
 
 typedef struct qt_calib_fingerprint {
     char sha256[65];
@@ -273,29 +273,29 @@ typedef struct qt_calib_fingerprint {
 
 /* Fingerprint of calibration text: the file's bytes and the ranges used
  * (n_ranges 0 = all of it). */
-qt_status qt_calib_fingerprint_make(const void *file, size_t size, const uint64_t (*ranges)[2], int32_t n_ranges,
+QT_API qt_status qt_calib_fingerprint_make(const void *file, size_t size, const uint64_t (*ranges)[2], int32_t n_ranges,
                                     qt_calib_fingerprint *out);
 /* Parses "a-b,c-d" into fp->ranges. */
-qt_status qt_calib_parse_ranges(const char *s, qt_calib_fingerprint *fp);
+QT_API qt_status qt_calib_parse_ranges(const char *s, qt_calib_fingerprint *fp);
 /* "a-b,c-d" into buf (cap bytes); "" for the whole file. */
-void qt_calib_format_ranges(const qt_calib_fingerprint *fp, char *buf, size_t cap);
-void qt_calib_fingerprint_free(qt_calib_fingerprint *fp);
+QT_API void qt_calib_format_ranges(const qt_calib_fingerprint *fp, char *buf, size_t cap);
+QT_API void qt_calib_fingerprint_free(qt_calib_fingerprint *fp);
 
 /* Hashes of the sampled shingles of a text that fall under `cutoff` (the
  * largest stored calibration hash), appended to *out (malloc'd, ascending, unique). */
-qt_status qt_calib_shingles(const void *text, size_t len, uint64_t cutoff, int32_t cap, uint64_t **out,
+QT_API qt_status qt_calib_shingles(const void *text, size_t len, uint64_t cutoff, int32_t cap, uint64_t **out,
                             int32_t *n_out);
 
 /* The metadata entries recording fp (QT_CALIB_KEY_*), for qt_gguf_write_opts.extra_kv:
  * sha256, scheme, shingles, and ranges unless fp covers the whole file. They
  * point into fp and into ranges_buf (cap bytes), which must outlive them.
  * Returns the number of entries written to out (at most 4). */
-int32_t qt_calib_gguf_kv(const qt_calib_fingerprint *fp, char *ranges_buf, size_t cap, qt_gguf_kv out[4]);
+QT_API int32_t qt_calib_gguf_kv(const qt_calib_fingerprint *fp, char *ranges_buf, size_t cap, qt_gguf_kv out[4]);
 /* Reads the record back from a model opened from GGUF; *has = false when the
  * model records no calibration text (or is not GGUF). A shingle sample with
  * another scheme is ignored (the SHA-256 / range check still applies);
  * malformed entries are QT_ERR_FORMAT naming the key. */
-qt_status qt_calib_from_model(const qt_model *m, qt_calib_fingerprint *fp, bool *has);
+QT_API qt_status qt_calib_from_model(const qt_model *m, qt_calib_fingerprint *fp, bool *has);
 
 typedef struct qt_heldout_result {
     bool same_file;          /* evaluation file has the calibration file's SHA-256 */
@@ -310,7 +310,7 @@ typedef struct qt_heldout_result {
 
 /* Compares the evaluation text (the whole file, of which bytes [0, used)
  * were evaluated) with the fingerprint. */
-qt_status qt_heldout_check(const qt_calib_fingerprint *calib, const void *eval_file, size_t size, uint64_t used,
+QT_API qt_status qt_heldout_check(const qt_calib_fingerprint *calib, const void *eval_file, size_t size, uint64_t used,
                            qt_heldout_result *out);
 
 /* ---- reports ------------------------------------------------------------------ */
@@ -350,14 +350,14 @@ typedef struct qt_eval_report {
 } qt_eval_report;
 
 /* The terminal table (and each candidate's reasons), malloc'd, NUL-terminated. */
-qt_status qt_eval_report_table(const qt_eval_report *r, char **out);
+QT_API qt_status qt_eval_report_table(const qt_eval_report *r, char **out);
 /* The JSON document of docs/eval.md (schema "quanta.eval/1"), malloc'd. */
-qt_status qt_eval_report_json(const qt_eval_report *r, char **out);
+QT_API qt_status qt_eval_report_json(const qt_eval_report *r, char **out);
 /* A self-contained HTML page (inline CSS and SVG, no scripts, no external links), malloc'd. */
-qt_status qt_eval_report_html(const qt_eval_report *r, char **out);
+QT_API qt_status qt_eval_report_html(const qt_eval_report *r, char **out);
 /* Either of the above written atomically to path. */
-qt_status qt_eval_report_write_json(const qt_eval_report *r, const char *path);
-qt_status qt_eval_report_write_html(const qt_eval_report *r, const char *path);
+QT_API qt_status qt_eval_report_write_json(const qt_eval_report *r, const char *path);
+QT_API qt_status qt_eval_report_write_html(const qt_eval_report *r, const char *path);
 
 /* ---- running models: the engine glue behind `quanta eval` ------------------------ */
 
@@ -371,7 +371,7 @@ typedef struct qt_eval_model {
 /* Parses "PATH[@key=value,...]" (keys: kv, kv-scale, kv-gran, name; docs/eval.md)
  * on top of `defaults`. The split is at the last '@' followed by key=value.
  * QT_ERR_ARG naming the bad key or value. */
-qt_status qt_eval_parse_model(const char *spec, const qt_engine_opts *defaults, qt_eval_model *out);
+QT_API qt_status qt_eval_parse_model(const char *spec, const qt_engine_opts *defaults, qt_eval_model *out);
 
 typedef struct qt_eval_opts {
     int32_t n_ctx;                 /* chunk length, llama-perplexity's -c; default 512 */
@@ -385,7 +385,7 @@ typedef struct qt_eval_opts {
     qt_progress progress;
 } qt_eval_opts;
 
-void qt_eval_opts_default(qt_eval_opts *o);
+QT_API void qt_eval_opts_default(qt_eval_opts *o);
 
 typedef struct qt_eval_result qt_eval_result;
 
@@ -394,10 +394,10 @@ typedef struct qt_eval_result qt_eval_result;
  * identical tokens (llama-perplexity's chunks: BOS first, second half scored),
  * then the optional tasks, and judges each candidate. Nothing is written;
  * the report is ready for qt_eval_report_*. */
-qt_status qt_eval_run(const qt_eval_model *base, const qt_eval_model *cands, int32_t n_cands, const char *text_path,
+QT_API qt_status qt_eval_run(const qt_eval_model *base, const qt_eval_model *cands, int32_t n_cands, const char *text_path,
                       const qt_eval_opts *o, qt_eval_result **out);
-const qt_eval_report *qt_eval_result_report(const qt_eval_result *r);
-void qt_eval_result_free(qt_eval_result *r);
+QT_API const qt_eval_report *qt_eval_result_report(const qt_eval_result *r);
+QT_API void qt_eval_result_free(qt_eval_result *r);
 
 #ifdef __cplusplus
 }

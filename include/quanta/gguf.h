@@ -38,9 +38,9 @@ typedef enum qt_gguf_type {
 } qt_gguf_type;
 
 /* "uint32", "string", "array", ...; "?" for ids outside the enum. */
-const char *qt_gguf_type_name(qt_gguf_type t);
+QT_API const char *qt_gguf_type_name(qt_gguf_type t);
 /* Bytes of one element of a fixed-size type; 0 for STRING, ARRAY and unknown ids. */
-size_t qt_gguf_type_size(qt_gguf_type t);
+QT_API size_t qt_gguf_type_size(qt_gguf_type t);
 
 /* One metadata value. Scalars are widened (the type keeps the stored width,
  * so a writer reproduces it exactly). Strings are NUL-terminated copies that
@@ -82,51 +82,51 @@ typedef struct qt_gguf_tensor {
 typedef struct qt_gguf qt_gguf;
 
 /* Map and parse a file. The result owns the mapping. */
-qt_status qt_gguf_open(const char *path, qt_gguf **out);
+QT_API qt_status qt_gguf_open(const char *path, qt_gguf **out);
 /* Parse bytes already in memory (they must outlive the result); `name` is
  * used in messages. */
-qt_status qt_gguf_parse(const void *data, size_t size, const char *name, qt_gguf **out);
-void qt_gguf_close(qt_gguf *g);
+QT_API qt_status qt_gguf_parse(const void *data, size_t size, const char *name, qt_gguf **out);
+QT_API void qt_gguf_close(qt_gguf *g);
 
-const char *qt_gguf_name(const qt_gguf *g);   /* the path or name given */
-uint32_t qt_gguf_version(const qt_gguf *g);
-uint32_t qt_gguf_alignment(const qt_gguf *g); /* general.alignment or 32 */
-uint64_t qt_gguf_data_offset(const qt_gguf *g); /* absolute offset of the data section */
-uint64_t qt_gguf_file_size(const qt_gguf *g);
+QT_API const char *qt_gguf_name(const qt_gguf *g);   /* the path or name given */
+QT_API uint32_t qt_gguf_version(const qt_gguf *g);
+QT_API uint32_t qt_gguf_alignment(const qt_gguf *g); /* general.alignment or 32 */
+QT_API uint64_t qt_gguf_data_offset(const qt_gguf *g); /* absolute offset of the data section */
+QT_API uint64_t qt_gguf_file_size(const qt_gguf *g);
 
 /* Metadata, in file order. */
-int64_t qt_gguf_n_kv(const qt_gguf *g);
-const qt_gguf_kv *qt_gguf_kv_at(const qt_gguf *g, int64_t i);
+QT_API int64_t qt_gguf_n_kv(const qt_gguf *g);
+QT_API const qt_gguf_kv *qt_gguf_kv_at(const qt_gguf *g, int64_t i);
 /* NULL when the key is absent. */
-const qt_gguf_value *qt_gguf_find(const qt_gguf *g, const char *key);
+QT_API const qt_gguf_value *qt_gguf_find(const qt_gguf *g, const char *key);
 
 /* Typed getters. QT_ERR_NOT_FOUND when absent (no message set: absent is
  * often fine); QT_ERR_FORMAT naming file and key when present with a type
  * that does not fit. Integer getters accept any integer type whose value
  * fits the requested one (so a UINT64 count of 7 reads as int32 7). */
-qt_status qt_gguf_get_i64(const qt_gguf *g, const char *key, int64_t *out);
-qt_status qt_gguf_get_u64(const qt_gguf *g, const char *key, uint64_t *out);
-qt_status qt_gguf_get_i32(const qt_gguf *g, const char *key, int32_t *out);
-qt_status qt_gguf_get_u32(const qt_gguf *g, const char *key, uint32_t *out);
-qt_status qt_gguf_get_f64(const qt_gguf *g, const char *key, double *out);  /* FLOAT32/FLOAT64 */
-qt_status qt_gguf_get_f32(const qt_gguf *g, const char *key, float *out);
-qt_status qt_gguf_get_bool(const qt_gguf *g, const char *key, bool *out);
-qt_status qt_gguf_get_str(const qt_gguf *g, const char *key, const char **out);
+QT_API qt_status qt_gguf_get_i64(const qt_gguf *g, const char *key, int64_t *out);
+QT_API qt_status qt_gguf_get_u64(const qt_gguf *g, const char *key, uint64_t *out);
+QT_API qt_status qt_gguf_get_i32(const qt_gguf *g, const char *key, int32_t *out);
+QT_API qt_status qt_gguf_get_u32(const qt_gguf *g, const char *key, uint32_t *out);
+QT_API qt_status qt_gguf_get_f64(const qt_gguf *g, const char *key, double *out);  /* FLOAT32/FLOAT64 */
+QT_API qt_status qt_gguf_get_f32(const qt_gguf *g, const char *key, float *out);
+QT_API qt_status qt_gguf_get_bool(const qt_gguf *g, const char *key, bool *out);
+QT_API qt_status qt_gguf_get_str(const qt_gguf *g, const char *key, const char **out);
 /* An ARRAY; elem_type may be QT_GGUF_TYPE_COUNT for "any". */
-qt_status qt_gguf_get_arr(const qt_gguf *g, const char *key, qt_gguf_type elem_type, const qt_gguf_value **out);
+QT_API qt_status qt_gguf_get_arr(const qt_gguf *g, const char *key, qt_gguf_type elem_type, const qt_gguf_value **out);
 
 /* Element i (< arr.n) of a fixed-size numeric array, converted. */
-int64_t qt_gguf_arr_i64(const qt_gguf_value *arr, uint64_t i);
-uint64_t qt_gguf_arr_u64(const qt_gguf_value *arr, uint64_t i);
-double qt_gguf_arr_f64(const qt_gguf_value *arr, uint64_t i);
+QT_API int64_t qt_gguf_arr_i64(const qt_gguf_value *arr, uint64_t i);
+QT_API uint64_t qt_gguf_arr_u64(const qt_gguf_value *arr, uint64_t i);
+QT_API double qt_gguf_arr_f64(const qt_gguf_value *arr, uint64_t i);
 
 /* Tensor infos, in file order. */
-int64_t qt_gguf_n_tensors(const qt_gguf *g);
-const qt_gguf_tensor *qt_gguf_tensor_at(const qt_gguf *g, int64_t i);
-const qt_gguf_tensor *qt_gguf_find_tensor(const qt_gguf *g, const char *name);
+QT_API int64_t qt_gguf_n_tensors(const qt_gguf *g);
+QT_API const qt_gguf_tensor *qt_gguf_tensor_at(const qt_gguf *g, int64_t i);
+QT_API const qt_gguf_tensor *qt_gguf_find_tensor(const qt_gguf *g, const char *name);
 
 /* The parsed file behind a model opened from GGUF; NULL for other sources. */
-const qt_gguf *qt_model_gguf(const qt_model *m);
+QT_API const qt_gguf *qt_model_gguf(const qt_model *m);
 
 /* ---- writer ------------------------------------------------------------ */
 
@@ -159,7 +159,7 @@ typedef struct qt_gguf_write_opts {
 } qt_gguf_write_opts;
 
 /* Defaults: outtype QT_TYPE_COUNT, file_type -1, everything else zero. */
-qt_gguf_write_opts qt_gguf_write_opts_default(void);
+QT_API qt_gguf_write_opts qt_gguf_write_opts_default(void);
 
 /* Write `m` as a GGUF v3 file, atomically (a failed write leaves nothing at
  * `path`). Metadata: a model read from GGUF keeps its metadata verbatim and
@@ -170,12 +170,12 @@ qt_gguf_write_opts qt_gguf_write_opts_default(void);
  * cumulative and every tensor is padded to the alignment (§2.2). Q/K rows of
  * llama-architecture models held in HF order (hparams.rope_neox) are
  * permuted to llama.cpp's order (§2.10). */
-qt_status qt_gguf_write(const qt_model *m, const char *path, const qt_gguf_write_opts *opts);
+QT_API qt_status qt_gguf_write(const qt_model *m, const char *path, const qt_gguf_write_opts *opts);
 
 /* Does qt_gguf_write leave this tensor out? True for the KV cache scales
  * blk.N.attn_k_scale / blk.N.attn_v_scale (from vLLM checkpoints; quanta's
  * engine uses them, llama.cpp refuses files with tensors it does not use). */
-bool qt_gguf_write_drops(const char *tensor_name);
+QT_API bool qt_gguf_write_drops(const char *tensor_name);
 
 #ifdef __cplusplus
 }

@@ -19,7 +19,7 @@ extern "C" {
  * Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM, with each class's
  * defaults for absent fields. Unknown architectures, activations and rope
  * scaling types are QT_ERR_UNSUPPORTED naming the file, field and value. */
-qt_status qt_hf_read_config(const char *path, qt_hparams *hp);
+QT_API qt_status qt_hf_read_config(const char *path, qt_hparams *hp);
 
 typedef struct qt_hf_write_opts {
     /* false: keep every tensor's type (it must be F32, F16, BF16 or an integer
@@ -44,7 +44,7 @@ typedef struct qt_hf_write_opts {
  * stored in llama.cpp's pairs order (hp.rope_neox == false) are put back in HF
  * rotate-half order (inverse of formats.md §2.10). All files are written to
  * temporaries first and renamed only when every one is complete. opts may be NULL. */
-qt_status qt_hf_write(const qt_model *m, const char *dir, const qt_hf_write_opts *opts);
+QT_API qt_status qt_hf_write(const qt_model *m, const char *dir, const qt_hf_write_opts *opts);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,7 @@ extern "C" {
 
 /* tokenizer_path NULL: the lookup rule above. The tokenizer must hold exactly
  * vocab_size tokens (a tokenizer.bin of another vocabulary is refused). */
-qt_status qt_model_open_llama2c(const char *path, const char *tokenizer_path, qt_model **out);
+QT_API qt_status qt_model_open_llama2c(const char *path, const char *tokenizer_path, qt_model **out);
 
 #ifdef __cplusplus
 }

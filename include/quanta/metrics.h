@@ -28,20 +28,20 @@ typedef struct qt_err_stats {
 } qt_err_stats;
 
 /* n elements; QT_ERR_RANGE names the first NaN/Inf in either array. */
-qt_status qt_err_compare(const float *ref, const float *approx, int64_t n, qt_err_stats *out);
+QT_API qt_status qt_err_compare(const float *ref, const float *approx, int64_t n, qt_err_stats *out);
 
 /* A (rows, cols) matrix: per_row (rows entries) and/or total; either may be NULL. */
-qt_status qt_err_compare_rows(const float *ref, const float *approx, int64_t rows, int64_t cols,
+QT_API qt_status qt_err_compare_rows(const float *ref, const float *approx, int64_t rows, int64_t cols,
                               qt_err_stats *per_row, qt_err_stats *total);
 
 /* Combine partial statistics (e.g. per-row into per-tensor). */
-void qt_err_merge(qt_err_stats *acc, const qt_err_stats *part);
+QT_API void qt_err_merge(qt_err_stats *acc, const qt_err_stats *part);
 
 /* Round-trip a (rows, cols) f32 matrix through a traits-table type (reference
  * quantizer, then dequantizer; imatrix as in qt_quantize_rows) and measure the
  * error per row and/or in total. Errors of the codec (unsupported type, row
  * length not a multiple of the block) are passed through. */
-qt_status qt_err_of_type(qt_type t, const float *src, int64_t rows, int64_t cols, const float *imatrix,
+QT_API qt_status qt_err_of_type(qt_type t, const float *src, int64_t rows, int64_t cols, const float *imatrix,
                          qt_err_stats *per_row, qt_err_stats *total);
 
 #ifdef __cplusplus

@@ -103,17 +103,17 @@ typedef struct qt_model qt_model;
 /* Open any supported checkpoint: a .gguf file, a llama2.c .bin (with its
  * tokenizer.bin beside it or given in opts), or a Hugging Face directory
  * (config.json + model.safetensors or an index + shards + tokenizer.json). */
-qt_status qt_model_open(const char *path, qt_model **out);
-void qt_model_free(qt_model *m);
+QT_API qt_status qt_model_open(const char *path, qt_model **out);
+QT_API void qt_model_free(qt_model *m);
 
-const char *qt_model_path(const qt_model *m);
-const char *qt_model_source_format(const qt_model *m); /* "gguf", "safetensors", "llama2c" */
-const qt_hparams *qt_model_hparams(const qt_model *m);
-const qt_vocab *qt_model_vocab(const qt_model *m);
-int32_t qt_model_n_tensors(const qt_model *m);
-const qt_tensor *qt_model_tensor(const qt_model *m, int32_t i);
-const qt_tensor *qt_model_find_tensor(const qt_model *m, const char *name); /* NULL if absent */
-uint64_t qt_model_n_params(const qt_model *m); /* sum of tensor elements */
+QT_API const char *qt_model_path(const qt_model *m);
+QT_API const char *qt_model_source_format(const qt_model *m); /* "gguf", "safetensors", "llama2c" */
+QT_API const qt_hparams *qt_model_hparams(const qt_model *m);
+QT_API const qt_vocab *qt_model_vocab(const qt_model *m);
+QT_API int32_t qt_model_n_tensors(const qt_model *m);
+QT_API const qt_tensor *qt_model_tensor(const qt_model *m, int32_t i);
+QT_API const qt_tensor *qt_model_find_tensor(const qt_model *m, const char *name); /* NULL if absent */
+QT_API uint64_t qt_model_n_params(const qt_model *m); /* sum of tensor elements */
 
 #ifdef __cplusplus
 }

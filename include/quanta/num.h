@@ -13,37 +13,37 @@ extern "C" {
 #endif
 
 /* IEEE binary16, round-to-nearest-even, overflow to Inf, NaN -> 0x7E00|sign (ggml). */
-float qt_fp16_to_f32(uint16_t h);
-uint16_t qt_f32_to_fp16(float f);
+QT_API float qt_fp16_to_f32(uint16_t h);
+QT_API uint16_t qt_f32_to_fp16(float f);
 
 /* bfloat16: RNE; NaN keeps sign/payload with the quiet bit set (ggml's row converter). */
-float qt_bf16_to_f32(uint16_t h);
-uint16_t qt_f32_to_bf16(float f);
+QT_API float qt_bf16_to_f32(uint16_t h);
+QT_API uint16_t qt_f32_to_bf16(float f);
 
 /* FP8 E4M3FN (max 448, no Inf, NaN = 0x7F/0xFF).
  * qt_f32_to_e4m3: torch's cast (|x| >= 480 -> NaN; no saturation).
  * qt_f32_to_e4m3_sat: clamp to +-448 first (what quantizers use); NaN stays NaN. */
-float qt_e4m3_to_f32(uint8_t v);
-uint8_t qt_f32_to_e4m3(float f);
-uint8_t qt_f32_to_e4m3_sat(float f);
+QT_API float qt_e4m3_to_f32(uint8_t v);
+QT_API uint8_t qt_f32_to_e4m3(float f);
+QT_API uint8_t qt_f32_to_e4m3_sat(float f);
 
 /* FP8 E5M2 (max 57344, Inf 0x7C/0xFC, NaN 0x7D-0x7F). Torch's cast; _sat clamps to +-57344. */
-float qt_e5m2_to_f32(uint8_t v);
-uint8_t qt_f32_to_e5m2(float f);
-uint8_t qt_f32_to_e5m2_sat(float f);
+QT_API float qt_e5m2_to_f32(uint8_t v);
+QT_API uint8_t qt_f32_to_e5m2(float f);
+QT_API uint8_t qt_f32_to_e5m2_sat(float f);
 
 /* FP4 E2M1 (codes 0..7 = 0, .5, 1, 1.5, 2, 3, 4, 6; bit 3 = sign). */
-float qt_e2m1_to_f32(uint8_t code);
+QT_API float qt_e2m1_to_f32(uint8_t code);
 /* Nearest E2M1, saturating to +-6, ties to even mantissa (compressed-tensors). */
-uint8_t qt_f32_to_e2m1(float f);
+QT_API uint8_t qt_f32_to_e2m1(float f);
 
 /* E8M0 scale: 2^(e-127); 0xFF = NaN. */
-float qt_e8m0_to_f32(uint8_t e);
+QT_API float qt_e8m0_to_f32(uint8_t e);
 
 /* NF4 (QLoRA) codebook: 16 values in [-1, 1]. */
-extern const float qt_nf4_codebook[16];
+QT_API extern const float qt_nf4_codebook[16];
 /* Nearest NF4 index for x already divided by absmax. */
-uint8_t qt_f32_to_nf4(float x);
+QT_API uint8_t qt_f32_to_nf4(float x);
 
 /* Unsigned/signed b-bit integers (b = 2, 3, 4, 8) packed densely into
  * little-endian int32 words as compressed-tensors' pack_to_int32 does

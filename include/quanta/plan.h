@@ -26,6 +26,7 @@
 #define QUANTA_PLAN_H
 
 #include "core.h"
+#include "formats.h"
 #include "model.h"
 
 #ifdef __cplusplus
@@ -41,11 +42,11 @@ extern "C" {
  * (B, KB, MB, GB, TB = powers of 1000; KiB, MiB, GiB, TiB = powers of 1024;
  * case-insensitive). Negative, NaN or unit-less sizes are QT_ERR_ARG (zero is
  * allowed: callers that need a positive size check it). */
-qt_status qt_plan_parse_size(const char *s, double *bytes);
+QT_API qt_status qt_plan_parse_size(const char *s, double *bytes);
 
 /* Levenshtein distance between two names after lower-casing and dropping
  * everything but letters and digits ("Qwen2.5-7B" ~ "qwen25 7b"). */
-int qt_plan_name_distance(const char *a, const char *b);
+QT_API int qt_plan_name_distance(const char *a, const char *b);
 
 /* ---- model specs -------------------------------------------------------------- */
 
@@ -110,19 +111,19 @@ typedef struct qt_model_spec {
     qt_plan_component comp[QT_PLAN_MAX_COMPONENTS];
 } qt_model_spec;
 
-int qt_plan_preset_count(void);
-const qt_model_spec *qt_plan_preset_get(int i);
+QT_API int qt_plan_preset_count(void);
+QT_API const qt_model_spec *qt_plan_preset_get(int i);
 /* By key, alias or Hugging Face repo id ("Qwen/Qwen2.5-7B-Instruct"); NULL if unknown. */
-const qt_model_spec *qt_plan_preset_find(const char *name);
+QT_API const qt_model_spec *qt_plan_preset_find(const char *name);
 
 /* Fill *out from a config.json (the file, or a directory holding one). */
-qt_status qt_plan_spec_from_config(const char *path, qt_model_spec *out);
+QT_API qt_status qt_plan_spec_from_config(const char *path, qt_model_spec *out);
 /* Fill *out from an opened model: shape from its hparams, exact parameter
  * count and stored bytes from its tensors. */
-qt_status qt_plan_spec_from_model(const qt_model *m, qt_model_spec *out);
+QT_API qt_status qt_plan_spec_from_model(const qt_model *m, qt_model_spec *out);
 /* A preset name, a config.json, or any checkpoint qt_model_open reads.
  * Unknown names: QT_ERR_NOT_FOUND naming the nearest presets. */
-qt_status qt_plan_spec_resolve(const char *name_or_path, qt_model_spec *out);
+QT_API qt_status qt_plan_spec_resolve(const char *name_or_path, qt_model_spec *out);
 
 /* Parameter counts by what happens to them under quantization. */
 typedef struct qt_param_counts {
@@ -134,7 +135,7 @@ typedef struct qt_param_counts {
     uint64_t small;              /* norms and biases (kept 16-bit, f32 in GGUF) */
     uint64_t active;             /* touched per token: all but the unused experts */
 } qt_param_counts;
-qt_status qt_plan_param_counts(const qt_model_spec *m, qt_param_counts *out);
+QT_API qt_status qt_plan_param_counts(const qt_model_spec *m, qt_param_counts *out);
 
 /* ---- hardware -------------------------------------------------------------------- */
 
@@ -152,7 +153,7 @@ typedef enum qt_hw_class {
     QT_HW_CLASS_COUNT
 } qt_hw_class;
 
-const char *qt_hw_class_name(qt_hw_class c);   /* "Turing", ... */
+QT_API const char *qt_hw_class_name(qt_hw_class c);   /* "Turing", ... */
 
 typedef struct qt_hw_info {
     const char *key;             /* "t4", "a100-80gb", "h100-sxm", "cpu", "m2-ultra" */
@@ -173,58 +174,24 @@ typedef struct qt_hw_info {
     const char *source;
 } qt_hw_info;
 
-int qt_hw_count(void);
-const qt_hw_info *qt_hw_get(int i);
-const qt_hw_info *qt_hw_find(const char *name);  /* key or alias, case-insensitive */
+QT_API int qt_hw_count(void);
+QT_API const qt_hw_info *qt_hw_get(int i);
+QT_API const qt_hw_info *qt_hw_find(const char *name);  /* key or alias, case-insensitive */
 /* The machine this runs on, as a CPU target: RAM from the OS, features from qt_cpu(). */
-qt_status qt_hw_local_cpu(qt_hw_info *out, char *name_buf, size_t name_size);
+QT_API qt_status qt_hw_local_cpu(qt_hw_info *out, char *name_buf, size_t name_size);
 /* Up to n nearest known names (models when models != 0, else hardware). */
-int qt_plan_suggest(const char *name, int models, const char **out, int n);
+QT_API int qt_plan_suggest(const char *name, int models, const char **out, int n);
 
 /* ---- schemes and the support matrix ------------------------------------------ */
 
-typedef enum qt_scheme_kind {
-    QT_SCHEME_FLOAT16 = 0,       /* bf16 / fp16 */
-    QT_SCHEME_CHANNEL8,          /* 8-bit weights, one scale per output channel (fp8, int8 W8A8) */
-    QT_SCHEME_GROUP_INT,         /* int-N weights, groups of `group` inputs (W4A16, W8A16, AWQ, GPTQ) */
-    QT_SCHEME_MICROFLOAT,        /* fp4 e2m1 with a block scale (NVFP4, MXFP4) */
-    QT_SCHEME_NF4,               /* bitsandbytes NF4 */
-    QT_SCHEME_GGUF,              /* llama.cpp file type */
-} qt_scheme_kind;
-
-typedef enum qt_engine { QT_ENGINE_VLLM = 0, QT_ENGINE_LLAMACPP, QT_ENGINE_BNB } qt_engine;
-
-typedef struct qt_scheme_info {
-    const char *key;             /* --scheme value: "w4a16", "fp8", "q4_k_m", ... */
-    const char *aliases;
-    const char *title;           /* "INT4 W4A16, group 128, symmetric (compressed-tensors)" */
-    qt_scheme_kind kind;
-    qt_engine engine;
-    const char *support_row;     /* key of the support-matrix row that decides where it runs */
-    double simple_bytes;         /* the seed's flat bytes per parameter */
-    int bits;                    /* weight bits (16, 8, 4, ...) */
-    int group;                   /* elements per scale (0 = per output channel) */
-    int scale_bytes;             /* bytes per scale as held in memory */
-    int zero_bits;               /* bits per zero point (0 = symmetric) */
-    bool g_idx;                  /* GPTQ act-order index (int32 per input column) */
-    int act_bits;                /* activation bits in the matmul: 16, 8 or 4 */
-    bool act_float;              /* fp8/fp4 activations (needs fp8/fp4 tensor cores) */
-    int quality;                 /* coarse loss ranking: 0 lossless .. 6 most lossy */
-    const char *gguf_ftype;      /* "Q4_K_M" for GGUF schemes */
-    const char *method;          /* quantization method quanta would use: "gptq", "awq", "rtn", ... */
-    const char *note;
-} qt_scheme_info;
-
-int qt_scheme_count(void);
-const qt_scheme_info *qt_scheme_get(int i);
-const qt_scheme_info *qt_scheme_find(const char *name);
+/* Schemes (qt_scheme_info, qt_scheme_find, ...) are rows of the format table: quanta/formats.h. */
 /* What a --scheme value means in every verb: a scheme key or alias (case and
  * punctuation ignored), or the name `quanta formats` prints for the weight
  * format a scheme stores (w4a16-g128 -> w4a16, f16 -> fp16). NULL if none. */
-const qt_scheme_info *qt_scheme_resolve(const char *name);
+QT_API const qt_scheme_info *qt_scheme_resolve(const char *name);
 /* Up to n scheme keys near an unknown name (related formats first, then by
  * edit distance); *note explains a format name the planner does not plan, else NULL. */
-int qt_scheme_suggest(const char *name, const char **out, int n, const char **note);
+QT_API int qt_scheme_suggest(const char *name, const char **out, int n, const char **note);
 
 typedef enum qt_support { QT_SUPPORT_NO = 0, QT_SUPPORT_YES, QT_SUPPORT_PARTIAL } qt_support;
 
@@ -240,24 +207,24 @@ typedef struct qt_support_row {
     const char *source;
 } qt_support_row;
 
-int qt_support_row_count(void);
-const qt_support_row *qt_support_row_get(int i);
-const qt_support_row *qt_support_row_find(const char *key);
+QT_API int qt_support_row_count(void);
+QT_API const qt_support_row *qt_support_row_get(int i);
+QT_API const qt_support_row *qt_support_row_find(const char *key);
 /* Can `scheme` run on `hw`? Writes the one-line reason (why not, or how). */
-qt_support qt_support_check(const qt_scheme_info *scheme, const qt_hw_info *hw, char *reason, size_t n);
+QT_API qt_support qt_support_check(const qt_scheme_info *scheme, const qt_hw_info *hw, char *reason, size_t n);
 
 /* ---- estimate ---------------------------------------------------------------------- */
 
 typedef enum qt_accounting { QT_ACCOUNTING_REALISTIC = 0, QT_ACCOUNTING_SIMPLE } qt_accounting;
 typedef enum qt_kv_dtype { QT_KV_AUTO = 0, QT_KV_BF16, QT_KV_FP16, QT_KV_FP8, QT_KV_INT8 } qt_kv_dtype;
-const char *qt_kv_dtype_name(qt_kv_dtype k);
+QT_API const char *qt_kv_dtype_name(qt_kv_dtype k);
 
 /* KV bytes per token when every layer keeps every token (2 x layers x kv_heads
  * x head_dim x elt_bytes; MLA: layers x (kv_lora_rank + rope dims) x elt_bytes),
  * per GPU under tensor parallelism over tp GPUs. */
-double qt_plan_kv_bytes_per_token(const qt_model_spec *m, double elt_bytes, int tp);
+QT_API double qt_plan_kv_bytes_per_token(const qt_model_spec *m, double elt_bytes, int tp);
 /* KV bytes of one sequence of ctx tokens: sliding-window layers hold at most the window. */
-double qt_plan_kv_bytes_per_seq(const qt_model_spec *m, double elt_bytes, int64_t ctx, int tp);
+QT_API double qt_plan_kv_bytes_per_seq(const qt_model_spec *m, double elt_bytes, int64_t ctx, int tp);
 
 typedef struct qt_estimate_req {
     const qt_model_spec *model;
@@ -316,9 +283,9 @@ typedef struct qt_estimate {
 } qt_estimate;
 
 /* Validates every input (QT_ERR_ARG naming the option) and computes. */
-qt_status qt_plan_estimate(const qt_estimate_req *req, qt_estimate *out);
+QT_API qt_status qt_plan_estimate(const qt_estimate_req *req, qt_estimate *out);
 /* The estimate as JSON (docs/plan.md), malloc'd. */
-qt_status qt_plan_estimate_json(const qt_estimate_req *req, const qt_estimate *e, char **out);
+QT_API qt_status qt_plan_estimate_json(const qt_estimate_req *req, const qt_estimate *e, char **out);
 
 /* ---- plan ---------------------------------------------------------------------------- */
 
@@ -330,8 +297,8 @@ typedef enum qt_goal {
     QT_GOAL_QUALITY,             /* least lossy scheme that fits one sequence */
     QT_GOAL_COUNT
 } qt_goal;
-const char *qt_goal_name(qt_goal g);
-qt_status qt_goal_parse(const char *s, qt_goal *out);
+QT_API const char *qt_goal_name(qt_goal g);
+QT_API qt_status qt_goal_parse(const char *s, qt_goal *out);
 
 #define QT_PLAN_MAX_ROWS 24
 #define QT_PLAN_MAX_NOTES 12
@@ -383,14 +350,14 @@ typedef struct qt_plan {
 /* Diffusion: the precision component c is kept in under row r ("fp8", "16-bit", "8-bit"):
  * the denoiser takes the row's scheme, the VAE stays 16-bit, the text encoders go
  * 8-bit only when that is needed to fit. "-" when r is NULL. */
-const char *qt_plan_component_precision(const qt_plan *p, const qt_plan_row *r, int c);
-qt_status qt_plan_make(const qt_estimate_req *req, qt_goal goal, qt_plan *out);
-qt_status qt_plan_json(const qt_plan *p, char **out);
+QT_API const char *qt_plan_component_precision(const qt_plan *p, const qt_plan_row *r, int c);
+QT_API qt_status qt_plan_make(const qt_estimate_req *req, qt_goal goal, qt_plan *out);
+QT_API qt_status qt_plan_json(const qt_plan *p, char **out);
 /* The seeds' memory figure: one stacked bar per scheme (weights, overhead,
  * KV cache) against the budget line, overflow marked, concurrency annotated. */
-qt_status qt_plan_svg(const qt_plan *p, char **out);
+QT_API qt_status qt_plan_svg(const qt_plan *p, char **out);
 /* A self-contained HTML report (tables, notes, commands, the SVG inline). */
-qt_status qt_plan_html(const qt_plan *p, char **out);
+QT_API qt_status qt_plan_html(const qt_plan *p, char **out);
 
 #ifdef __cplusplus
 }

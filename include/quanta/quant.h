@@ -81,21 +81,21 @@ typedef struct qt_type_traits {
 } qt_type_traits;
 
 /* NULL for ids that are not (or no longer) a type. */
-const qt_type_traits *qt_type_get(qt_type t);
+QT_API const qt_type_traits *qt_type_get(qt_type t);
 /* By ggml name, case-insensitive ("Q4_K", "q4_k", "f16"). NULL if unknown. */
-const qt_type_traits *qt_type_by_name(const char *name);
-double qt_type_bits_per_weight(qt_type t);
+QT_API const qt_type_traits *qt_type_by_name(const char *name);
+QT_API double qt_type_bits_per_weight(qt_type t);
 
 /* Bytes of one row of n elements; 0 with an error set if n is not a multiple
  * of the block size or the type is unknown. */
-size_t qt_row_size(qt_type t, int64_t n);
+QT_API size_t qt_row_size(qt_type t, int64_t n);
 
 /* Checked wrappers around the traits: refuse rows whose length is not a
  * multiple of the block size ("row of 172 elements is not a multiple of
  * q4_0's block size 32"), unknown types and types without a codec. */
-qt_status qt_quantize_rows(qt_type t, const float *src, void *dst,
+QT_API qt_status qt_quantize_rows(qt_type t, const float *src, void *dst,
                            int64_t n_rows, int64_t n_per_row, const float *imatrix);
-qt_status qt_dequantize_rows(qt_type t, const void *src, float *dst,
+QT_API qt_status qt_dequantize_rows(qt_type t, const void *src, float *dst,
                              int64_t n_rows, int64_t n_per_row);
 
 #ifdef __cplusplus

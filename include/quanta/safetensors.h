@@ -37,14 +37,14 @@ typedef enum qt_st_dtype {
 #define QT_ST_MAX_DIMS 8
 #define QT_ST_MAX_HEADER 100000000u /* the reference's MAX_HEADER_SIZE */
 
-const char *qt_st_dtype_name(qt_st_dtype d);          /* "F32", ...; NULL if out of range */
-bool qt_st_dtype_from_name(const char *name, qt_st_dtype *out); /* exact, case-sensitive */
-int qt_st_dtype_bits(qt_st_dtype d);                  /* 4, 6, 8, 16, 32 or 64 */
+QT_API const char *qt_st_dtype_name(qt_st_dtype d);          /* "F32", ...; NULL if out of range */
+QT_API bool qt_st_dtype_from_name(const char *name, qt_st_dtype *out); /* exact, case-sensitive */
+QT_API int qt_st_dtype_bits(qt_st_dtype d);                  /* 4, 6, 8, 16, 32 or 64 */
 /* The quanta element type holding this dtype (F32, F16, BF16, F64, I8, I16, I32, I64);
  * QT_ERR_UNSUPPORTED naming the dtype otherwise (U8, F8_*, BOOL, ...). */
-qt_status qt_st_dtype_to_type(qt_st_dtype d, qt_type *out);
+QT_API qt_status qt_st_dtype_to_type(qt_st_dtype d, qt_type *out);
 /* The dtype for a quanta type; QT_ERR_UNSUPPORTED for block-quantized types. */
-qt_status qt_st_dtype_from_type(qt_type t, qt_st_dtype *out);
+QT_API qt_status qt_st_dtype_from_type(qt_type t, qt_st_dtype *out);
 
 /* ---- reader ------------------------------------------------------------------ */
 typedef struct qt_st_tensor {
@@ -60,21 +60,21 @@ typedef struct qt_st_tensor {
 typedef struct qt_safetensors qt_safetensors;
 
 /* Map and validate one file. */
-qt_status qt_st_open(const char *path, qt_safetensors **out);
+QT_API qt_status qt_st_open(const char *path, qt_safetensors **out);
 /* Validate a buffer the caller keeps alive (label names it in messages). */
-qt_status qt_st_parse(const void *buf, size_t size, const char *label, qt_safetensors **out);
-void qt_st_close(qt_safetensors *st);
+QT_API qt_status qt_st_parse(const void *buf, size_t size, const char *label, qt_safetensors **out);
+QT_API void qt_st_close(qt_safetensors *st);
 
-const char *qt_st_path(const qt_safetensors *st);
-uint64_t qt_st_header_len(const qt_safetensors *st);        /* N, the JSON header's byte length */
-int32_t qt_st_n_tensors(const qt_safetensors *st);
-const qt_st_tensor *qt_st_tensor_at(const qt_safetensors *st, int32_t i); /* in data order */
-const qt_st_tensor *qt_st_find(const qt_safetensors *st, const char *name); /* NULL if absent */
+QT_API const char *qt_st_path(const qt_safetensors *st);
+QT_API uint64_t qt_st_header_len(const qt_safetensors *st);        /* N, the JSON header's byte length */
+QT_API int32_t qt_st_n_tensors(const qt_safetensors *st);
+QT_API const qt_st_tensor *qt_st_tensor_at(const qt_safetensors *st, int32_t i); /* in data order */
+QT_API const qt_st_tensor *qt_st_find(const qt_safetensors *st, const char *name); /* NULL if absent */
 /* `__metadata__` entries, sorted by key. */
-int32_t qt_st_n_metadata(const qt_safetensors *st);
-const char *qt_st_metadata_key(const qt_safetensors *st, int32_t i);
-const char *qt_st_metadata_value(const qt_safetensors *st, int32_t i);
-const char *qt_st_metadata_get(const qt_safetensors *st, const char *key); /* NULL if absent */
+QT_API int32_t qt_st_n_metadata(const qt_safetensors *st);
+QT_API const char *qt_st_metadata_key(const qt_safetensors *st, int32_t i);
+QT_API const char *qt_st_metadata_value(const qt_safetensors *st, int32_t i);
+QT_API const char *qt_st_metadata_get(const qt_safetensors *st, const char *key); /* NULL if absent */
 
 /* ---- checkpoints: one file, or an index and its shards ------------------------ */
 typedef struct qt_st_checkpoint qt_st_checkpoint;
@@ -85,15 +85,15 @@ typedef struct qt_st_checkpoint qt_st_checkpoint;
 /* path: a .safetensors file, an index .json, or a directory (model.safetensors is
  * preferred over the index, as transformers does). Shard names in the index must be
  * plain file names in the index's directory. */
-qt_status qt_st_checkpoint_open(const char *path, qt_st_checkpoint **out);
-void qt_st_checkpoint_close(qt_st_checkpoint *c);
-bool qt_st_checkpoint_sharded(const qt_st_checkpoint *c);
-int32_t qt_st_checkpoint_n_files(const qt_st_checkpoint *c);
-const qt_safetensors *qt_st_checkpoint_file(const qt_st_checkpoint *c, int32_t i);
+QT_API qt_status qt_st_checkpoint_open(const char *path, qt_st_checkpoint **out);
+QT_API void qt_st_checkpoint_close(qt_st_checkpoint *c);
+QT_API bool qt_st_checkpoint_sharded(const qt_st_checkpoint *c);
+QT_API int32_t qt_st_checkpoint_n_files(const qt_st_checkpoint *c);
+QT_API const qt_safetensors *qt_st_checkpoint_file(const qt_st_checkpoint *c, int32_t i);
 /* All tensors of all files, sorted by name. */
-int32_t qt_st_checkpoint_n_tensors(const qt_st_checkpoint *c);
-const qt_st_tensor *qt_st_checkpoint_tensor(const qt_st_checkpoint *c, int32_t i, int32_t *file_index);
-const qt_st_tensor *qt_st_checkpoint_find(const qt_st_checkpoint *c, const char *name, int32_t *file_index);
+QT_API int32_t qt_st_checkpoint_n_tensors(const qt_st_checkpoint *c);
+QT_API const qt_st_tensor *qt_st_checkpoint_tensor(const qt_st_checkpoint *c, int32_t i, int32_t *file_index);
+QT_API const qt_st_tensor *qt_st_checkpoint_find(const qt_st_checkpoint *c, const char *name, int32_t *file_index);
 
 /* ---- writer -------------------------------------------------------------------- */
 typedef struct qt_st_entry {
@@ -113,22 +113,22 @@ typedef struct qt_st_writer qt_st_writer;
 /* Checks the entries (unique UTF-8 names, sizes without overflow, at most
  * QT_ST_MAX_DIMS dims), orders them as the reference writer does and writes the
  * length and header to a temporary file next to `path`. meta may be NULL. */
-qt_status qt_st_writer_open(const char *path, const qt_st_entry *entries, int32_t n,
+QT_API qt_status qt_st_writer_open(const char *path, const qt_st_entry *entries, int32_t n,
                             const qt_st_kv *meta, int32_t n_meta, qt_st_writer **out);
 /* Index into `entries` of the k-th tensor in file order: the caller writes data in that order. */
-int32_t qt_st_writer_order(const qt_st_writer *w, int32_t k);
-uint64_t qt_st_entry_nbytes(const qt_st_entry *e); /* prod(shape) * bits / 8; 0 on overflow */
+QT_API int32_t qt_st_writer_order(const qt_st_writer *w, int32_t k);
+QT_API uint64_t qt_st_entry_nbytes(const qt_st_entry *e); /* prod(shape) * bits / 8; 0 on overflow */
 /* Appends tensor bytes (any chunking). */
-qt_status qt_st_writer_write(qt_st_writer *w, const void *buf, size_t n);
+QT_API qt_status qt_st_writer_write(qt_st_writer *w, const void *buf, size_t n);
 /* Checks that exactly the declared bytes were written, fsyncs and renames into place. Frees w. */
-qt_status qt_st_writer_commit(qt_st_writer *w);
-void qt_st_writer_abort(qt_st_writer *w); /* removes the temporary file; NULL ok */
+QT_API qt_status qt_st_writer_commit(qt_st_writer *w);
+QT_API void qt_st_writer_abort(qt_st_writer *w); /* removes the temporary file; NULL ok */
 /* Split commit for multi-file writers: finish (fsync) without renaming, then
  * rename every file once all are complete. */
-qt_status qt_st_writer_finish(qt_st_writer *w, qt_afile **file_out);
+QT_API qt_status qt_st_writer_finish(qt_st_writer *w, qt_afile **file_out);
 
 /* Whole file in one call (entries carry data). */
-qt_status qt_st_write(const char *path, const qt_st_entry *entries, int32_t n,
+QT_API qt_status qt_st_write(const char *path, const qt_st_entry *entries, int32_t n,
                       const qt_st_kv *meta, int32_t n_meta);
 
 #ifdef __cplusplus

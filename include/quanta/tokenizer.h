@@ -18,14 +18,14 @@ typedef struct qt_tokenizer qt_tokenizer;
 
 /* Builds lookup structures from the vocabulary (which must outlive the tokenizer).
  * QT_ERR_UNSUPPORTED for vocabularies it cannot handle (named in the message). */
-qt_status qt_tokenizer_new(const qt_vocab *vocab, qt_tokenizer **out);
-void qt_tokenizer_free(qt_tokenizer *tok);
+QT_API qt_status qt_tokenizer_new(const qt_vocab *vocab, qt_tokenizer **out);
+QT_API void qt_tokenizer_free(qt_tokenizer *tok);
 
 /* Encode UTF-8 text. add_bos prepends BOS when the vocabulary has one.
  * Control tokens written in the text are NOT parsed (like llama-tokenize
  * without --parse-special); user-defined added tokens are (as llama.cpp and
  * HF tokenizers both do). *ids is malloc'd; free() it. */
-qt_status qt_tokenize(const qt_tokenizer *tok, const char *text, size_t len, bool add_bos,
+QT_API qt_status qt_tokenize(const qt_tokenizer *tok, const char *text, size_t len, bool add_bos,
                       int32_t **ids, int32_t *n_ids);
 
 /* Flags for qt_tokenize_ex. */
@@ -35,26 +35,26 @@ enum {
     QT_TOKENIZE_PARSE_SPECIAL = 1u << 2, /* also split control tokens ("<|im_start|>", "<s>") out of
                                             the text, as HF tokenizers always do */
 };
-qt_status qt_tokenize_ex(const qt_tokenizer *tok, const char *text, size_t len, unsigned flags,
+QT_API qt_status qt_tokenize_ex(const qt_tokenizer *tok, const char *text, size_t len, unsigned flags,
                          int32_t **ids, int32_t *n_ids);
 
 /* The bytes token `id` stands for when decoded (SPM: U+2581 -> space, <0xNN> -> byte;
  * BPE: byte-level unicode mapped back to bytes). Writes up to cap bytes, returns
  * the piece length (which may exceed cap), or -1 for an invalid id. Control
  * and unknown tokens (BOS/EOS/<unk>) decode to "". */
-int32_t qt_token_to_piece(const qt_tokenizer *tok, int32_t id, char *buf, int32_t cap);
+QT_API int32_t qt_token_to_piece(const qt_tokenizer *tok, int32_t id, char *buf, int32_t cap);
 
 /* Decode a sequence: the pieces concatenated. SPM with add_space_prefix: the
  * space the encoder prefixed is dropped again (one leading space of the first
  * piece after any leading control tokens such as BOS), so
  * decode(encode(s)) == s for text without special tokens.
  * *text is malloc'd and NUL-terminated; len (may be NULL) excludes the NUL. */
-qt_status qt_detokenize(const qt_tokenizer *tok, const int32_t *ids, int32_t n_ids, char **text, size_t *len);
+QT_API qt_status qt_detokenize(const qt_tokenizer *tok, const int32_t *ids, int32_t n_ids, char **text, size_t *len);
 
 /* Opens a bare Hugging Face tokenizer.json (with the tokenizer_config.json
  * next to it, when present, for BOS/EOS/add_bos_token) as a model that has a
  * vocabulary and no tensors: for `quanta tokenize -m tokenizer.json`. */
-qt_status qt_model_open_tokenizer_json(const char *path, qt_model **out);
+QT_API qt_status qt_model_open_tokenizer_json(const char *path, qt_model **out);
 
 #ifdef __cplusplus
 }

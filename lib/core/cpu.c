@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_level.h"
 #include "quanta/core.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -92,9 +93,16 @@ const qt_cpu_features *qt_cpu(void) {
     return &features;
 }
 
-const char *qt_cpu_level_name(void) {
+qt__cpu_level qt__cpu_level_get(void) {
     const qt_cpu_features *f = qt_cpu();
-    if (f->avx512f && f->avx512bw && f->avx512vl) return "avx512";
-    if (f->avx2 && f->fma && f->f16c) return "avx2";
-    return "scalar";
+    if (f->avx512f && f->avx512bw && f->avx512vl) return QT__CPU_AVX512;
+    if (f->avx2 && f->fma && f->f16c) return QT__CPU_AVX2;
+    return QT__CPU_SCALAR;
 }
+
+const char *qt__cpu_level_str(qt__cpu_level l) {
+    static const char *const names[QT__CPU_LEVEL_COUNT] = {"scalar", "avx2", "avx512"};
+    return (unsigned)l < QT__CPU_LEVEL_COUNT ? names[l] : "?";
+}
+
+const char *qt_cpu_level_name(void) { return qt__cpu_level_str(qt__cpu_level_get()); }

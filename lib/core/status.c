@@ -31,8 +31,13 @@ static _Thread_local char last_error[1024];
 const char *qt_last_error(void) { return last_error; }
 void qt_clear_error(void) { last_error[0] = '\0'; }
 
+/* Formats into a local buffer first: a caller may quote the previous message
+ * (qt_error(s, "%s: %s", path, qt_last_error())), and vsnprintf must not read
+ * the buffer it writes. */
 qt_status qt_verror(qt_status s, const char *fmt, va_list ap) {
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    char msg[sizeof last_error];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(last_error, msg, sizeof msg);
     return s;
 }
 

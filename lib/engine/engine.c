@@ -70,7 +70,6 @@ static qt_status alloc_buffers(qt_engine_ctx *e) {
     for (int t = 0; t < e->n_threads; t++) {
         qt__scratch *sc = &e->scratch[t];
         sc->row = alloc_floats((size_t)max_in, &s);
-        sc->scores = alloc_floats((size_t)e->n_ctx, &s);
         sc->kv_row = alloc_floats((size_t)e->hp.head_dim, &s);
         sc->q_conv = alloc_floats((size_t)e->hp.head_dim, &s);
         sc->acc = alloc_floats((size_t)e->hp.head_dim, &s);
@@ -171,7 +170,7 @@ void qt_engine_free(qt_engine_ctx *e) {
     free(e->att); free(e->hb); free(e->hb2); free(e->act);
     if (e->scratch) {
         for (int t = 0; t < e->n_threads; t++) {
-            free(e->scratch[t].row); free(e->scratch[t].scores); free(e->scratch[t].kv_row);
+            free(e->scratch[t].row); free(e->scratch[t].kv_row);
             free(e->scratch[t].q_conv); free(e->scratch[t].acc);
         }
         free(e->scratch);

@@ -61,7 +61,6 @@ const qt__kv_format *qt__kv_format_get(qt_kv_type d);
 /* Per-thread scratch, sized at creation. */
 typedef struct qt__scratch {
     float *row;                 /* (max n_in) a dequantized weight row */
-    float *scores;              /* (n_ctx) attention scores of one query */
     float *kv_row;              /* (head_dim) a K or V row loaded from the cache */
     void *q_conv;               /* (head_dim) Q converted to the K cache type */
     float *acc;                 /* (head_dim) attention output accumulator */

@@ -22,36 +22,22 @@
 #include <strings.h>
 
 #include "engine_internal.h"
+#include "quant/kernels.h"
 #include "quanta/num.h"
 
-static void store_f32(const float *x, void *dst, int64_t n, float scale) {
-    (void)scale;
-    memcpy(dst, x, (size_t)n * sizeof *x);
-}
-static void load_f32(const void *src, float *dst, int64_t n, float scale) {
-    (void)scale;
-    memcpy(dst, src, (size_t)n * sizeof *dst);
-}
-static void store_f16(const float *x, void *dst, int64_t n, float scale) {
-    uint16_t *h = dst;
-    (void)scale;
-    for (int64_t i = 0; i < n; i++) h[i] = qt_f32_to_fp16(x[i]);
-}
-static void load_f16(const void *src, float *dst, int64_t n, float scale) {
-    const uint16_t *h = src;
-    (void)scale;
-    for (int64_t i = 0; i < n; i++) dst[i] = qt_fp16_to_f32(h[i]);
-}
-static void store_bf16(const float *x, void *dst, int64_t n, float scale) {
-    uint16_t *h = dst;
-    (void)scale;
-    for (int64_t i = 0; i < n; i++) h[i] = qt_f32_to_bf16(x[i]);
-}
-static void load_bf16(const void *src, float *dst, int64_t n, float scale) {
-    const uint16_t *h = src;
-    (void)scale;
-    for (int64_t i = 0; i < n; i++) dst[i] = qt_bf16_to_f32(h[i]);
-}
+/* Unscaled formats are the traits table's plain row codecs (lib/quant/q_plain.c). */
+#define PLAIN_KV(t)                                                                 \
+    static void store_##t(const float *x, void *dst, int64_t n, float scale) {      \
+        (void)scale;                                                                \
+        qt__quantize_##t(x, dst, n, NULL);                                          \
+    }                                                                               \
+    static void load_##t(const void *src, float *dst, int64_t n, float scale) {     \
+        (void)scale;                                                                \
+        qt__dequantize_##t(src, dst, n);                                            \
+    }
+PLAIN_KV(f32)
+PLAIN_KV(f16)
+PLAIN_KV(bf16)
 static void store_e4m3(const float *x, void *dst, int64_t n, float scale) {
     uint8_t *q = dst;
     for (int64_t i = 0; i < n; i++) q[i] = qt_f32_to_e4m3_sat(x[i] / scale);

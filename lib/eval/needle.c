@@ -84,11 +84,11 @@ static size_t sentence_start_after(const char *t, size_t len, size_t start) {
 static qt_status substitute_key(const char *tmpl, const char *key, char **out) {
     const char *at = strstr(tmpl, "{KEY}");
     if (!at) return qt_error(QT_ERR_ARG, "needle: the needle sentence \"%s\" has no {KEY} placeholder", tmpl);
-    qt__eval_sbuf b = {0};
-    qt__eval_sb_add(&b, tmpl, (size_t)(at - tmpl));
-    qt__eval_sb_puts(&b, key);
-    qt__eval_sb_puts(&b, at + 5);
-    return qt__eval_sb_finish(&b, out);
+    qt__sbuf b = {0};
+    qt__sb_add(&b, tmpl, (size_t)(at - tmpl));
+    qt__sb_puts(&b, key);
+    qt__sb_puts(&b, at + 5);
+    return qt__sb_finish(&b, out, "eval");
 }
 
 /* Filler sentences as [begin, end) pairs with their token counts. */
@@ -96,20 +96,20 @@ typedef struct span { size_t b, e; int32_t n_tok; } span;
 
 static qt_status assemble(const char *t, const span *sp, int32_t n_sp, int32_t at, const char *needle,
                           const char *query, char **out) {
-    qt__eval_sbuf b = {0};
+    qt__sbuf b = {0};
     for (int32_t i = 0; i <= n_sp; i++) {
         if (i == at) {
-            if (b.n) qt__eval_sb_puts(&b, " ");
-            qt__eval_sb_puts(&b, needle);
+            if (b.n) qt__sb_puts(&b, " ");
+            qt__sb_puts(&b, needle);
         }
         if (i < n_sp) {
-            if (b.n) qt__eval_sb_puts(&b, " ");
-            qt__eval_sb_add(&b, t + sp[i].b, sp[i].e - sp[i].b);
+            if (b.n) qt__sb_puts(&b, " ");
+            qt__sb_add(&b, t + sp[i].b, sp[i].e - sp[i].b);
         }
     }
-    qt__eval_sb_puts(&b, " ");
-    qt__eval_sb_puts(&b, query);
-    return qt__eval_sb_finish(&b, out);
+    qt__sb_puts(&b, " ");
+    qt__sb_puts(&b, query);
+    return qt__sb_finish(&b, out, "eval");
 }
 
 static qt_status count_span(const char *t, const span *sp, qt_eval_count_fn count, void *user, int32_t *n) {

@@ -47,93 +47,93 @@ static bool any_bench(const qt_eval_report *r) {
     return false;
 }
 
-static void table_row_head(qt__eval_sbuf *b, int w, int kw, const qt_eval_model_info *m, bool bench) {
+static void table_row_head(qt__sbuf *b, int w, int kw, const qt_eval_model_info *m, bool bench) {
     char size[32], bpw[32], tps[32];
     fmt_size(size, sizeof size, m->size_bytes);
     fmt_num(bpw, sizeof bpw, "%.2f", m->bpw);
-    qt__eval_sb_printf(b, "%-*.*s  %-*.*s %6s %10s", w, w, qt__eval_basename(m->label), kw, kw, m->kv ? m->kv : "?", bpw, size);
+    qt__sb_printf(b, "%-*.*s  %-*.*s %6s %10s", w, w, qt__eval_basename(m->label), kw, kw, m->kv ? m->kv : "?", bpw, size);
     if (bench) {
         fmt_num(tps, sizeof tps, "%.1f", m->decode_tps);
-        qt__eval_sb_printf(b, " %9s", tps);
+        qt__sb_printf(b, " %9s", tps);
     }
 }
 
-static void table_mc(qt__eval_sbuf *b, const qt_eval_report *r, int w) {
-    qt__eval_sb_printf(b, "\nmultiple choice (%s, %d items; acc_norm = log-likelihood per byte, 95%% Wilson CI)\n",
+static void table_mc(qt__sbuf *b, const qt_eval_report *r, int w) {
+    qt__sb_printf(b, "\nmultiple choice (%s, %d items; acc_norm = log-likelihood per byte, 95%% Wilson CI)\n",
                   r->mc_path ? r->mc_path : "?", r->base_mc ? r->base_mc->n_items : 0);
-    qt__eval_sb_printf(b, "%-*s  %8s  %17s  %8s  %s\n", w, "model", "acc_norm", "95% CI", "acc", "changed answers");
+    qt__sb_printf(b, "%-*s  %8s  %17s  %8s  %s\n", w, "model", "acc_norm", "95% CI", "acc", "changed answers");
     if (r->base_mc)
-        qt__eval_sb_printf(b, "%-*.*s  %7.1f%%  [%5.1f%%, %5.1f%%]  %7.1f%%  (base)\n", w, w, qt__eval_basename(r->base.label),
+        qt__sb_printf(b, "%-*.*s  %7.1f%%  [%5.1f%%, %5.1f%%]  %7.1f%%  (base)\n", w, w, qt__eval_basename(r->base.label),
                       100 * r->base_mc->acc, 100 * r->base_mc->acc_lo, 100 * r->base_mc->acc_hi, 100 * r->base_mc->acc_sum);
     for (int32_t i = 0; i < r->n_candidates; i++) {
         const qt_mc_result *m = r->candidates[i].mc;
         if (!m) continue;
-        qt__eval_sb_printf(b, "%-*.*s  %7.1f%%  [%5.1f%%, %5.1f%%]  %7.1f%%  %d\n", w, w,
+        qt__sb_printf(b, "%-*.*s  %7.1f%%  [%5.1f%%, %5.1f%%]  %7.1f%%  %d\n", w, w,
                       qt__eval_basename(r->candidates[i].info.label), 100 * m->acc, 100 * m->acc_lo, 100 * m->acc_hi,
                       100 * m->acc_sum, r->base_mc ? (int)qt_mc_n_disagree(r->base_mc, m) : -1);
     }
 }
 
-static void table_needle_one(qt__eval_sbuf *b, const char *label, const qt_needle_result *n) {
-    qt__eval_sb_printf(b, "%s: %d/%d retrieved\n", label, (int)n->n_success, (int)n->n_trials);
+static void table_needle_one(qt__sbuf *b, const char *label, const qt_needle_result *n) {
+    qt__sb_printf(b, "%s: %d/%d retrieved\n", label, (int)n->n_success, (int)n->n_trials);
     /* rows: lengths; columns: depths (cells are length-major) */
     int32_t n_depths = 1;
     while (n_depths < n->n_cells && n->cells[n_depths].length == n->cells[0].length) n_depths++;
-    qt__eval_sb_printf(b, "  %-12s", "tokens\\depth");
-    for (int32_t d = 0; d < n_depths; d++) qt__eval_sb_printf(b, " %14.0f%%", 100 * n->cells[d].depth);
-    qt__eval_sb_puts(b, "\n");
+    qt__sb_printf(b, "  %-12s", "tokens\\depth");
+    for (int32_t d = 0; d < n_depths; d++) qt__sb_printf(b, " %14.0f%%", 100 * n->cells[d].depth);
+    qt__sb_puts(b, "\n");
     for (int32_t c = 0; c < n->n_cells; c += n_depths) {
-        qt__eval_sb_printf(b, "  %-12d", (int)n->cells[c].length);
+        qt__sb_printf(b, "  %-12d", (int)n->cells[c].length);
         for (int32_t d = 0; d < n_depths && c + d < n->n_cells; d++) {
             const qt_needle_cell *x = &n->cells[c + d];
-            qt__eval_sb_printf(b, "  %d/%d lp %6.2f", (int)x->n_success, (int)x->n_trials, x->mean_key_logprob);
+            qt__sb_printf(b, "  %d/%d lp %6.2f", (int)x->n_success, (int)x->n_trials, x->mean_key_logprob);
         }
-        qt__eval_sb_puts(b, "\n");
+        qt__sb_puts(b, "\n");
     }
 }
 
-static void table_needle(qt__eval_sbuf *b, const qt_eval_report *r) {
-    qt__eval_sb_puts(b, "\nneedle in a haystack (success = greedy decoding writes the key; lp = mean log-prob of the key, nats)\n");
+static void table_needle(qt__sbuf *b, const qt_eval_report *r) {
+    qt__sb_puts(b, "\nneedle in a haystack (success = greedy decoding writes the key; lp = mean log-prob of the key, nats)\n");
     if (r->base_needle) table_needle_one(b, qt__eval_basename(r->base.label), r->base_needle);
     for (int32_t i = 0; i < r->n_candidates; i++)
         if (r->candidates[i].needle) table_needle_one(b, qt__eval_basename(r->candidates[i].info.label), r->candidates[i].needle);
 }
 
 qt_status qt_eval_report_table(const qt_eval_report *r, char **out) {
-    qt__eval_sbuf b = {0};
+    qt__sbuf b = {0};
     int w = label_width(r), kw = kv_width(r);
     bool bench = any_bench(r);
     const qt_eval_summary *s0 = r->n_candidates ? &r->candidates[0].summary : NULL;
-    qt__eval_sb_printf(&b, "%lld tokens scored in %d chunks of %d from %s\n\n", s0 ? (long long)s0->n_tokens : 0LL,
+    qt__sb_printf(&b, "%lld tokens scored in %d chunks of %d from %s\n\n", s0 ? (long long)s0->n_tokens : 0LL,
                   (int)r->n_chunks, (int)r->n_ctx, r->text_path ? r->text_path : "?");
-    qt__eval_sb_printf(&b, "%-*s  %-*s %6s %10s", w, "model", kw, "kv cache", "bpw", "size");
-    if (bench) qt__eval_sb_printf(&b, " %9s", "decode/s");
-    qt__eval_sb_printf(&b, " %18s %8s %18s %9s %9s %9s %7s %7s  %s\n", "ppl", "d-ppl%", "95% CI", "KLD mean", "KLD p99",
+    qt__sb_printf(&b, "%-*s  %-*s %6s %10s", w, "model", kw, "kv cache", "bpw", "size");
+    if (bench) qt__sb_printf(&b, " %9s", "decode/s");
+    qt__sb_printf(&b, " %18s %8s %18s %9s %9s %9s %7s %7s  %s\n", "ppl", "d-ppl%", "95% CI", "KLD mean", "KLD p99",
                   "KLD max", "top-1", "p-half", "verdict");
     table_row_head(&b, w, kw, &r->base, bench);
-    if (s0) qt__eval_sb_printf(&b, " %9.4f +- %6.4f %8s\n", s0->base_ppl, s0->base_ppl_stderr, "base");
-    else qt__eval_sb_puts(&b, "\n");
+    if (s0) qt__sb_printf(&b, " %9.4f +- %6.4f %8s\n", s0->base_ppl, s0->base_ppl_stderr, "base");
+    else qt__sb_puts(&b, "\n");
     for (int32_t i = 0; i < r->n_candidates; i++) {
         const qt_eval_candidate *c = &r->candidates[i];
         const qt_eval_summary *s = &c->summary;
         char ci[40];
         snprintf(ci, sizeof ci, "[%+.2f, %+.2f]", s->ppl_delta_pct_lo, s->ppl_delta_pct_hi);
         table_row_head(&b, w, kw, &c->info, bench);
-        qt__eval_sb_printf(&b, " %9.4f +- %6.4f %+8.2f %18s %9.5f %9.5f %9.5f %6.2f%% %6.2f%%  %s\n", s->ppl, s->ppl_stderr,
+        qt__sb_printf(&b, " %9.4f +- %6.4f %+8.2f %18s %9.5f %9.5f %9.5f %6.2f%% %6.2f%%  %s\n", s->ppl, s->ppl_stderr,
                       s->ppl_delta_pct, ci, s->kld_mean, s->kld_p99, s->kld_max, 100 * s->top1, 100 * s->p_halved,
                       qt_verdict_name(c->verdict.verdict));
     }
     for (int32_t i = 0; i < r->n_candidates; i++) {
         const qt_eval_candidate *c = &r->candidates[i];
-        qt__eval_sb_printf(&b, "\n%s: %s\n", qt__eval_basename(c->info.label), qt_verdict_name(c->verdict.verdict));
+        qt__sb_printf(&b, "\n%s: %s\n", qt__eval_basename(c->info.label), qt_verdict_name(c->verdict.verdict));
         for (int32_t k = 0; k < c->verdict.n_reasons; k++)
-            qt__eval_sb_printf(&b, "  %-12s %s\n", c->verdict.level[k] == QT_VERDICT_PASS ? "ok" : qt_verdict_name(c->verdict.level[k]),
+            qt__sb_printf(&b, "  %-12s %s\n", c->verdict.level[k] == QT_VERDICT_PASS ? "ok" : qt_verdict_name(c->verdict.level[k]),
                           c->verdict.reasons[k]);
-        for (int32_t k = 0; k < c->n_warnings; k++) qt__eval_sb_printf(&b, "  %-12s %s\n", "warning", c->warnings[k]);
+        for (int32_t k = 0; k < c->n_warnings; k++) qt__sb_printf(&b, "  %-12s %s\n", "warning", c->warnings[k]);
     }
     if (r->base_mc) table_mc(&b, r, w);
     if (r->base_needle) table_needle(&b, r);
-    return qt__eval_sb_finish(&b, out);
+    return qt__sb_finish(&b, out, "eval");
 }
 
 /* ---- JSON ------------------------------------------------------------------------ */
@@ -326,4 +326,14 @@ qt_status qt_eval_report_write_html(const qt_eval_report *r, const char *path) {
     s = write_text(path, text);
     free(text);
     return s;
+}
+
+/* The last path component ("a/b/c.gguf" -> "c.gguf"; "model@kv=f32" kept whole). */
+const char *qt__eval_basename(const char *path) {
+    if (!path) return "";
+    const char *at = strchr(path, '@');
+    const char *slash = NULL;
+    for (const char *p = path; *p && (!at || p < at); p++)
+        if (*p == '/') slash = p;
+    return slash ? slash + 1 : path;
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "io_internal.h"
+#include "quanta/formats.h"
 #include "model/arch.h"
 
 #define WBUF_CAP ((size_t)1 << 20)
@@ -169,38 +170,6 @@ static qt_status write_value(wbuf *w, const qt_gguf_value *v) {
     return s;
 }
 
-/* ---- llama_ftype for general.file_type (formats.md §3.6) ----------------------------- */
-static int32_t ftype_of(qt_type t) {
-    switch (t) {
-    case QT_TYPE_F32: return 0;
-    case QT_TYPE_F16: return 1;
-    case QT_TYPE_Q4_0: return 2;
-    case QT_TYPE_Q4_1: return 3;
-    case QT_TYPE_Q8_0: return 7;
-    case QT_TYPE_Q5_0: return 8;
-    case QT_TYPE_Q5_1: return 9;
-    case QT_TYPE_Q2_K: return 10;
-    case QT_TYPE_Q3_K: return 12;  /* Q3_K_M */
-    case QT_TYPE_Q4_K: return 15;  /* Q4_K_M */
-    case QT_TYPE_Q5_K: return 17;  /* Q5_K_M */
-    case QT_TYPE_Q6_K: return 18;
-    case QT_TYPE_IQ2_XXS: return 19;
-    case QT_TYPE_IQ2_XS: return 20;
-    case QT_TYPE_IQ3_XXS: return 23;
-    case QT_TYPE_IQ1_S: return 24;
-    case QT_TYPE_IQ4_NL: return 25;
-    case QT_TYPE_IQ3_S: return 26;
-    case QT_TYPE_IQ2_S: return 28;
-    case QT_TYPE_IQ4_XS: return 30;
-    case QT_TYPE_IQ1_M: return 31;
-    case QT_TYPE_BF16: return 32;
-    case QT_TYPE_TQ1_0: return 36;
-    case QT_TYPE_TQ2_0: return 37;
-    case QT_TYPE_MXFP4: return 38;
-    default: return 1024; /* LLAMA_FTYPE_GUESSED */
-    }
-}
-
 /* ---- tensor plan ----------------------------------------------------------------------- */
 typedef struct plan_tensor {
     const qt_tensor *src;
@@ -349,7 +318,7 @@ static qt_status build_plan(const qt_model *m, const qt_gguf_write_opts *o, uint
     qt_type dominant = QT_TYPE_F32;
     for (int t = 0; t < QT_TYPE_COUNT; t++)
         if (per_type[t] > per_type[dominant]) dominant = (qt_type)t;
-    pl->file_type = o->file_type >= 0 ? o->file_type : ftype_of(dominant);
+    pl->file_type = o->file_type >= 0 ? o->file_type : qt_gguf_ftype_of_type(dominant) /* the GGUF file-type rows of lib/quant/schemes.c */;
     return QT_OK;
 }
 

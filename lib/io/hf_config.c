@@ -220,7 +220,7 @@ static qt_status parse_options(const cfg *c, const qt_arch_info *ai, const qt_hf
     if (d->has_sliding_window) {
         bool use = true;
         if (d->sliding_window_gated && (s = get_bool(c, "use_sliding_window", false, &use))) return s;
-        int32_t sw;
+        int32_t sw = 0;
         if ((s = get_int(c, c->root, "", "sliding_window", d->sliding_window, 0, &sw))) return s;
         /* An explicit null means "no window"; absent means the class default. */
         json_t *raw = json_object_get(c->root, "sliding_window");

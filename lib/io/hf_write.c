@@ -24,6 +24,7 @@
 #include "model/arch.h"
 #include "model/model_internal.h"
 #include "model/tensor_names.h"
+#include "model/tok_internal.h"
 #include "quanta/num.h"
 #include "quanta/safetensors.h"
 
@@ -155,21 +156,6 @@ static qt_status plan_tensors(hf_writer *w) {
     return QT_OK;
 }
 
-static void to_f32(qt_type t, const void *src, float *dst, int64_t n) {
-    if (t == QT_TYPE_F32) { memcpy(dst, src, (size_t)n * sizeof *dst); return; }
-    const uint16_t *h = src;
-    if (t == QT_TYPE_F16) for (int64_t i = 0; i < n; i++) dst[i] = qt_fp16_to_f32(h[i]);
-    else if (t == QT_TYPE_BF16) for (int64_t i = 0; i < n; i++) dst[i] = qt_bf16_to_f32(h[i]);
-    else qt_type_get(t)->to_float(src, dst, n);
-}
-
-static void from_f32(qt_type t, const float *src, void *dst, int64_t n) {
-    if (t == QT_TYPE_F32) { memcpy(dst, src, (size_t)n * sizeof *src); return; }
-    uint16_t *h = dst;
-    if (t == QT_TYPE_F16) for (int64_t i = 0; i < n; i++) h[i] = qt_f32_to_fp16(src[i]);
-    else for (int64_t i = 0; i < n; i++) h[i] = qt_f32_to_bf16(src[i]);
-}
-
 /* Row by row: optional row permutation, optional type conversion. A 1-D
  * tensor (a bias) is a column of one-element rows. */
 static qt_status write_tensor(hf_writer *w, qt_st_writer *sw, const plan_tensor *p) {
@@ -192,9 +178,9 @@ static qt_status write_tensor(hf_writer *w, qt_st_writer *sw, const plan_tensor 
         if (p->out_type == t->type) {
             s = qt_st_writer_write(sw, in, in_bytes);
         } else {
-            to_f32(t->type, in, f, row_len);
-            from_f32(p->out_type, f, out, row_len);
-            s = qt_st_writer_write(sw, out, out_bytes);
+            if ((s = qt__row_to_f32(t->type, in, f, row_len)) == QT_OK &&
+                (s = qt__row_from_f32(p->out_type, f, out, row_len)) == QT_OK)
+                s = qt_st_writer_write(sw, out, out_bytes);
         }
     }
     free(f);
@@ -383,11 +369,6 @@ static qt_status config_text(hf_writer *w, char **out) {
 
 /* ---- tokenizer.json --------------------------------------------------------------- */
 
-/* Regexes of formats.md §8.1 (unescaped here; jansson escapes them). */
-static const char *const llama3_regex =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-static const char *const qwen2_regex =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 #define SPM_SPACE "\xe2\x96\x81" /* U+2581 */
 
@@ -460,12 +441,11 @@ static json_t *bpe_pre_tokenizer(const char *regex) {
 }
 
 static qt_status bpe_tokenizer(const qt_model *m, const qt_vocab *v, int32_t n, json_t **out) {
-    const char *regex = NULL;
-    bool nfc = false;
-    if (!strcmp(v->pre, "llama-bpe") || !strcmp(v->pre, "llama3") || !strcmp(v->pre, "llama-v3")) regex = llama3_regex;
-    else if (!strcmp(v->pre, "qwen2")) { regex = qwen2_regex; nfc = true; }
-    else if (v->pre[0] && strcmp(v->pre, "default") && strcmp(v->pre, "gpt2") &&
-             strcmp(v->pre, "gpt-2"))
+    /* The pre-tokenizer table of lib/model/tok_pretok.c; no name (or "default") is written
+     * as HF's ByteLevel with its own GPT-2 pattern. */
+    const bool gpt2 = !v->pre[0] || !strcmp(v->pre, "default");
+    const qt__pretok *pre = qt__pretok_by_name(gpt2 ? "gpt-2" : v->pre);
+    if (!pre)
         return qt_error(QT_ERR_UNSUPPORTED, "%s: BPE pre-tokenizer '%s' has no tokenizer.json form here (llama-bpe, qwen2, "
                         "default)", m->path, v->pre);
     json_t *vocab = json_object(), *merges = json_array();
@@ -485,12 +465,12 @@ static qt_status bpe_tokenizer(const qt_model *m, const qt_vocab *v, int32_t n, 
     }
     json_t *model = json_pack("{s:s, s:n, s:n, s:n, s:n, s:b, s:b, s:b, s:o, s:o}", "type", "BPE", "dropout", "unk_token",
                               "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk", 0, "byte_fallback", 0,
-                              "ignore_merges", regex == llama3_regex, "vocab", vocab, "merges", merges);
+                              "ignore_merges", pre->ignore_merges, "vocab", vocab, "merges", merges);
     json_t *decoder = json_pack("{s:s, s:b, s:b, s:b}", "type", "ByteLevel", "add_prefix_space", 1, "trim_offsets", 1,
                                 "use_regex", 1);
     *out = json_pack("{s:s, s:n, s:n, s:o, s:o, s:o, s:o, s:o, s:o}", "version", "1.0", "truncation", "padding",
-                     "added_tokens", added_tokens(v, n), "normalizer", nfc ? json_pack("{s:s}", "type", "NFC") : json_null(),
-                     "pre_tokenizer", bpe_pre_tokenizer(regex), "post_processor", template_processor(v), "decoder", decoder,
+                     "added_tokens", added_tokens(v, n), "normalizer", pre->nfc ? json_pack("{s:s}", "type", "NFC") : json_null(),
+                     "pre_tokenizer", bpe_pre_tokenizer(pre->hf_split), "post_processor", template_processor(v), "decoder", decoder,
                      "model", model);
     return *out ? QT_OK : qt_error(QT_ERR_NOMEM, "%s: cannot build tokenizer.json", m->path);
 }

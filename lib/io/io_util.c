@@ -99,42 +99,24 @@ void qt__name_index_free(qt__name_index *ix) {
 }
 
 /* ---- row conversions ------------------------------------------------------ */
+/* Plain float types (f32, f16, bf16) through the traits table's row codecs at
+ * any length; block types through the checked wrappers (whole blocks only). */
 qt_status qt__row_to_f32(qt_type type, const void *src, float *dst, int64_t n) {
-    switch (type) {
-    case QT_TYPE_F32:
-        memcpy(dst, src, (size_t)n * sizeof(float));
+    const qt_type_traits *tr = qt_type_get(type);
+    if (tr && !tr->is_quantized && tr->to_float) {
+        tr->to_float(src, dst, n);
         return QT_OK;
-    case QT_TYPE_F16:
-        for (int64_t i = 0; i < n; i++) dst[i] = qt_fp16_to_f32(qt__ld_u16((const uint8_t *)src + 2 * i));
-        return QT_OK;
-    case QT_TYPE_BF16:
-        for (int64_t i = 0; i < n; i++) dst[i] = qt_bf16_to_f32(qt__ld_u16((const uint8_t *)src + 2 * i));
-        return QT_OK;
-    default:
-        return qt_dequantize_rows(type, src, dst, 1, n);
     }
+    return qt_dequantize_rows(type, src, dst, 1, n);
 }
 
 qt_status qt__row_from_f32(qt_type type, const float *src, void *dst, int64_t n) {
-    switch (type) {
-    case QT_TYPE_F32:
-        memcpy(dst, src, (size_t)n * sizeof(float));
+    const qt_type_traits *tr = qt_type_get(type);
+    if (tr && !tr->is_quantized && tr->from_float) {
+        tr->from_float(src, dst, n, NULL);
         return QT_OK;
-    case QT_TYPE_F16:
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t h = qt_f32_to_fp16(src[i]);
-            memcpy((uint8_t *)dst + 2 * i, &h, 2);
-        }
-        return QT_OK;
-    case QT_TYPE_BF16:
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t h = qt_f32_to_bf16(src[i]);
-            memcpy((uint8_t *)dst + 2 * i, &h, 2);
-        }
-        return QT_OK;
-    default:
-        return qt_quantize_rows(type, src, dst, 1, n, NULL);
     }
+    return qt_quantize_rows(type, src, dst, 1, n, NULL);
 }
 
 /* ---- outputs never overwrite their inputs --------------------------------- */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "core/heap.h"
 #include "tok_internal.h"
 
 /* ---- merge table: (left id, right id) -> (rank, merged id) --------------------- */
@@ -128,48 +129,14 @@ typedef struct bpe_entry { int32_t rank, pos, id; } bpe_entry;
 typedef struct bpe_work {
     bpe_sym *sym;
     size_t sym_cap;
-    bpe_entry *heap;
-    size_t heap_n, heap_cap;
+    qt__heap heap;           /* of bpe_entry, lowest (rank, pos) first */
     char *mapped;            /* the word in the byte-level alphabet (ignore_merges lookup) */
     size_t mapped_cap;
 } bpe_work;
 
-static bool less(const bpe_entry *a, const bpe_entry *b) {
+static bool less(const void *pa, const void *pb) {
+    const bpe_entry *a = pa, *b = pb;
     return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
-}
-
-static bool heap_push(bpe_work *w, bpe_entry e) {
-    if (w->heap_n == w->heap_cap) {
-        size_t cap = w->heap_cap ? w->heap_cap * 2 : 64;
-        bpe_entry *h = realloc(w->heap, cap * sizeof *h);
-        if (!h) return false;
-        w->heap = h;
-        w->heap_cap = cap;
-    }
-    size_t i = w->heap_n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!less(&e, &w->heap[p])) break;
-        w->heap[i] = w->heap[p];
-        i = p;
-    }
-    w->heap[i] = e;
-    return true;
-}
-
-static bpe_entry heap_pop(bpe_work *w) {
-    bpe_entry top = w->heap[0], x = w->heap[--w->heap_n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= w->heap_n) break;
-        if (c + 1 < w->heap_n && less(&w->heap[c + 1], &w->heap[c])) c++;
-        if (!less(&w->heap[c], &x)) break;
-        w->heap[i] = w->heap[c];
-        i = c;
-    }
-    if (w->heap_n > 0) w->heap[i] = x;
-    return top;
 }
 
 static bool push_pair(const qt_tokenizer *t, bpe_work *w, int32_t pos) {
@@ -177,7 +144,9 @@ static bool push_pair(const qt_tokenizer *t, bpe_work *w, int32_t pos) {
     int32_t nx = w->sym[pos].next;
     if (nx < 0) return true;
     const qt__tok_merge *m = merge_find(t, w->sym[pos].id, w->sym[nx].id);
-    return !m || heap_push(w, (bpe_entry){m->rank, pos, m->id});
+    if (!m) return true;
+    const bpe_entry e = {m->rank, pos, m->id};
+    return qt__heap_push(&w->heap, &e);
 }
 
 static qt_status oom(void) { return qt_error(QT_ERR_NOMEM, "tokenize: out of memory"); }
@@ -210,11 +179,12 @@ static qt_status bpe_word(const qt_tokenizer *t, bpe_work *w, const uint8_t *s, 
     bpe_sym *y = w->sym;
     for (size_t i = 0; i < n; i++)
         y[i] = (bpe_sym){t->byte_char_token[s[i]], (int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1};
-    w->heap_n = 0;
+    w->heap.n = 0;
     for (size_t i = 0; i + 1 < n; i++)
         if (!push_pair(t, w, (int32_t)i)) return oom();
-    while (w->heap_n > 0) {
-        bpe_entry e = heap_pop(w);
+    while (w->heap.n > 0) {
+        bpe_entry e;
+        qt__heap_pop(&w->heap, &e);
         bpe_sym *l = &y[e.pos];
         if (l->id < 0 || l->next < 0) continue;
         const qt__tok_merge *m = merge_find(t, l->id, y[l->next].id);
@@ -258,6 +228,7 @@ qt_status qt__bpe_encode(const qt_tokenizer *t, const char *text, size_t len, qt
     }
     qt_status st = QT_OK;
     bpe_work w = {0};
+    qt__heap_init(&w.heap, sizeof(bpe_entry), less);
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(t->re, NULL);
     if (!md) { st = oom(); goto done; }
     const uint8_t *u = (const uint8_t *)s;
@@ -286,7 +257,7 @@ qt_status qt__bpe_encode(const qt_tokenizer *t, const char *text, size_t len, qt
 done:
     if (md) pcre2_match_data_free(md);
     free(w.sym);
-    free(w.heap);
+    qt__heap_free(&w.heap);
     free(w.mapped);
     free(nfc);
     free(repaired);

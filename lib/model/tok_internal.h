@@ -20,7 +20,9 @@ typedef struct qt__tok_merge {
 /* A byte-level pre-tokenizer, by its GGUF tokenizer.ggml.pre name. */
 typedef struct qt__pretok {
     const char *name;          /* "llama-bpe", "qwen2", "gpt-2" */
-    const char *regex;         /* HF Split pattern (formats.md §8.1), unescaped */
+    const char *regex;         /* what PCRE2 compiles (formats.md §8.1), unescaped */
+    const char *hf_split;      /* the tokenizer.json Split pattern as HF writes it; NULL when
+                                  ByteLevel(use_regex) carries the pattern (GPT-2) */
     bool nfc;                  /* HF normalizer NFC (Qwen2) */
     bool ignore_merges;        /* HF BPE ignore_merges (Llama 3) */
 } qt__pretok;

@@ -39,9 +39,9 @@ typedef struct pretok_row {
 /* llama.cpp's names (tokenizer.ggml.pre) and its per-name flags (formats.md §2.8):
  * llama-bpe sets ignore_merges; HF's Qwen2 tokenizer.json asks for NFC. */
 static const pretok_row pretoks[] = {
-    {{"llama-bpe", RE_LLAMA3, false, true}, RE_LLAMA3_HF, {"llama3", "llama-v3", NULL}},
-    {{"qwen2", RE_QWEN2, true, false}, RE_QWEN2_HF, {NULL}},
-    {{"gpt-2", RE_GPT2, false, false}, RE_GPT2_HF, {"gpt2", NULL}},
+    {{"llama-bpe", RE_LLAMA3, RE_LLAMA3_HF, false, true}, RE_LLAMA3_HF, {"llama3", "llama-v3", NULL}},
+    {{"qwen2", RE_QWEN2, RE_QWEN2_HF, true, false}, RE_QWEN2_HF, {NULL}},
+    {{"gpt-2", RE_GPT2, NULL, false, false}, RE_GPT2_HF, {"gpt2", NULL}},
 };
 
 const qt__pretok *qt__pretok_by_name(const char *name) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/heap.h"
 #include "tok_internal.h"
 
 typedef struct spm_sym {
@@ -25,55 +26,17 @@ typedef struct spm_bigram {
     uint32_t size;       /* byte length of the merged text (detects stale entries) */
 } spm_bigram;
 
-typedef struct spm_heap {
-    spm_bigram *v;
-    size_t n, cap;
-} spm_heap;
-
 /* llama.cpp's comparator: higher score first, then smaller left index. */
-static bool before(const spm_bigram *a, const spm_bigram *b) {
+static bool before(const void *pa, const void *pb) {
+    const spm_bigram *a = pa, *b = pb;
     return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static bool heap_push(spm_heap *h, spm_bigram x) {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        spm_bigram *v = realloc(h->v, cap * sizeof *v);
-        if (!v) return false;
-        h->v = v;
-        h->cap = cap;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!before(&x, &h->v[p])) break;
-        h->v[i] = h->v[p];
-        i = p;
-    }
-    h->v[i] = x;
-    return true;
-}
-
-static spm_bigram heap_pop(spm_heap *h) {
-    spm_bigram top = h->v[0], x = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && before(&h->v[c + 1], &h->v[c])) c++;
-        if (!before(&h->v[c], &x)) break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n > 0) h->v[i] = x;
-    return top;
 }
 
 typedef struct spm_session {
     const qt_tokenizer *t;
     const char *buf;
     spm_sym *sym;
-    spm_heap heap;
+    qt__heap heap;              /* of spm_bigram, best first */
 } spm_session;
 
 static bool try_add_bigram(spm_session *s, int32_t left, int32_t right) {
@@ -83,7 +46,7 @@ static bool try_add_bigram(spm_session *s, int32_t left, int32_t right) {
     if (id < 0) return true;
     const float *scores = s->t->vocab->scores;
     spm_bigram b = {scores ? scores[id] : 0.0f, left, right, l->n + r->n};
-    return heap_push(&s->heap, b);
+    return qt__heap_push(&s->heap, &b);
 }
 
 /* llama.cpp unicode_len_utf8: sequence length from the lead byte's high nibble. */
@@ -116,6 +79,7 @@ qt_status qt__spm_encode(const qt_tokenizer *t, const char *text, size_t len, bo
 
     char *buf = malloc(blen);
     spm_session s = {t, buf, NULL, {0}};
+    qt__heap_init(&s.heap, sizeof(spm_bigram), before);
     qt_status st = QT_OK;
     if (!buf) return qt_error(QT_ERR_NOMEM, "tokenize: out of memory");
     size_t o = 0;
@@ -140,7 +104,8 @@ qt_status qt__spm_encode(const qt_tokenizer *t, const char *text, size_t len, bo
     for (size_t i = 1; i < n_sym; i++)
         if (!try_add_bigram(&s, (int32_t)i - 1, (int32_t)i)) goto oom;
     while (s.heap.n > 0) {
-        spm_bigram b = heap_pop(&s.heap);
+        spm_bigram b;
+        qt__heap_pop(&s.heap, &b);
         spm_sym *l = &s.sym[b.left], *r = &s.sym[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue; /* stale */
         l->n += r->n;
@@ -155,7 +120,7 @@ qt_status qt__spm_encode(const qt_tokenizer *t, const char *text, size_t len, bo
 oom:
     st = qt_error(QT_ERR_NOMEM, "tokenize: out of memory");
 done:
-    free(s.heap.v);
+    qt__heap_free(&s.heap);
     free(s.sym);
     free(buf);
     return st;

@@ -76,8 +76,8 @@ static int cmp_rows(const void *a, const void *b) {
     if (fx != fy) return fx ? -1 : 1;
     /* On GPUs the plan is a serving plan: vLLM (continuous batching, paged KV) first, the
      * llama.cpp route after it; on CPUs and Macs only GGUF types are ranked at all. */
-    if (fx && g_sort.gpu && (x->scheme->engine == QT_ENGINE_LLAMACPP) != (y->scheme->engine == QT_ENGINE_LLAMACPP))
-        return x->scheme->engine == QT_ENGINE_LLAMACPP ? 1 : -1;
+    if (fx && g_sort.gpu && (x->scheme->runtime == QT_RUNTIME_LLAMACPP) != (y->scheme->runtime == QT_RUNTIME_LLAMACPP))
+        return x->scheme->runtime == QT_RUNTIME_LLAMACPP ? 1 : -1;
     if (!fx) { /* neither fits: least missing first */
         if (x->est.shortfall_bytes != y->est.shortfall_bytes) return x->est.shortfall_bytes < y->est.shortfall_bytes ? -1 : 1;
     } else if (x->score != y->score) {
@@ -85,9 +85,9 @@ static int cmp_rows(const void *a, const void *b) {
     }
     if (x->scheme->quality != y->scheme->quality) return x->scheme->quality < y->scheme->quality ? -1 : 1;
     /* same quality: on GPUs prefer vLLM's batching engine; then fewer bytes */
-    if (g_sort.gpu && x->scheme->engine != y->scheme->engine) {
-        if (x->scheme->engine == QT_ENGINE_VLLM) return -1;
-        if (y->scheme->engine == QT_ENGINE_VLLM) return 1;
+    if (g_sort.gpu && x->scheme->runtime != y->scheme->runtime) {
+        if (x->scheme->runtime == QT_RUNTIME_VLLM) return -1;
+        if (y->scheme->runtime == QT_RUNTIME_VLLM) return 1;
     }
     if (x->est.weights_bytes != y->est.weights_bytes) return x->est.weights_bytes < y->est.weights_bytes ? -1 : 1;
     return strcmp(x->scheme->key, y->scheme->key);
@@ -320,7 +320,7 @@ static void commands_for(qt_plan *p, const qt_plan_row *best) {
     slug(m->key, name, sizeof name);
     int64_t seqs = p->req.concurrency > 0 ? p->req.concurrency : e->concurrency;
     if (seqs < 1) seqs = 1;
-    if (s->engine == QT_ENGINE_LLAMACPP) {
+    if (s->runtime == QT_RUNTIME_LLAMACPP) {
         char out[160];
         snprintf(out, sizeof out, "%s-%s.gguf", name, s->gguf_ftype);
         command(p, "quanta quantize -m %s --scheme %s -o %s", m->hf_repo, s->key, out);
@@ -348,7 +348,7 @@ static void commands_for(qt_plan *p, const qt_plan_row *best) {
     if (p->req.kv_dtype == QT_KV_FP8) snprintf(flags + k, sizeof flags - (size_t)k, " --kv-cache-dtype fp8");
     if (s->kind == QT_SCHEME_FLOAT16) {
         command(p, "vllm serve %s%s", m->hf_repo, flags);
-    } else if (s->engine == QT_ENGINE_BNB) {
+    } else if (s->runtime == QT_RUNTIME_BNB) {
         command(p, "vllm serve %s --quantization bitsandbytes%s", m->hf_repo, flags);
     } else {
         command(p, "quanta quantize -m %s --scheme %s -o %s-%s", m->hf_repo, s->key, name, s->key);
@@ -409,7 +409,7 @@ static void warnings_for(qt_plan *p) {
                 "cache halves. Measure before committing");
     if (p->best >= 0) {
         const qt_plan_row *bst = &p->rows[p->best];
-        if (bst->scheme->engine == QT_ENGINE_LLAMACPP && !host_target(hw) && bst->est.concurrency > 8)
+        if (bst->scheme->runtime == QT_RUNTIME_LLAMACPP && !host_target(hw) && bst->est.concurrency > 8)
             note(p, "llama.cpp serves %lld parallel slots, but batches them less efficiently than vLLM; for heavy concurrent "
                     "load prefer the best vLLM row",
                  (long long)bst->est.concurrency);
@@ -473,7 +473,7 @@ qt_status qt_plan_make(const qt_estimate_req *req, qt_goal goal, qt_plan *p) {
         row->scheme = s;
         row->rank = row->est.support == QT_SUPPORT_NO ? 0 : 1;
         /* On CPUs and Macs the planner targets llama.cpp: rank the GGUF types by RAM fit. */
-        if (row->rank && host_target(hw) && s->engine != QT_ENGINE_LLAMACPP) {
+        if (row->rank && host_target(hw) && s->runtime != QT_RUNTIME_LLAMACPP) {
             row->rank = 0;
             snprintf(row->est.reason, sizeof row->est.reason, "%s: on %s targets quanta plans GGUF types for llama.cpp%s",
                      s->key, qt_hw_class_name(hw->cls),
@@ -499,7 +499,7 @@ qt_status qt_plan_make(const qt_estimate_req *req, qt_goal goal, qt_plan *p) {
     /* KV-cache advice, separate from the weights: the best plan with an 8-bit cache. */
     if (p->best >= 0) {
         const qt_plan_row *bst = &p->rows[p->best];
-        const bool llama = bst->scheme->engine == QT_ENGINE_LLAMACPP;
+        const bool llama = bst->scheme->runtime == QT_RUNTIME_LLAMACPP;
         qt_kv_dtype alt = llama ? QT_KV_INT8 : QT_KV_FP8;
         if (p->req.kv_dtype == QT_KV_AUTO || p->req.kv_dtype == QT_KV_BF16 || p->req.kv_dtype == QT_KV_FP16) {
             qt_estimate_req r = p->req;

@@ -93,7 +93,7 @@ static int64_t max_context_for(const qt_model_spec *m, double elt, int tp, doubl
 static double kv_elt_bytes(qt_kv_dtype k, const qt_scheme_info *s) {
     switch (k) {
     case QT_KV_FP8: return 1.0;
-    case QT_KV_INT8: return (s && s->engine == QT_ENGINE_LLAMACPP) ? 34.0 / 32.0 : 1.0;
+    case QT_KV_INT8: return (s && s->runtime == QT_RUNTIME_LLAMACPP) ? 34.0 / 32.0 : 1.0;
     default: return 2.0;
     }
 }
@@ -239,7 +239,7 @@ qt_status qt_plan_estimate(const qt_estimate_req *req, qt_estimate *e) {
         e->runtime_bytes = r.overhead_bytes;
     } else if (r.accounting == QT_ACCOUNTING_SIMPLE) {
         e->runtime_bytes = 1.0 * QT_GB;
-    } else if (s->engine == QT_ENGINE_LLAMACPP || host) {
+    } else if (s->runtime == QT_RUNTIME_LLAMACPP || host) {
         e->runtime_bytes = RUNTIME_CONTEXT_BYTES;
         e->workspace_bytes = workspace(m, tp, LLAMACPP_UBATCH, LLAMACPP_UBATCH, 4.0, 1.0);
     } else {

@@ -16,8 +16,8 @@ static const char *support_name(qt_support s) {
     return s == QT_SUPPORT_YES ? "yes" : (s == QT_SUPPORT_PARTIAL ? "partial" : "no");
 }
 
-static const char *engine_name(qt_engine e) {
-    return e == QT_ENGINE_LLAMACPP ? "llama.cpp" : (e == QT_ENGINE_BNB ? "vllm+bitsandbytes" : "vllm");
+static const char *runtime_name(qt_runtime e) {
+    return e == QT_RUNTIME_LLAMACPP ? "llama.cpp" : (e == QT_RUNTIME_BNB ? "vllm+bitsandbytes" : "vllm");
 }
 
 static json_t *model_json(const qt_model_spec *m) {
@@ -134,7 +134,7 @@ static json_t *scheme_json(const qt_scheme_info *s) {
     json_t *o = json_object();
     json_object_set_new(o, "key", json_string(s->key));
     json_object_set_new(o, "title", json_string(s->title));
-    json_object_set_new(o, "engine", json_string(engine_name(s->engine)));
+    json_object_set_new(o, "engine", json_string(runtime_name(s->runtime)));
     json_object_set_new(o, "weight_bits", num(s->bits));
     json_object_set_new(o, "simple_bytes_per_param", num(s->simple_bytes));
     json_object_set_new(o, "quality_rank", num(s->quality));

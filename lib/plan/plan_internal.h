@@ -4,16 +4,11 @@
 
 #include <stdio.h>
 
+#include "core/strbuf.h"
+#include "quant/recipe.h"
 #include "quanta/plan.h"
 
-/* What a tensor is for, which decides whether a scheme quantizes it. */
-typedef enum qt__role {
-    QT__ROLE_EMBED = 0,   /* token embedding: a lookup table, kept 16-bit by vLLM/bnb */
-    QT__ROLE_OUTPUT,      /* lm_head: ignored by llm-compressor recipes ("ignore": ["lm_head"]) */
-    QT__ROLE_LINEAR,      /* quantizable matmul weight */
-    QT__ROLE_ROUTER,      /* MoE gate: kept 16-bit (f32 in GGUF, formats.md §3.6) */
-    QT__ROLE_SMALL,       /* norms, biases, score-correction biases */
-} qt__role;
+/* Tensor roles (qt__role) and llama-quantize's type rules are lib/quant/recipe.h's. */
 
 /* One weight tensor of a model shape, named like GGUF (formats.md §2.9) so the
  * llama.cpp type rules can be applied by name. */
@@ -38,21 +33,13 @@ double qt__tensor_bytes(const qt_scheme_info *s, const qt_model_spec *m, const q
                         double *scale, bool *kept16);
 
 /* llama.cpp's per-tensor type for a GGUF file type (formats.md §3.6). */
-qt_type qt__gguf_tensor_type(const char *ftype, const qt_model_spec *m, const qt__ptensor *t);
+qt_type qt__gguf_tensor_type(const qt_gguf_ftype_info *ft, const qt_model_spec *m, const qt__ptensor *t);
 
 /* Name helpers. */
 void qt__norm_name(const char *in, char *out, size_t n);   /* lower-case letters and digits only */
 bool qt__name_in_list(const char *name, const char *key, const char *aliases);
 
-/* A growable string for the JSON-free renderers (SVG, HTML). */
-typedef struct qt__sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} qt__sbuf;
-void qt__sb_printf(qt__sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void qt__sb_escape(qt__sbuf *b, const char *s);   /* XML/HTML text escape */
-qt_status qt__sb_finish(qt__sbuf *b, char **out);
+/* The SVG/HTML renderers build text in the growable string of lib/core/strbuf.h. */
 
 /* "15.23 GB" (decimal) into buf. */
 const char *qt__fmt_gb(double bytes, char *buf, size_t n);

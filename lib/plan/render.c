@@ -48,7 +48,7 @@ static void rect(qt__sbuf *b, double x, double y, double w, double h, const char
 
 static void text(qt__sbuf *b, double x, double y, const char *anchor, const char *cls, const char *s) {
     qt__sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" class=\"%s\">", x, y, anchor, cls);
-    qt__sb_escape(b, s);
+    qt__sb_html(b, s);
     qt__sb_printf(b, "</text>\n");
 }
 
@@ -183,7 +183,7 @@ static void svg_body(const qt_plan *p, qt__sbuf *b) {
 qt_status qt_plan_svg(const qt_plan *p, char **out) {
     qt__sbuf b = {0};
     svg_body(p, &b);
-    return qt__sb_finish(&b, out);
+    return qt__sb_finish(&b, out, "plan");
 }
 
 /* ---- HTML --------------------------------------------------------------------- */
@@ -202,7 +202,7 @@ static void html_llm_rows(const qt_plan *p, qt__sbuf *bp) {
         if (r->rank) qt__sb_printf(&b, "<tr><td>%d</td>", r->rank);
         else qt__sb_printf(&b, "<tr class=\"no\"><td>-</td>");
         qt__sb_printf(&b, "<td class=\"l\">");
-        qt__sb_escape(&b, r->scheme->key);
+        qt__sb_html(&b, r->scheme->key);
         qt__sb_printf(&b, "</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>", e->weights_bytes / QT_GB,
                       e->overhead_bytes / QT_GB, e->kv_budget_bytes / QT_GB);
         int dec;
@@ -212,7 +212,7 @@ static void html_llm_rows(const qt_plan *p, qt__sbuf *bp) {
         qt__sb_printf(&b, "<td>%lld</td><td>%.0f</td>", (long long)e->max_context, e->tok_s_batch);
         if (!r->rank) {
             qt__sb_printf(&b, "<td class=\"l\">");
-            qt__sb_escape(&b, e->reason);
+            qt__sb_html(&b, e->reason);
             qt__sb_printf(&b, "</td></tr>\n");
         } else if (e->fits) {
             qt__sb_printf(&b, "<td class=\"l ok\">fits</td></tr>\n");
@@ -238,10 +238,10 @@ static void html_diffusion(const qt_plan *p, qt__sbuf *b) {
         if (r->rank) qt__sb_printf(b, "<tr><td>%d</td>", r->rank);
         else qt__sb_printf(b, "<tr class=\"no\"><td>-</td>");
         qt__sb_printf(b, "<td class=\"l\">");
-        qt__sb_escape(b, r->scheme->key);
+        qt__sb_html(b, r->scheme->key);
         qt__sb_printf(b, "</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%s</td><td class=\"l\">", e->weights_bytes / QT_GB,
                       e->overhead_bytes / QT_GB, e->kv_budget_bytes / QT_GB, r->encoders_8bit ? "8-bit" : "16-bit");
-        qt__sb_escape(b, e->reason);
+        qt__sb_html(b, e->reason);
         if (!r->rank) qt__sb_printf(b, "</td><td class=\"l bad\">cannot run</td></tr>\n");
         else if (e->fits) qt__sb_printf(b, "</td><td class=\"l ok\">fits%s</td></tr>\n",
                                         e->support == QT_SUPPORT_PARTIAL ? ", memory only" : "");
@@ -253,9 +253,9 @@ static void html_diffusion(const qt_plan *p, qt__sbuf *b) {
                      "<th>16-bit GB</th><th>8-bit GB</th><th>4-bit GB</th><th>recommended</th></tr>\n");
     for (int c = 0; c < p->n_components; c++) {
         qt__sb_printf(b, "<tr><td>");
-        qt__sb_escape(b, m->comp[c].name);
+        qt__sb_html(b, m->comp[c].name);
         qt__sb_printf(b, "</td><td class=\"l\">");
-        qt__sb_escape(b, m->comp[c].what);
+        qt__sb_html(b, m->comp[c].what);
         qt__sb_printf(b, "</td><td>%lld</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%s</td></tr>\n",
                       (long long)m->comp[c].n_params, p->comp_bytes[c][0] / QT_GB, p->comp_bytes[c][1] / QT_GB,
                       p->comp_bytes[c][2] / QT_GB, qt_plan_component_precision(p, bst, c));
@@ -268,21 +268,21 @@ qt_status qt_plan_html(const qt_plan *p, char **out) {
     const qt_model_spec *m = p->req.model;
     title_line(p, buf, sizeof buf);
     qt__sb_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>quanta plan: ");
-    qt__sb_escape(&b, m->display);
+    qt__sb_html(&b, m->display);
     qt__sb_printf(&b, "</title>\n<style>\nbody{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;margin:2em;max-width:1100px;color:#222}\n"
                       "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\n"
                       "td:first-child,th:first-child,td.l{text-align:left}tr.no td{color:#999}.bad{color:#b22}.ok{color:#1b6b34}\n"
                       "pre{background:#f4f4f4;padding:.6em;overflow-x:auto}\n</style>\n</head>\n<body>\n");
     qt__sb_printf(&b, "<h1>");
-    qt__sb_escape(&b, buf);
+    qt__sb_html(&b, buf);
     qt__sb_printf(&b, "</h1>\n<p>Model source: ");
-    qt__sb_escape(&b, m->source);
+    qt__sb_html(&b, m->source);
     if (p->n_components) html_diffusion(p, &b);
     else html_llm_rows(p, &b);
     qt__sb_printf(&b, "</table>\n");
     if (p->best >= 0) {
         qt__sb_printf(&b, "<h2>Recommendation: ");
-        qt__sb_escape(&b, p->rows[p->best].scheme->title);
+        qt__sb_html(&b, p->rows[p->best].scheme->title);
         qt__sb_printf(&b, "</h2>\n");
     } else {
         qt__sb_printf(&b, "<h2 class=\"bad\">Nothing fits this target</h2>\n");
@@ -290,7 +290,7 @@ qt_status qt_plan_html(const qt_plan *p, char **out) {
     if (p->n_commands) {
         qt__sb_printf(&b, "<pre>");
         for (int i = 0; i < p->n_commands; i++) {
-            qt__sb_escape(&b, p->commands[i]);
+            qt__sb_html(&b, p->commands[i]);
             qt__sb_printf(&b, "\n");
         }
         qt__sb_printf(&b, "</pre>\n");
@@ -299,7 +299,7 @@ qt_status qt_plan_html(const qt_plan *p, char **out) {
         qt__sb_printf(&b, "<h2>Notes</h2>\n<ul>\n");
         for (int i = 0; i < p->n_warnings; i++) {
             qt__sb_printf(&b, "<li>");
-            qt__sb_escape(&b, p->warnings[i]);
+            qt__sb_html(&b, p->warnings[i]);
             qt__sb_printf(&b, "</li>\n");
         }
         qt__sb_printf(&b, "</ul>\n");
@@ -307,5 +307,5 @@ qt_status qt_plan_html(const qt_plan *p, char **out) {
     qt__sb_printf(&b, "<h2>Memory</h2>\n");
     svg_body(p, &b);
     qt__sb_printf(&b, "<p>GB = 10<sup>9</sup> bytes. Overheads are allowances (see docs/plan.md).</p>\n</body>\n</html>\n");
-    return qt__sb_finish(&b, out);
+    return qt__sb_finish(&b, out, "plan");
 }

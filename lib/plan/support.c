@@ -15,81 +15,20 @@
 #include <string.h>
 
 #include "plan_internal.h"
+#include "quant/schemes.h"
 
 /* ---- schemes ------------------------------------------------------------- */
 
-static const qt_scheme_info schemes[] = {
-    /* 16-bit. */
-    {.key = "bf16", .aliases = "bfloat16", .title = "BF16 (unquantized)", .kind = QT_SCHEME_FLOAT16,
-     .engine = QT_ENGINE_VLLM, .support_row = "bf16", .simple_bytes = 2, .bits = 16, .act_bits = 16,
-     .quality = 0, .method = "none"},
-    {.key = "fp16", .aliases = "float16,half", .title = "FP16 (unquantized)", .kind = QT_SCHEME_FLOAT16,
-     .engine = QT_ENGINE_VLLM, .support_row = "fp16", .simple_bytes = 2, .bits = 16, .act_bits = 16,
-     .quality = 0, .method = "none",
-     .note = "a bf16-trained model can overflow in fp16 (activations beyond 65504); most run fine"},
-    /* 8-bit. compressed-tensors FP8_DYNAMIC / INT8_W8A8 presets (formats.md §4.1): one scale per
-     * output channel (held as f32 by vLLM), activations quantized per token at run time. */
-    {.key = "fp8", .aliases = "fp8-w8a8,w8a8-fp8,fp8-dynamic", .title = "FP8 W8A8 (per-channel weights, dynamic per-token activations)",
-     .kind = QT_SCHEME_CHANNEL8, .engine = QT_ENGINE_VLLM, .support_row = "fp8-w8a8", .simple_bytes = 1,
-     .bits = 8, .scale_bytes = 4, .act_bits = 8, .act_float = true, .quality = 1, .method = "rtn"},
-    {.key = "int8", .aliases = "int8-w8a8,w8a8,w8a8-int8", .title = "INT8 W8A8 (SmoothQuant + GPTQ, per-channel weights, per-token activations)",
-     .kind = QT_SCHEME_CHANNEL8, .engine = QT_ENGINE_VLLM, .support_row = "int8-w8a8", .simple_bytes = 1,
-     .bits = 8, .scale_bytes = 4, .act_bits = 8, .quality = 2, .method = "smoothquant+gptq"},
-    {.key = "w8a16", .aliases = "int8-weight-only", .title = "INT8 W8A16 weight-only, group 128 (Marlin)",
-     .kind = QT_SCHEME_GROUP_INT, .engine = QT_ENGINE_VLLM, .support_row = "marlin", .simple_bytes = 1,
-     .bits = 8, .group = 128, .scale_bytes = 2, .act_bits = 16, .quality = 1, .method = "gptq"},
-    /* 4-bit integer, group 128, 16-bit scales (formats.md §4.3 pack-quantized). */
-    {.key = "w4a16", .aliases = "int4,w4a16-sym", .title = "INT4 W4A16, group 128, symmetric (compressed-tensors, Marlin)",
-     .kind = QT_SCHEME_GROUP_INT, .engine = QT_ENGINE_VLLM, .support_row = "marlin", .simple_bytes = 0.5,
-     .bits = 4, .group = 128, .scale_bytes = 2, .act_bits = 16, .quality = 4, .method = "gptq"},
-    {.key = "w4a16-asym", .aliases = "int4-asym", .title = "INT4 W4A16, group 128, asymmetric: + 4-bit zero points (Marlin)",
-     .kind = QT_SCHEME_GROUP_INT, .engine = QT_ENGINE_VLLM, .support_row = "marlin", .simple_bytes = 0.5,
-     .bits = 4, .group = 128, .scale_bytes = 2, .zero_bits = 4, .act_bits = 16, .quality = 4, .method = "gptq"},
-    /* AutoAWQ GEMM layout: qweight, qzeros (4-bit, packed), fp16 scales per group of 128. */
-    {.key = "awq", .aliases = "awq-int4", .title = "AWQ int4, group 128, zero points (AutoAWQ format)",
-     .kind = QT_SCHEME_GROUP_INT, .engine = QT_ENGINE_VLLM, .support_row = "awq", .simple_bytes = 0.5,
-     .bits = 4, .group = 128, .scale_bytes = 2, .zero_bits = 4, .act_bits = 16, .quality = 4, .method = "awq"},
-    /* GPTQ layout: qweight, qzeros (stored even when symmetric), scales, g_idx (int32 per input). */
-    {.key = "gptq", .aliases = "gptq-int4", .title = "GPTQ int4, group 128 (GPTQ format: zero points and act-order index)",
-     .kind = QT_SCHEME_GROUP_INT, .engine = QT_ENGINE_VLLM, .support_row = "gptq", .simple_bytes = 0.5,
-     .bits = 4, .group = 128, .scale_bytes = 2, .zero_bits = 4, .g_idx = true, .act_bits = 16, .quality = 4,
-     .method = "gptq"},
-    /* Microscaling fp4 (formats.md §4.7, §5.5, §5.6). */
-    {.key = "nvfp4", .aliases = "nvfp4-w4a4", .title = "NVFP4 W4A4 (e2m1, blocks of 16 with an FP8 scale, f32 tensor scale)",
-     .kind = QT_SCHEME_MICROFLOAT, .engine = QT_ENGINE_VLLM, .support_row = "nvfp4", .simple_bytes = 0.5,
-     .bits = 4, .group = 16, .scale_bytes = 1, .act_bits = 4, .act_float = true, .quality = 5, .method = "rtn+calibration"},
-    {.key = "mxfp4", .aliases = "mxfp4-w4a16", .title = "MXFP4 (e2m1, blocks of 32 with an E8M0 scale)",
-     .kind = QT_SCHEME_MICROFLOAT, .engine = QT_ENGINE_VLLM, .support_row = "mxfp4", .simple_bytes = 0.5,
-     .bits = 4, .group = 32, .scale_bytes = 1, .act_bits = 16, .quality = 5, .method = "rtn"},
-    /* bitsandbytes 4-bit: blocks of 64 with an f32 absmax (formats.md §5.4); quantized at load. */
-    {.key = "nf4", .aliases = "bnb-nf4,bitsandbytes,bnb", .title = "bitsandbytes NF4 (blocks of 64, f32 absmax, no double quantization)",
-     .kind = QT_SCHEME_NF4, .engine = QT_ENGINE_BNB, .support_row = "bitsandbytes", .simple_bytes = 0.5,
-     .bits = 4, .group = 64, .scale_bytes = 4, .act_bits = 16, .quality = 5, .method = "rtn (at load)"},
-    /* GGUF file types: llama.cpp's per-tensor choices (formats.md §3.6) are applied in tensors.c. */
-    {.key = "q8_0", .aliases = "gguf-q8_0", .title = "GGUF Q8_0 (llama.cpp)", .kind = QT_SCHEME_GGUF,
-     .engine = QT_ENGINE_LLAMACPP, .support_row = "gguf", .simple_bytes = 1, .bits = 8, .act_bits = 16,
-     .quality = 1, .gguf_ftype = "Q8_0", .method = "rtn"},
-    {.key = "q6_k", .aliases = "gguf-q6_k", .title = "GGUF Q6_K (llama.cpp)", .kind = QT_SCHEME_GGUF,
-     .engine = QT_ENGINE_LLAMACPP, .support_row = "gguf", .simple_bytes = 0.75, .bits = 6, .act_bits = 16,
-     .quality = 2, .gguf_ftype = "Q6_K", .method = "imatrix"},
-    {.key = "q5_k_m", .aliases = "gguf-q5_k_m", .title = "GGUF Q5_K_M (llama.cpp)", .kind = QT_SCHEME_GGUF,
-     .engine = QT_ENGINE_LLAMACPP, .support_row = "gguf", .simple_bytes = 0.625, .bits = 5, .act_bits = 16,
-     .quality = 3, .gguf_ftype = "Q5_K_M", .method = "imatrix"},
-    {.key = "q4_k_m", .aliases = "gguf-q4_k_m", .title = "GGUF Q4_K_M (llama.cpp)", .kind = QT_SCHEME_GGUF,
-     .engine = QT_ENGINE_LLAMACPP, .support_row = "gguf", .simple_bytes = 0.5, .bits = 4, .act_bits = 16,
-     .quality = 4, .gguf_ftype = "Q4_K_M", .method = "imatrix"},
-    {.key = "q4_0", .aliases = "gguf-q4_0", .title = "GGUF Q4_0 (llama.cpp)", .kind = QT_SCHEME_GGUF,
-     .engine = QT_ENGINE_LLAMACPP, .support_row = "gguf", .simple_bytes = 0.5, .bits = 4, .act_bits = 16,
-     .quality = 6, .gguf_ftype = "Q4_0", .method = "rtn"},
-};
-static const int n_schemes = (int)(sizeof schemes / sizeof schemes[0]);
-
-int qt_scheme_count(void) { return n_schemes; }
-const qt_scheme_info *qt_scheme_get(int i) { return (i >= 0 && i < n_schemes) ? &schemes[i] : NULL; }
+/* The rows are lib/quant/schemes.c's (the one table of formats and schemes);
+ * the planner looks them up by key or alias with its own name matching. */
+int qt_scheme_count(void) { return qt__scheme_row_count(); }
+const qt_scheme_info *qt_scheme_get(int i) { return qt__scheme_row(i); }
 
 const qt_scheme_info *qt_scheme_find(const char *name) {
-    for (int i = 0; i < n_schemes; i++)
-        if (qt__name_in_list(name, schemes[i].key, schemes[i].aliases)) return &schemes[i];
+    for (int i = 0; i < qt__scheme_row_count(); i++) {
+        const qt_scheme_info *s = qt__scheme_row(i);
+        if (qt__name_in_list(name, s->key, s->aliases)) return s;
+    }
     return NULL;
 }
 

@@ -155,70 +155,12 @@ qt_status qt_plan_param_counts(const qt_model_spec *m, qt_param_counts *out) {
     return QT_OK;
 }
 
-/* ---- llama.cpp's tensor types for a GGUF file type (formats.md §3.6) ------------ */
+/* ---- llama.cpp's tensor types for a GGUF file type: lib/quant/recipe.c ---------- */
 
-/* Layers that get more bits in the _M mixes: the first and last eighth, and
- * every third in between. */
-static bool use_more_bits(int64_t i, int64_t n) {
-    return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
-}
-
-static int64_t block_of(qt_type t) {
-    const qt_type_traits *tr = qt_type_get(t);
-    return tr ? tr->block_elems : 1;
-}
-
-/* llama-quantize's fallback when the row length is not a multiple of the block. */
-static qt_type fallback(qt_type t, int64_t ne0) {
-    if (ne0 % block_of(t) == 0) return t;
-    switch (t) {
-    case QT_TYPE_Q4_K: t = QT_TYPE_Q5_0; break;
-    case QT_TYPE_Q5_K: t = QT_TYPE_Q5_1; break;
-    case QT_TYPE_Q6_K: t = QT_TYPE_Q8_0; break;
-    default: break;
-    }
-    return ne0 % block_of(t) == 0 ? t : QT_TYPE_F16;
-}
-
-static qt_type ftype_base(const char *ftype) {
-    if (!strcmp(ftype, "Q4_K_M")) return QT_TYPE_Q4_K;
-    if (!strcmp(ftype, "Q5_K_M")) return QT_TYPE_Q5_K;
-    if (!strcmp(ftype, "Q6_K")) return QT_TYPE_Q6_K;
-    if (!strcmp(ftype, "Q8_0")) return QT_TYPE_Q8_0;
-    if (!strcmp(ftype, "Q4_0")) return QT_TYPE_Q4_0;
-    return QT_TYPE_F16;
-}
-
-/* llama.cpp calls an 80-layer llama/qwen2 a "70B" and gives its attn_v Q5_K instead of Q4_K. */
-static bool is_70b_type(const qt_model_spec *m) {
-    return m->n_layer == 80 && (!strcmp(m->arch, "llama") || !strcmp(m->arch, "qwen2"));
-}
-
-qt_type qt__gguf_tensor_type(const char *ftype, const qt_model_spec *m, const qt__ptensor *t) {
-    if (t->role == QT__ROLE_SMALL || t->role == QT__ROLE_ROUTER) return QT_TYPE_F32;
-    const qt_type base = ftype_base(ftype);
-    const bool mix = !strcmp(ftype, "Q4_K_M") || !strcmp(ftype, "Q5_K_M");
-    qt_type ty = base;
-    const bool is_output = t->role == QT__ROLE_OUTPUT || (t->role == QT__ROLE_EMBED && m->tie_embeddings);
-    if (is_output) {
-        /* Q6_K for every K/legacy type, Q8_0 stays Q8_0; a row length the base type cannot
-         * block goes to Q8_0. */
-        if (base == QT_TYPE_Q8_0) return fallback(QT_TYPE_Q8_0, t->in);
-        if (t->in % block_of(base) != 0) return fallback(QT_TYPE_Q8_0, t->in);
-        return fallback(QT_TYPE_Q6_K, t->in);
-    }
-    if (t->role == QT__ROLE_EMBED) return fallback(base, t->in);
-    const bool attn_v = !strcmp(t->name, "attn_v") || !strcmp(t->name, "attn_kv_b");
-    const bool ffn_down = !strncmp(t->name, "ffn_down", 8);
-    if (m->n_expert == 8 && (attn_v || !strcmp(t->name, "attn_k"))) {
-        ty = QT_TYPE_Q8_0; /* 8-expert models: attention is small next to the experts */
-    } else if (mix && attn_v) {
-        ty = use_more_bits(t->layer, m->n_layer) ? QT_TYPE_Q6_K : base;
-        if (!strcmp(ftype, "Q4_K_M") && ty == QT_TYPE_Q4_K && is_70b_type(m)) ty = QT_TYPE_Q5_K;
-    } else if (mix && ffn_down) {
-        ty = use_more_bits(t->layer, m->n_layer) ? QT_TYPE_Q6_K : base;
-    }
-    return fallback(ty, t->in);
+qt_type qt__gguf_tensor_type(const qt_gguf_ftype_info *ft, const qt_model_spec *m, const qt__ptensor *t) {
+    const qt__recipe_model rm = {m->arch, m->n_layer, m->n_expert, m->tie_embeddings};
+    const qt__recipe_tensor rt = {t->name, t->layer, t->role, t->in};
+    return qt__recipe_gguf_type(ft, &rm, &rt);
 }
 
 /* ---- bytes per tensor under a scheme ---------------------------------------------- */
@@ -232,7 +174,7 @@ double qt__tensor_bytes(const qt_scheme_info *s, const qt_model_spec *m, const q
     *scale = 0;
     *kept16 = false;
     if (s->kind == QT_SCHEME_GGUF) {
-        qt_type ty = qt__gguf_tensor_type(s->gguf_ftype, m, t);
+        qt_type ty = qt__gguf_tensor_type(s->gguf, m, t);
         *kept16 = ty == QT_TYPE_F32 || ty == QT_TYPE_F16;
         return (double)qt_row_size(ty, t->in) * rows;
     }

@@ -68,7 +68,7 @@ int qt_scheme_suggest(const char *name, const char **out, int n, const char **no
         for (double tol = 0.5; k < 2 && tol <= 4; tol += 0.5)
             for (int i = 0; i < qt_scheme_count() && k < 2; i++) {
                 const qt_scheme_info *s = qt_scheme_get(i);
-                if ((s->engine == QT_ENGINE_LLAMACPP) == gguf && fabs(s->bits - f->bits_per_weight) <= tol)
+                if ((s->runtime == QT_RUNTIME_LLAMACPP) == gguf && fabs(s->bits - f->bits_per_weight) <= tol)
                     add_unique(out, &k, n, s->key);
             }
     }

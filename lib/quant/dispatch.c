@@ -1,61 +1,49 @@
 /* lib/quant/dispatch.c — the one place where CPU features pick kernels.
  *
- * Runs once (pthread_once in qt_type_get, and its own once for the
- * compressed-tensors int4 kernel). Every row starts with its scalar
- * reference; SIMD variants (lib/quant/simd.h) replace `to_float` for the
- * level qt_cpu_level_name() reports, which honours QUANTA_CPU=scalar|avx2.
+ * Runs once (pthread_once, on the first qt_type_get or ct int4 call). The
+ * traits table (traits.c) and the variants table (variants.c) are both const;
+ * the resolved view built here is what qt_type_get() hands out: each row is
+ * its traits row with `to_float` = the reference, then, level by level up to
+ * the CPU's (qt__cpu_level_get, honouring QUANTA_CPU), every field a variant
+ * supplies.
  */
 #include <pthread.h>
-#include <string.h>
 
-#include "ct_internal.h"
-#include "simd.h"
 #include "traits_internal.h"
-#include "dot.h"
+#include "variants.h"
 
-typedef enum { LEVEL_SCALAR, LEVEL_AVX2, LEVEL_AVX512 } simd_level;
-
-static simd_level current_level(void) {
-    const char *name = qt_cpu_level_name();
-    if (!strcmp(name, "avx512")) return LEVEL_AVX512;
-    if (!strcmp(name, "avx2")) return LEVEL_AVX2;
-    return LEVEL_SCALAR;
-}
-
-void qt_quant_dispatch_init(void) {
-    for (int t = 0; t < QT_TYPE_COUNT; t++) qt__traits[t].to_float = qt__traits[t].to_float_ref;
-#ifdef QT_ARCH_X86
-    const simd_level level = current_level();
-    if (level == LEVEL_AVX512) {
-        qt__traits[QT_TYPE_Q4_0].to_float = qt__dequantize_q4_0_avx512;
-        qt__traits[QT_TYPE_Q8_0].to_float = qt__dequantize_q8_0_avx512;
-        qt__traits[QT_TYPE_Q4_K].to_float = qt__dequantize_q4_K_avx512;
-        qt__traits[QT_TYPE_Q6_K].to_float = qt__dequantize_q6_K_avx512;
-    } else if (level == LEVEL_AVX2) {
-        qt__traits[QT_TYPE_Q4_0].to_float = qt__dequantize_q4_0_avx2;
-        qt__traits[QT_TYPE_Q8_0].to_float = qt__dequantize_q8_0_avx2;
-        qt__traits[QT_TYPE_Q4_K].to_float = qt__dequantize_q4_K_avx2;
-        qt__traits[QT_TYPE_Q6_K].to_float = qt__dequantize_q6_K_avx2;
-    }
-#endif
-    qt__engine_dot_dispatch(); /* SIMD vec_dot kernels (lib/quant/dot_dispatch.c) */
-}
-
-/* ---- compressed-tensors int4 group dequantization ---------------------------- */
-
+static qt_type_traits active[QT_TYPE_COUNT];
 static qt__ct_int4_row_fn ct_int4_kernel = qt__ct_int4_row_ref;
-static pthread_once_t ct_once = PTHREAD_ONCE_INIT;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void ct_dispatch_init(void) {
-    ct_int4_kernel = qt__ct_int4_row_ref;
-#ifdef QT_ARCH_X86
-    const simd_level level = current_level();
-    if (level == LEVEL_AVX512) ct_int4_kernel = qt__ct_int4_row_avx512;
-    else if (level == LEVEL_AVX2) ct_int4_kernel = qt__ct_int4_row_avx2;
-#endif
+static void apply(const qt__kernel_variant *v) {
+    if (v->type == QT_TYPE_COUNT) {
+        if (v->ct_int4_row) ct_int4_kernel = v->ct_int4_row;
+        return;
+    }
+    qt_type_traits *t = &active[v->type];
+    if (v->to_float) t->to_float = v->to_float;
+    if (v->vec_dot) t->vec_dot = v->vec_dot;
+    if (v->vec_dot_gemm) t->vec_dot_gemm = v->vec_dot_gemm;
+}
+
+static void resolve(void) {
+    for (int t = 0; t < QT_TYPE_COUNT; t++) {
+        active[t] = qt__traits[t];
+        active[t].to_float = qt__traits[t].to_float_ref;
+    }
+    const qt__cpu_level cpu = qt__cpu_level_get();
+    for (int level = QT__CPU_AVX2; level <= (int)cpu; level++)
+        for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++)
+            if ((int)v->level == level) apply(v);
+}
+
+const qt_type_traits *qt__traits_dispatched(qt_type t) {
+    pthread_once(&once, resolve);
+    return &active[t];
 }
 
 qt__ct_int4_row_fn qt__ct_int4_row_kernel(void) {
-    pthread_once(&ct_once, ct_dispatch_init);
+    pthread_once(&once, resolve);
     return ct_int4_kernel;
 }

@@ -11,8 +11,8 @@
  * (or sub-block), which is what makes llama.cpp's quantized-model numbers
  * differ from a float dot of the dequantized weights.
  *
- * `_ref` kernels are the scalar references; dot_avx2.c holds SIMD variants
- * that dot_dispatch.c patches in (tests compare the two). AVX-512 variants of
+ * `_ref` kernels are the scalar references; dot_avx2.c holds SIMD variants,
+ * rows of lib/quant/variants.c (tests compare the two). AVX-512 variants of
  * the f32/f16 kernels were measured no faster (bench_dot: memory-bound decode
  * slower with 64-byte unaligned loads) and are not kept.
  */
@@ -49,10 +49,6 @@ float qt__dot_tq2_0_q8_K_ref(const void *x, const void *y, int64_t n);
 bool qt__act_quantize(qt_type type, const float *x, void *y, int64_t n);
 /* True if qt__act_quantize handles `type`. */
 bool qt__act_type_supported(qt_type type);
-
-/* Replaces vec_dot pointers with SIMD variants the CPU supports
- * (called from lib/quant/dispatch.c, once). */
-void qt__engine_dot_dispatch(void);
 
 /* The tail of ggml_vec_dot_f32 after the 64-element steps, elements i..n-1
  * (fewer than 64), as GCC compiled it for llama.cpp's AVX-512 build: 16- and

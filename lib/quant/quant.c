@@ -1,16 +1,17 @@
 /* lib/quant/quant.c — lookups and checked row wrappers over the traits table. */
 #include <math.h>
-#include <pthread.h>
 #include <strings.h>
 
 #include "traits_internal.h"
-
-static pthread_once_t dispatch_once = PTHREAD_ONCE_INIT;
+#include "variants.h"
 
 const qt_type_traits *qt_type_get(qt_type t) {
     if ((unsigned)t >= QT_TYPE_COUNT || qt__traits[t].name == NULL) return NULL;
-    pthread_once(&dispatch_once, qt_quant_dispatch_init);
-    return &qt__traits[t];
+    return qt__traits_dispatched(t);
+}
+
+const qt_type_traits *qt__traits_ref(qt_type t) {
+    return (unsigned)t < QT_TYPE_COUNT && qt__traits[t].name ? &qt__traits[t] : NULL;
 }
 
 const qt_type_traits *qt_type_by_name(const char *name) {

@@ -2,14 +2,14 @@
  *
  * Sizes are ggml's (formats.md §3.2). Function fields left NULL mean "no codec":
  * the checked wrappers in quant.c refuse such types with QT_ERR_UNSUPPORTED.
- * SIMD variants of to_float are patched in once, at first use, by
- * qt_quant_dispatch_init() (lib/quant/dispatch.c) from the CPU features.
+ * The table is const and holds scalar references only; SIMD kernels are rows
+ * of lib/quant/variants.c, resolved once by lib/quant/dispatch.c.
  */
 #include "kernels.h"
 #include "traits_internal.h"
 #include "dot.h" /* vec_dot kernels: dot products with activations quantized to vec_dot_type */
 
-qt_type_traits qt__traits[QT_TYPE_COUNT] = {
+const qt_type_traits qt__traits[QT_TYPE_COUNT] = {
     [QT_TYPE_F32] = {
         .name = "f32", .type = QT_TYPE_F32,
         .block_elems = 1, .block_bytes = 4,

@@ -1,4 +1,4 @@
-/* lib/quant/traits_internal.h — the mutable table behind qt_type_get(). */
+/* lib/quant/traits_internal.h — the const traits table behind qt_type_get(). */
 #ifndef QT_QUANT_TRAITS_INTERNAL_H
 #define QT_QUANT_TRAITS_INTERNAL_H
 
@@ -6,9 +6,10 @@
 #include "quanta/num.h"
 #include "blocks.h"
 
-extern qt_type_traits qt__traits[QT_TYPE_COUNT];
+/* The scalar references; `to_float` is left NULL here (dispatch.c fills it). */
+extern const qt_type_traits qt__traits[QT_TYPE_COUNT];
 
-/* Fills the dispatched fields (to_float) once; called by qt_type_get(). */
-void qt_quant_dispatch_init(void);
+/* Row t with the kernels dispatch.c chose for this CPU (t a valid row). */
+const qt_type_traits *qt__traits_dispatched(qt_type t);
 
 #endif

@@ -11,6 +11,7 @@
 #include "quant/dot.h"
 #include "qtest.h"
 #include "quant/blocks.h"
+#include "quant/variants.h"
 #include "quanta.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -208,53 +209,51 @@ static void test_f32_dot_order(void) {
     CHECK(tail_matters > 0);
 }
 
-typedef struct { qt_type t; qt_vec_dot_fn ref, simd; } kernel_pair;
-
-/* Every SIMD kernel of the list gives its scalar reference's bits, over row
- * lengths that hit every branch (64-element steps, 16/8-element tail chunks,
- * the fused remainder, n % 16 != 0 fallbacks). */
-static void check_pairs(const kernel_pair *k, size_t nk, const char *isa) {
+/* A SIMD dot kernel gives its scalar reference's bits over row lengths that hit
+ * every branch (64-element steps, 16/8-element tail chunks, the fused
+ * remainder, n % 16 != 0 fallbacks). */
+static void check_pair(qt_type t, qt_vec_dot_fn ref, qt_vec_dot_fn simd, const char *what) {
     const int64_t sizes[] = {32, 64, 172, 256, 4096, 8, 40, 61, 16, 24, 79, 95, 127, 191};
     float *x = malloc(4096 * sizeof *x), *y = malloc(4096 * sizeof *y);
     uint8_t *xq = malloc(4096 * 4), *yq = malloc(4096 * 4);
-    for (size_t i = 0; i < nk; i++) {
-        const qt_type_traits *tr = qt_type_get(k[i].t), *vt = qt_type_get(tr->vec_dot_type);
-        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-            const int64_t n = sizes[s];
-            if (n % tr->block_elems) continue;
-            for (int rep = 0; rep < 10; rep++) {
-                fill(x, n, 1.0f + rep);
-                fill(y, n, 0.5f);
-                CHECK_OK(qt_quantize_rows(k[i].t, x, xq, 1, n, NULL));
-                CHECK(qt__act_quantize(vt->type, y, yq, n));
-                const float a = k[i].ref(xq, yq, n), b = k[i].simd(xq, yq, n);
-                CHECK_MSG(a == b, "%s n=%lld: reference %.9g, %s %.9g", tr->name, (long long)n, (double)a, isa, (double)b);
-            }
+    const qt_type_traits *tr = qt_type_get(t), *vt = qt_type_get(tr->vec_dot_type);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const int64_t n = sizes[s];
+        if (n % tr->block_elems) continue;
+        for (int rep = 0; rep < 10; rep++) {
+            fill(x, n, 1.0f + rep);
+            fill(y, n, 0.5f);
+            CHECK_OK(qt_quantize_rows(t, x, xq, 1, n, NULL));
+            CHECK(qt__act_quantize(vt->type, y, yq, n));
+            const float a = ref(xq, yq, n), b = simd(xq, yq, n);
+            CHECK_MSG(a == b, "%s n=%lld: reference %.9g, %s %.9g", tr->name, (long long)n, (double)a, what, (double)b);
         }
     }
     free(x); free(y); free(xq); free(yq);
 }
 
-static void test_avx2_equals_reference(void) {
-#ifdef QT_ARCH_X86
-    const qt_cpu_features *f = qt_cpu();
-    if (!(f->avx2 && f->fma && f->f16c)) SKIP("no AVX2/FMA/F16C on this CPU");
-    const kernel_pair k[] = {
-        {QT_TYPE_F32, qt__dot_f32_ref, qt__dot_f32_avx2},
-        {QT_TYPE_F16, qt__dot_f16_ref, qt__dot_f16_avx2},
-        {QT_TYPE_F32, qt__gemm_f32_ref, qt__gemm_f32_avx2},
-        {QT_TYPE_F16, qt__gemm_f16_ref, qt__gemm_f16_avx2},
-        {QT_TYPE_Q8_0, qt__dot_q8_0_q8_0_ref, qt__dot_q8_0_q8_0_avx2},
-        {QT_TYPE_Q4_0, qt__dot_q4_0_q8_0_ref, qt__dot_q4_0_q8_0_avx2},
-    };
-    check_pairs(k, sizeof k / sizeof k[0], "avx2");
-#else
-    SKIP("not x86");
-#endif
+/* Every vec_dot / vec_dot_gemm variant of lib/quant/variants.c equals its reference
+ * (a gemm variant's reference is the row's vec_dot_gemm, or vec_dot where it has none). */
+static void test_dot_variants_equal_reference(void) {
+    int ran = 0;
+    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+        if (!v->vec_dot && !v->vec_dot_gemm) continue;
+        const qt_type_traits *r = qt__traits_ref(v->type);
+        const char *level = qt__cpu_level_str(v->level);
+        if (v->level > qt__cpu_level_get()) {
+            fprintf(stderr, "  SKIPPED %s %s: this CPU (or QUANTA_CPU) lacks it\n", r->name, level);
+            continue;
+        }
+        CHECK_MSG(!v->vec_dot || r->vec_dot, "%s %s: a vec_dot variant without a reference", r->name, level);
+        if (v->vec_dot && r->vec_dot) check_pair(v->type, r->vec_dot, v->vec_dot, level);
+        if (v->vec_dot_gemm) check_pair(v->type, r->vec_dot_gemm ? r->vec_dot_gemm : r->vec_dot, v->vec_dot_gemm, level);
+        ran++;
+    }
+    if (!ran) SKIP("no dot variant runs on this CPU");
 }
 
 int main(void) {
-    QT_RUN(test_avx2_equals_reference);
+    QT_RUN(test_dot_variants_equal_reference);
     QT_RUN(test_vec_dot_types_are_llama_cpp_pairs);
     QT_RUN(test_every_kernel_matches_dequantized_dot);
     QT_RUN(test_act_q8_0_definition);

@@ -274,7 +274,7 @@ static void test_plan_t4_weights_are_the_constraint(void) {
     CHECK(p.best >= 0);
     const qt_plan_row *b = &p.rows[p.best];
     CHECK(b->rank == 1 && b->est.fits && b->est.support != QT_SUPPORT_NO);
-    CHECK_EQ_INT(b->scheme->engine, QT_ENGINE_VLLM); /* a GPU plan serves with vLLM when it can */
+    CHECK_EQ_INT(b->scheme->runtime, QT_RUNTIME_VLLM); /* a GPU plan serves with vLLM when it can */
     int refused_fp8 = 0, refused_bf16 = 0, fp16_nofit = 0;
     for (int i = 0; i < p.n_rows; i++) {
         const qt_plan_row *x = &p.rows[i];
@@ -305,12 +305,12 @@ static void test_plan_goals_and_small_models(void) {
     CHECK_EQ_STR(p.constraint, "none");
     CHECK(p.best >= 0 && p.rows[p.best].est.tok_s_batch > 0);
     for (int i = 1; i < p.n_rows; i++) /* fitting vLLM rows in throughput order */
-        if (p.rows[i].rank && p.rows[i].est.fits && p.rows[i].scheme->engine == p.rows[i - 1].scheme->engine)
+        if (p.rows[i].rank && p.rows[i].est.fits && p.rows[i].scheme->runtime == p.rows[i - 1].scheme->runtime)
             CHECK(p.rows[i].est.tok_s_batch <= p.rows[i - 1].est.tok_s_batch);
     CHECK_OK(qt_plan_make(&r, QT_GOAL_CONCURRENCY, &p));
     CHECK(p.best >= 0);
     for (int i = 0; i < p.n_rows; i++)
-        if (p.rows[i].rank && p.rows[i].scheme->engine == QT_ENGINE_VLLM && p.rows[i].est.fits)
+        if (p.rows[i].rank && p.rows[i].scheme->runtime == QT_RUNTIME_VLLM && p.rows[i].est.fits)
             CHECK(p.rows[p.best].est.concurrency >= p.rows[i].est.concurrency);
     /* a 0.5B model on an 80 GB card: quantizing weights buys little */
     r.model = preset("qwen2.5-0.5b");
@@ -347,7 +347,7 @@ static void test_host_targets_rank_gguf(void) {
     static qt_plan p;
     CHECK_OK(qt_plan_make(&r, QT_GOAL_FIT, &p));
     for (int i = 0; i < p.n_rows; i++)
-        if (p.rows[i].rank) CHECK_EQ_INT(p.rows[i].scheme->engine, QT_ENGINE_LLAMACPP);
+        if (p.rows[i].rank) CHECK_EQ_INT(p.rows[i].scheme->runtime, QT_RUNTIME_LLAMACPP);
     CHECK(p.best >= 0 && !strcmp(p.rows[p.best].scheme->key, "q8_0"));
     /* Metal's working-set allowance */
     CHECK_NEAR(p.rows[0].est.budget_bytes, 0.75 * 96e9, 1);

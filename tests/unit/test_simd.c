@@ -2,7 +2,8 @@
  * (lib/quant/simd.h). Outputs are pre-filled with a NaN sentinel that no
  * dequantizer can produce (its low payload bits cannot come from an fp16
  * NaN), so an element a kernel forgets to write fails the comparison.
- * Variants the CPU (or QUANTA_CPU) does not support are skipped, loudly.
+ * Every kernel comes from the one variants table (lib/quant/variants.c);
+ * variants the CPU (or QUANTA_CPU) does not support are skipped, loudly.
  */
 #include <math.h>
 
@@ -11,6 +12,7 @@
 #include "quant/ct_internal.h"
 #include "quant/simd.h"
 #include "quant/traits_internal.h"
+#include "quant/variants.h"
 
 #define SENTINEL 0x7FC0DEADu
 
@@ -24,18 +26,7 @@ static uint32_t rnd32(void) {
 
 typedef void (*to_float_fn)(const void *, float *, int64_t);
 
-typedef struct {
-    const char *level;
-    bool supported;
-} level_info;
-
-static level_info levels[2];
-
-static void init_levels(void) {
-    const qt_cpu_features *f = qt_cpu();
-    levels[0] = (level_info){"avx2", f->avx2 && f->fma && f->f16c};
-    levels[1] = (level_info){"avx512", f->avx512f && f->avx512bw && f->avx512vl};
-}
+static bool runs_here(const qt__kernel_variant *v) { return v->level <= qt__cpu_level_get(); }
 
 static void fill_sentinel(float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) memcpy(&y[i], &(uint32_t){SENTINEL}, 4);
@@ -69,13 +60,26 @@ static const uint16_t edge_halves[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0
                                        0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0x7D01, 0xFE3F};
 #define N_EDGE (sizeof edge_halves / sizeof edge_halves[0])
 
-/* Offsets of the fp16 scale fields inside each block type. */
+/* Offsets of the fp16 scale fields inside each block type with a to_float
+ * variant (blocks.h), so the tests can put edge-case scales there. */
 typedef struct {
     qt_type type;
-    to_float_fn kernels[2]; /* avx2, avx512 */
     size_t half_offsets[2];
     int n_halves;
 } ggml_case;
+
+static const ggml_case layouts[] = {
+    {QT_TYPE_Q4_0, {0, 0}, 1},
+    {QT_TYPE_Q8_0, {0, 0}, 1},
+    {QT_TYPE_Q4_K, {0, 2}, 2},
+    {QT_TYPE_Q6_K, {208, 0}, 1},
+};
+
+static const ggml_case *layout_of(qt_type t) {
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+        if (layouts[i].type == t) return &layouts[i];
+    return NULL;
+}
 
 static void randomize_blocks(const ggml_case *c, uint8_t *blocks, int64_t nblocks, int edge_mode) {
     const size_t bb = qt_type_get(c->type)->block_bytes;
@@ -92,58 +96,60 @@ static void randomize_blocks(const ggml_case *c, uint8_t *blocks, int64_t nblock
     }
 }
 
-static void check_ggml_case(const ggml_case *c) {
-    const qt_type_traits *tr = qt_type_get(c->type);
-    if (!tr || !tr->to_float_ref) SKIP("%s has no scalar reference yet", tr ? tr->name : "?");
+#ifdef QT_ARCH_X86
+static void check_to_float_variant(const qt__kernel_variant *v) {
+    const qt_type_traits *tr = qt__traits_ref(v->type);
+    const ggml_case *c = layout_of(v->type);
+    const char *level = qt__cpu_level_str(v->level);
+    CHECK_MSG(tr && tr->to_float_ref, "variant %s: no scalar reference to compare with", level);
+    CHECK_MSG(c, "%s %s: add the block's fp16 field offsets to layouts[]", tr ? tr->name : "?", level);
+    if (!tr || !tr->to_float_ref || !c) return;
     const int64_t block_counts[] = {1, 3, 17, 64};
-    int ran = 0;
-    for (int lv = 0; lv < 2; lv++) {
-        if (!levels[lv].supported) {
-            fprintf(stderr, "  SKIPPED %s %s: this CPU (or QUANTA_CPU) lacks it\n", tr->name, levels[lv].level);
-            continue;
+    for (size_t bc = 0; bc < sizeof block_counts / sizeof *block_counts; bc++)
+        for (int mode = 0; mode < 3; mode++) {
+            const int64_t nb = block_counts[bc], n = nb * tr->block_elems;
+            uint8_t *blocks = malloc((size_t)nb * tr->block_bytes);
+            float *want = malloc(sizeof(float) * (size_t)n), *got = malloc(sizeof(float) * (size_t)n);
+            randomize_blocks(c, blocks, nb, mode);
+            fill_sentinel(want, n);
+            fill_sentinel(got, n);
+            tr->to_float_ref(blocks, want, n);
+            v->to_float(blocks, got, n);
+            char what[64];
+            snprintf(what, sizeof what, "%s %s (%lld blocks, mode %d)", tr->name, level, (long long)nb, mode);
+            CHECK_MSG(compare_outputs(what, want, got, n) == 0, "%s differs from the scalar reference", what);
+            free(blocks);
+            free(want);
+            free(got);
         }
-        ran++;
-        for (size_t bc = 0; bc < sizeof block_counts / sizeof *block_counts; bc++)
-            for (int mode = 0; mode < 3; mode++) {
-                const int64_t nb = block_counts[bc], n = nb * tr->block_elems;
-                uint8_t *blocks = malloc((size_t)nb * tr->block_bytes);
-                float *want = malloc(sizeof(float) * (size_t)n), *got = malloc(sizeof(float) * (size_t)n);
-                randomize_blocks(c, blocks, nb, mode);
-                fill_sentinel(want, n);
-                fill_sentinel(got, n);
-                tr->to_float_ref(blocks, want, n);
-                c->kernels[lv](blocks, got, n);
-                char what[64];
-                snprintf(what, sizeof what, "%s %s (%lld blocks, mode %d)", tr->name, levels[lv].level, (long long)nb, mode);
-                CHECK_MSG(compare_outputs(what, want, got, n) == 0, "%s differs from the scalar reference", what);
-                free(blocks);
-                free(want);
-                free(got);
-            }
-    }
-    if (!ran) SKIP("%s: no SIMD level available on this CPU", tr->name);
 }
 
-#ifdef QT_ARCH_X86
-static const ggml_case cases[] = {
-    {QT_TYPE_Q4_0, {qt__dequantize_q4_0_avx2, qt__dequantize_q4_0_avx512}, {0, 0}, 1},
-    {QT_TYPE_Q8_0, {qt__dequantize_q8_0_avx2, qt__dequantize_q8_0_avx512}, {0, 0}, 1},
-    {QT_TYPE_Q4_K, {qt__dequantize_q4_K_avx2, qt__dequantize_q4_K_avx512}, {0, 2}, 2},
-    {QT_TYPE_Q6_K, {qt__dequantize_q6_K_avx2, qt__dequantize_q6_K_avx512}, {208, 0}, 1},
-};
-
-static void test_q4_0(void) { check_ggml_case(&cases[0]); }
-static void test_q8_0(void) { check_ggml_case(&cases[1]); }
-static void test_q4_K(void) { check_ggml_case(&cases[2]); }
-static void test_q6_K(void) { check_ggml_case(&cases[3]); }
+/* Every to_float variant of the table equals its reference. */
+static void test_to_float_variants(void) {
+    int ran = 0;
+    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+        if (!v->to_float) continue;
+        const qt_type_traits *tr = qt__traits_ref(v->type);
+        if (!runs_here(v)) {
+            fprintf(stderr, "  SKIPPED %s %s: this CPU (or QUANTA_CPU) lacks it\n", tr ? tr->name : "?",
+                    qt__cpu_level_str(v->level));
+            continue;
+        }
+        fprintf(stderr, "  %s %s\n", tr ? tr->name : "?", qt__cpu_level_str(v->level));
+        check_to_float_variant(v);
+        ran++;
+    }
+    if (!ran) SKIP("no to_float variant runs on this CPU");
+}
 
 static void test_ct_int4_group(void) {
-    const qt__ct_int4_row_fn kernels[2] = {qt__ct_int4_row_avx2, qt__ct_int4_row_avx512};
     const int64_t shapes[][2] = {{8, 8}, {24, 8}, {48, 16}, {64, 32}, {136, 8}, {256, 128}, {384, 128}, {1024, 64}};
     int ran = 0;
-    for (int lv = 0; lv < 2; lv++) {
-        if (!levels[lv].supported) {
-            fprintf(stderr, "  SKIPPED int4-group %s: this CPU (or QUANTA_CPU) lacks it\n", levels[lv].level);
+    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+        if (!v->ct_int4_row) continue;
+        const char *level = qt__cpu_level_str(v->level);
+        if (!runs_here(v)) {
+            fprintf(stderr, "  SKIPPED int4-group %s: this CPU (or QUANTA_CPU) lacks it\n", level);
             continue;
         }
         ran++;
@@ -165,9 +171,9 @@ static void test_ct_int4_group(void) {
                 fill_sentinel(want, cols);
                 fill_sentinel(got, cols);
                 qt__ct_int4_row_ref(packed, scales, with_zp ? zp : NULL, cols, G, want);
-                kernels[lv](packed, scales, with_zp ? zp : NULL, cols, G, got);
+                v->ct_int4_row(packed, scales, with_zp ? zp : NULL, cols, G, got);
                 char what[64];
-                snprintf(what, sizeof what, "int4-group %s cols %lld G %lld%s", levels[lv].level, (long long)cols,
+                snprintf(what, sizeof what, "int4-group %s cols %lld G %lld%s", level, (long long)cols,
                          (long long)G, with_zp ? " asym" : "");
                 CHECK_MSG(compare_outputs(what, want, got, cols) == 0, "%s differs from the scalar reference", what);
                 free(packed);
@@ -181,14 +187,16 @@ static void test_ct_int4_group(void) {
 }
 
 static void test_dispatch_follows_cpu_level(void) {
-    const char *level = qt_cpu_level_name();
-    fprintf(stderr, "  dispatch level: %s\n", level);
+    const qt__cpu_level cpu = qt__cpu_level_get();
+    fprintf(stderr, "  dispatch level: %s\n", qt_cpu_level_name());
+    CHECK(!strcmp(qt_cpu_level_name(), qt__cpu_level_str(cpu)));
+    /* Known choices, written out: q4_0 and q6_K dequantize with the level's own kernel. */
     const qt_type_traits *q4 = qt_type_get(QT_TYPE_Q4_0), *q6 = qt_type_get(QT_TYPE_Q6_K);
-    if (!strcmp(level, "avx512")) {
+    if (cpu == QT__CPU_AVX512) {
         CHECK(q4->to_float == qt__dequantize_q4_0_avx512);
         CHECK(q6->to_float == qt__dequantize_q6_K_avx512);
         CHECK(qt__ct_int4_row_kernel() == qt__ct_int4_row_avx512);
-    } else if (!strcmp(level, "avx2")) {
+    } else if (cpu == QT__CPU_AVX2) {
         CHECK(q4->to_float == qt__dequantize_q4_0_avx2);
         CHECK(q6->to_float == qt__dequantize_q6_K_avx2);
         CHECK(qt__ct_int4_row_kernel() == qt__ct_int4_row_avx2);
@@ -196,6 +204,24 @@ static void test_dispatch_follows_cpu_level(void) {
         CHECK(q4->to_float == q4->to_float_ref);
         CHECK(q6->to_float == q6->to_float_ref);
         CHECK(qt__ct_int4_row_kernel() == qt__ct_int4_row_ref);
+    }
+    /* Every dispatched kernel is the reference or a variant of that type that runs here, and the
+     * reference only when no variant of the type supplies that field at this level. */
+    for (int t = 0; t < QT_TYPE_COUNT; t++) {
+        const qt_type_traits *d = qt_type_get((qt_type)t), *r = qt__traits_ref((qt_type)t);
+        if (!d) continue;
+        CHECK(d->to_float_ref == r->to_float_ref && d->from_float == r->from_float);
+        qt_to_float_fn want_tf = r->to_float_ref;
+        qt_vec_dot_fn want_dot = r->vec_dot, want_gemm = r->vec_dot_gemm;
+        for (int level = QT__CPU_AVX2; level <= (int)cpu; level++)
+            for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+                if ((int)v->level != level || v->type != (qt_type)t) continue;
+                if (v->to_float) want_tf = v->to_float;
+                if (v->vec_dot) want_dot = v->vec_dot;
+                if (v->vec_dot_gemm) want_gemm = v->vec_dot_gemm;
+            }
+        CHECK_MSG(d->to_float == want_tf && d->vec_dot == want_dot && d->vec_dot_gemm == want_gemm,
+                  "%s: dispatched kernels are not the table's choice for %s", d->name, qt__cpu_level_str(cpu));
     }
     /* types without a SIMD variant keep their reference */
     const qt_type_traits *q5 = qt_type_get(QT_TYPE_Q5_K);
@@ -226,14 +252,11 @@ static void test_public_path_matches_reference(void) {
 }
 
 int main(void) {
-    init_levels();
-    fprintf(stderr, "SIMD levels: avx2 %s, avx512 %s (QUANTA_CPU=%s)\n", levels[0].supported ? "tested" : "NOT TESTED",
-            levels[1].supported ? "tested" : "NOT TESTED", getenv("QUANTA_CPU") ? getenv("QUANTA_CPU") : "unset");
+    fprintf(stderr, "SIMD levels: avx2 %s, avx512 %s (QUANTA_CPU=%s)\n",
+            qt__cpu_level_get() >= QT__CPU_AVX2 ? "tested" : "NOT TESTED",
+            qt__cpu_level_get() >= QT__CPU_AVX512 ? "tested" : "NOT TESTED", getenv("QUANTA_CPU") ? getenv("QUANTA_CPU") : "unset");
 #ifdef QT_ARCH_X86
-    QT_RUN(test_q4_0);
-    QT_RUN(test_q8_0);
-    QT_RUN(test_q4_K);
-    QT_RUN(test_q6_K);
+    QT_RUN(test_to_float_variants);
     QT_RUN(test_ct_int4_group);
     QT_RUN(test_dispatch_follows_cpu_level);
 #else

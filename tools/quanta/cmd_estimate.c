@@ -80,7 +80,7 @@ static void print_text(const plan_opts *o, const qt_estimate *e, const qt_estima
         printf("  overhead          %s = %s runtime allowance (%s)\n"
                "                    + %s activation allowance (one forward pass + sampled logits)\n",
                fmt_gb(e->overhead_bytes, a, sizeof a), fmt_gb(e->runtime_bytes, b, sizeof b),
-               s->engine == QT_ENGINE_LLAMACPP || (r->hw && (r->hw->cls == QT_HW_CPU || r->hw->cls == QT_HW_APPLE))
+               s->runtime == QT_RUNTIME_LLAMACPP || (r->hw && (r->hw->cls == QT_HW_CPU || r->hw->cls == QT_HW_APPLE))
                    ? "runtime context"
                    : "CUDA context and workspaces 0.5 GiB, CUDA graphs 0.5 GiB",
                fmt_gb(e->workspace_bytes, c, sizeof c));

@@ -24,6 +24,11 @@ static int print_json(const cli_json *j) {
                               "block_elems", (json_int_t)f->block_elems, "use", f->use, "engines", f->engines);
         if (f->ggml_type >= 0) json_object_set_new(o, "ggml_type", json_integer(f->ggml_type));
         else json_object_set_new(o, "ggml_type", json_null());
+        json_object_set_new(o, "compressed_tensors_format", f->ct_format ? json_string(f->ct_format) : json_null());
+        json_object_set_new(o, "bits", json_integer(f->bits));
+        json_object_set_new(o, "symmetric", json_boolean(f->symmetric));
+        json_object_set_new(o, "scale", json_string(f->scale));
+        json_object_set_new(o, "tensor_codec", json_boolean(f->quantize != NULL));
         json_array_append_new(arr, o);
     }
     char *text = json_dumps(arr, JSON_INDENT(2));

@@ -55,8 +55,8 @@ static void list_models(void) {
     }
 }
 
-static const char *engine_name(qt_engine e) {
-    return e == QT_ENGINE_LLAMACPP ? "llama.cpp" : (e == QT_ENGINE_BNB ? "vllm+bnb" : "vllm");
+static const char *runtime_name(qt_runtime e) {
+    return e == QT_RUNTIME_LLAMACPP ? "llama.cpp" : (e == QT_RUNTIME_BNB ? "vllm+bnb" : "vllm");
 }
 
 static void print_header(const qt_plan *p) {
@@ -140,7 +140,7 @@ static void print_rows(const qt_plan *p) {
             char tps[32] = "-";
             if (e->tok_s_batch > 0) snprintf(tps, sizeof tps, "%.0f", e->tok_s_batch);
             printf("%4d %-11s %-9s %6.2f GB %6.2f GB %6.2f GB  %-13s %9s %10s %s  %s\n", r->rank, r->scheme->key,
-                   engine_name(r->scheme->engine), e->weights_bytes / 1e9, e->overhead_bytes / 1e9, e->kv_budget_bytes / 1e9,
+                   runtime_name(r->scheme->runtime), e->weights_bytes / 1e9, e->overhead_bytes / 1e9, e->kv_budget_bytes / 1e9,
                    seqs, fmt_count((double)e->max_context, b, sizeof b), tps, e->compute_bound ? "c" : " ", verdict);
         } else {
             /* the plan keeps the text encoders 16-bit unless that alone breaks the fit */

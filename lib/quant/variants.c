@@ -1,0 +1,30 @@
+/* lib/quant/variants.c — the SIMD kernel variants (lib/quant/variants.h).
+ *
+ * Only x86 builds have them (QT_ARCH_X86); kernels live in *_avx2.c /
+ * *_avx512.c, the only files compiled with ISA flags. The dot kernels have
+ * AVX2 forms only: AVX-512 forms measured no faster (lib/quant/dot.h), so an
+ * AVX-512 CPU runs the AVX2 ones (levels are cumulative).
+ */
+#include "dot.h"
+#include "simd.h"
+#include "variants.h"
+
+const qt__kernel_variant qt__variants[] = {
+#ifdef QT_ARCH_X86
+    /* AVX2 + FMA + F16C */
+    {QT_TYPE_F32, QT__CPU_AVX2, .vec_dot = qt__dot_f32_avx2, .vec_dot_gemm = qt__gemm_f32_avx2},
+    {QT_TYPE_F16, QT__CPU_AVX2, .vec_dot = qt__dot_f16_avx2, .vec_dot_gemm = qt__gemm_f16_avx2},
+    {QT_TYPE_Q4_0, QT__CPU_AVX2, .to_float = qt__dequantize_q4_0_avx2, .vec_dot = qt__dot_q4_0_q8_0_avx2},
+    {QT_TYPE_Q8_0, QT__CPU_AVX2, .to_float = qt__dequantize_q8_0_avx2, .vec_dot = qt__dot_q8_0_q8_0_avx2},
+    {QT_TYPE_Q4_K, QT__CPU_AVX2, .to_float = qt__dequantize_q4_K_avx2},
+    {QT_TYPE_Q6_K, QT__CPU_AVX2, .to_float = qt__dequantize_q6_K_avx2},
+    {QT_TYPE_COUNT, QT__CPU_AVX2, .ct_int4_row = qt__ct_int4_row_avx2},
+    /* AVX-512 F + BW + VL */
+    {QT_TYPE_Q4_0, QT__CPU_AVX512, .to_float = qt__dequantize_q4_0_avx512},
+    {QT_TYPE_Q8_0, QT__CPU_AVX512, .to_float = qt__dequantize_q8_0_avx512},
+    {QT_TYPE_Q4_K, QT__CPU_AVX512, .to_float = qt__dequantize_q4_K_avx512},
+    {QT_TYPE_Q6_K, QT__CPU_AVX512, .to_float = qt__dequantize_q6_K_avx512},
+    {QT_TYPE_COUNT, QT__CPU_AVX512, .ct_int4_row = qt__ct_int4_row_avx512},
+#endif
+    {.type = QT_TYPE_COUNT, .level = QT__CPU_LEVEL_COUNT}, /* end */
+};

@@ -1,0 +1,35 @@
+/* lib/quant/variants.h — THE table of SIMD kernel variants (internal).
+ *
+ * The traits table (traits.c) is const and holds the scalar references. Each
+ * row here names one faster kernel for one traits row, and the lowest CPU
+ * level it needs. dispatch.c resolves the table once: a type gets, field by
+ * field, the kernel of the highest level at or below the CPU's (QUANTA_CPU
+ * caps it), else its reference. Tests (test_simd, test_engine_dot) and the
+ * benchmarks (bench_quant, bench_dot) loop over this same table, so a new
+ * variant is one row here plus its kernel, and it is tested and measured.
+ * Every variant gives its reference's bits: the choice changes speed only.
+ */
+#ifndef QT_QUANT_VARIANTS_H
+#define QT_QUANT_VARIANTS_H
+
+#include "core/cpu_level.h"
+#include "ct_internal.h"
+#include "quanta/quant.h"
+
+typedef struct qt__kernel_variant {
+    qt_type type;                   /* the traits row; QT_TYPE_COUNT for ct_int4_row */
+    qt__cpu_level level;            /* runs where qt__cpu_level_get() >= level */
+    qt_to_float_fn to_float;        /* NULL: this variant does not replace it */
+    qt_vec_dot_fn vec_dot;
+    qt_vec_dot_fn vec_dot_gemm;
+    qt__ct_int4_row_fn ct_int4_row; /* compressed-tensors int4 group rows (qt__ct_int4_row_ref) */
+} qt__kernel_variant;
+
+/* Ends with a row whose level is QT__CPU_LEVEL_COUNT. */
+extern const qt__kernel_variant qt__variants[];
+
+/* The fields of one variant beside their scalar references, for the loops in
+ * tests and benchmarks: which reference a variant field must equal. */
+const qt_type_traits *qt__traits_ref(qt_type t); /* the const row, NULL if none */
+
+#endif
