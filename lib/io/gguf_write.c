@@ -196,6 +196,8 @@ static int32_t ftype_of(qt_type t) {
     case QT_TYPE_BF16: return 32;
     case QT_TYPE_TQ1_0: return 36;
     case QT_TYPE_TQ2_0: return 37;
+    case QT_TYPE_Q1_0: return 40; /* LLAMA_FTYPE_MOSTLY_Q1_0 */
+    case QT_TYPE_Q2_0: return 41; /* LLAMA_FTYPE_MOSTLY_Q2_0 */
     case QT_TYPE_MXFP4: return 38;
     default: return 1024; /* LLAMA_FTYPE_GUESSED */
     }

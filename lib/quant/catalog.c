@@ -42,6 +42,8 @@ static const row rows[] = {
     {"mxfp4", QT_FAMILY_GGUF, QT_TYPE_MXFP4, 0, 0, "OCP MX FP4 (E2M1 + E8M0 per 32), gpt-oss style", "llama.cpp"},
     {"tq2_0", QT_FAMILY_GGUF, QT_TYPE_TQ2_0, 0, 0, "ternary weights (BitNet b1.58 models only)", "llama.cpp"},
     {"tq1_0", QT_FAMILY_GGUF, QT_TYPE_TQ1_0, 0, 0, "ternary weights, densest packing (BitNet only)", "llama.cpp"},
+    {"q2_0", QT_FAMILY_GGUF, QT_TYPE_Q2_0, 0, 0, "2-bit, one max-|x| scale per 64 (llama.cpp 2026)", "llama.cpp"},
+    {"q1_0", QT_FAMILY_GGUF, QT_TYPE_Q1_0, 0, 0, "signs only, one mean-|x| scale per 128 (llama.cpp 2026)", "llama.cpp"},
     {"w8a16-channel", QT_FAMILY_COMPRESSED_TENSORS, -1, 1, 8 + 16 / CH,
      "int8 weights, per-channel scales, 16-bit activations (pack-quantized)", "vLLM (Marlin/Machete)"},
     {"w8a8-int8", QT_FAMILY_COMPRESSED_TENSORS, -1, 1, 8 + 16 / CH,
