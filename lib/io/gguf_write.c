@@ -71,6 +71,28 @@ static qt_status wb_zeros(wbuf *w, size_t n) {
 
 static uint64_t written(const wbuf *w) { return qt_afile_tell(w->f) + w->n; }
 
+/* The buffer and an atomic file at `path` (w zeroed first). */
+static qt_status wb_open(wbuf *w, const char *path) {
+    memset(w, 0, sizeof *w);
+    if (!(w->buf = malloc(WBUF_CAP))) return qt_error(QT_ERR_NOMEM, "%s: out of memory", path);
+    return qt_afile_open(path, &w->f);
+}
+
+/* After writing with status s: flush and commit when s is QT_OK, else remove
+ * the temporary file; frees the buffer. Returns the final status. A zeroed w
+ * (nothing opened) is fine. */
+static qt_status wb_close(wbuf *w, qt_status s) {
+    if (s == QT_OK) s = wb_flush(w);
+    if (s == QT_OK) {
+        s = qt_afile_commit(w->f); /* frees it, also on failure */
+        w->f = NULL;
+    }
+    if (w->f) qt_afile_abort(w->f);
+    free(w->buf);
+    w->buf = NULL;
+    return s;
+}
+
 /* ---- metadata list ---------------------------------------------------------------- */
 typedef struct kvlist {
     qt_gguf_kv *kv;
@@ -638,16 +660,9 @@ qt_status qt_gguf_write(const qt_model *m, const char *path, const qt_gguf_write
     wbuf w = {0};
     qt_status s = build_plan(m, &o, align, &arena, &pl);
     if (s == QT_OK) s = build_metadata(&kv, m, &o, &pl, align);
-    if (s == QT_OK && !(w.buf = malloc(WBUF_CAP))) s = qt_error(QT_ERR_NOMEM, "%s: out of memory", path);
-    if (s == QT_OK) s = qt_afile_open(path, &w.f);
+    if (s == QT_OK) s = wb_open(&w, path);
     if (s == QT_OK) s = write_all(&w, m, &kv, &pl, align, &o);
-    if (s == QT_OK) s = wb_flush(&w);
-    if (s == QT_OK) {
-        s = qt_afile_commit(w.f); /* frees it, also on failure */
-        w.f = NULL;
-    }
-    if (w.f) qt_afile_abort(w.f);
-    free(w.buf);
+    s = wb_close(&w, s);
     free(kv.kv);
     qt__arena_free(&kv.arena);
     qt__arena_free(&arena);
@@ -705,15 +720,8 @@ qt_status qt__gguf_write_raw(const char *path, const qt_gguf_kv *kv, int64_t n_k
     for (int64_t i = 0; i < n_t; i++)
         if (!qt_row_size(t[i].type, t[i].ne[0]))
             return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': %s", path, t[i].name, qt_last_error());
-    wbuf w = {0};
-    qt_status s = (w.buf = malloc(WBUF_CAP)) ? qt_afile_open(path, &w.f) : qt_error(QT_ERR_NOMEM, "%s: out of memory", path);
+    wbuf w;
+    qt_status s = wb_open(&w, path);
     if (s == QT_OK) s = write_raw_all(&w, kv, n_kv, t, n_t);
-    if (s == QT_OK) s = wb_flush(&w);
-    if (s == QT_OK) {
-        s = qt_afile_commit(w.f); /* frees it, also on failure */
-        w.f = NULL;
-    }
-    if (w.f) qt_afile_abort(w.f);
-    free(w.buf);
-    return s;
+    return wb_close(&w, s);
 }

@@ -17,7 +17,7 @@
 
 /* Q1_0: the scale is the block's mean |x| (summed in element order, as ggml
  * does: the order decides the last bit of the sum), each element keeps only
- * its sign. x >= 0 (so also -0.0) sets the bit; a NaN clears it. */
+ * its sign. x >= 0 (so also -0.0) sets the bit. */
 void qt__quantize_q1_0(const float *x, void *dst, int64_t n, const float *imatrix) {
     (void)imatrix;
     block_q1_0 *y = dst;
@@ -51,9 +51,7 @@ void qt__quantize_q2_0(const float *x, void *dst, int64_t n, const float *imatri
     block_q2_0 *y = dst;
     for (int64_t ib = 0; ib < n / QK2_0; ib++) {
         const float *xb = x + QK2_0 * ib;
-        float amax = 0.0f;
-        for (int j = 0; j < QK2_0; j++)
-            if (fabsf(xb[j]) > amax) amax = fabsf(xb[j]);
+        const float amax = qt__absmax(xb, QK2_0); /* inputs are finite (quant.c checks) */
         const float id = amax > 0.0f ? 1.0f / amax : 0.0f;
         y[ib].d = qt_f32_to_fp16(amax);
         memset(y[ib].qs, 0, sizeof y[ib].qs);
