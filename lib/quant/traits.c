@@ -262,7 +262,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .vec_dot = qt__dot_mxfp4_q8_0_ref,
     },
 
-    /* ---- Q1_0, Q2_0 (ggml 2026); no vec_dot yet: the engine dequantizes their rows ---- */
+    /* ---- Q1_0, Q2_0 (ggml 2026; lib/quant/q_q1_q2.c) ---- */
     [QT_TYPE_Q1_0] = {
         .name = "q1_0", .type = QT_TYPE_Q1_0,
         .block_elems = 128, .block_bytes = 18,
@@ -270,7 +270,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = qt__dequantize_q1_0,
         .from_float = qt__quantize_q1_0,
         .vec_dot_type = QT_TYPE_Q8_0,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_q1_0_q8_0_ref,
     },
 
     [QT_TYPE_Q2_0] = {
@@ -280,7 +280,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = qt__dequantize_q2_0,
         .from_float = qt__quantize_q2_0,
         .vec_dot_type = QT_TYPE_Q8_0,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_q2_0_q8_0_ref,
     },
 
 };

@@ -9,8 +9,11 @@
  * - files/tiny256-Q{1,2}_0-imatrix.gguf: the same tensors byte for byte;
  * - dequantization: hand-made blocks decode to the documented values, and
  *   re-quantizing llama-quantize's bytes after decoding them gives them back;
- * - ggml ignores importance weights for both types, and so does quanta.
+ * - ggml ignores importance weights for both types, and so does quanta;
+ * - the engine runs both files through their q8_0 dot kernels (which
+ *   tests/unit/test_engine_dot.c checks against the dequantized dot).
  */
+
 #include "qtest.h"
 #include "quant/blocks.h"
 #include "quanta.h"
@@ -216,6 +219,44 @@ static void test_encode_rules(void) {
     CHECK_EQ_INT(c.qs[0], 2 | 2 << 2 | 0 << 4 | 1 << 6);
 }
 
+enum { N_TOK = 48 };
+
+static void test_engine_uses_the_dot_kernels(void) {
+    static const char *const names[2] = {"tiny256-Q1_0-imatrix", "tiny256-Q2_0-imatrix"};
+    int32_t tok[N_TOK];
+    uint32_t st = 2026;
+    tok[0] = 1; /* BOS */
+    for (int i = 1; i < N_TOK; i++) {
+        st = st * 1664525u + 1013904223u;
+        tok[i] = 3 + (int32_t)((st >> 8) % 509u);
+    }
+    for (int f = 0; f < 2; f++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, REF "files/%s.gguf", names[f]);
+        qt_model *m = NULL;
+        CHECK_OK(qt_model_open(qt_test_shared(rel), &m));
+        if (!m) continue;
+        qt_engine_opts o;
+        qt_engine_opts_default(&o);
+        o.n_ctx = 64;
+        o.n_threads = 1;
+        qt_engine_ctx *e = NULL;
+        CHECK_OK(qt_engine_new(m, &o, &e));
+        if (!e) { qt_model_free(m); continue; }
+        char want[64];
+        snprintf(want, sizeof want, "q8_0 for %s rows", f ? "q2_0" : "q1_0");
+        CHECK_MSG(strstr(qt_engine_describe(e), want), "%s: %s", names[f], qt_engine_describe(e));
+        float *lg = malloc((size_t)N_TOK * 512 * sizeof *lg);
+        CHECK_OK(qt_engine_eval(e, tok, N_TOK, 0, lg));
+        int finite = 1;
+        for (int i = 0; i < N_TOK * 512; i++) finite &= isfinite(lg[i]) != 0;
+        CHECK(finite);
+        free(lg);
+        qt_engine_free(e);
+        qt_model_free(m);
+    }
+}
+
 int main(void) {
     load_manifest();
     QT_RUN(test_traits_rows);
@@ -223,6 +264,7 @@ int main(void) {
     QT_RUN(test_encode_rules);
     QT_RUN(test_manifest_hashes);
     QT_RUN(test_reference_files);
+    QT_RUN(test_engine_uses_the_dot_kernels);
     free(rows);
     return qt_test_finish("test_ggml_q1_q2");
 }
