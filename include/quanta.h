@@ -14,6 +14,7 @@
 #include "quanta/model.h"
 #include "quanta/tokenizer.h"
 #include "quanta/gguf.h"
+#include "quanta/imatrix.h"
 #include "quanta/llama2c.h"
 #include "quanta/safetensors.h"
 #include "quanta/hf.h"

@@ -51,7 +51,9 @@ typedef enum qt_type {
     QT_TYPE_TQ1_0 = 34,
     QT_TYPE_TQ2_0 = 35,
     QT_TYPE_MXFP4 = 39,
-    QT_TYPE_COUNT = 40  /* one past the largest ggml id we know */
+    QT_TYPE_Q1_0 = 41,  /* ggml 2026: 1 sign bit per weight, 128-blocks */
+    QT_TYPE_Q2_0 = 42,  /* ggml 2026: 2 bits per weight, 64-blocks */
+    QT_TYPE_COUNT = 43  /* one past the largest ggml id we know */
 } qt_type;
 
 /* Dequantize n elements (n a multiple of block_elems). */

@@ -72,6 +72,28 @@ static qt_status wb_zeros(wbuf *w, size_t n) {
 
 static uint64_t written(const wbuf *w) { return qt_afile_tell(w->f) + w->n; }
 
+/* The buffer and an atomic file at `path` (w zeroed first). */
+static qt_status wb_open(wbuf *w, const char *path) {
+    memset(w, 0, sizeof *w);
+    if (!(w->buf = malloc(WBUF_CAP))) return qt_error(QT_ERR_NOMEM, "%s: out of memory", path);
+    return qt_afile_open(path, &w->f);
+}
+
+/* After writing with status s: flush and commit when s is QT_OK, else remove
+ * the temporary file; frees the buffer. Returns the final status. A zeroed w
+ * (nothing opened) is fine. */
+static qt_status wb_close(wbuf *w, qt_status s) {
+    if (s == QT_OK) s = wb_flush(w);
+    if (s == QT_OK) {
+        s = qt_afile_commit(w->f); /* frees it, also on failure */
+        w->f = NULL;
+    }
+    if (w->f) qt_afile_abort(w->f);
+    free(w->buf);
+    w->buf = NULL;
+    return s;
+}
+
 /* ---- metadata list ---------------------------------------------------------------- */
 typedef struct kvlist {
     qt_gguf_kv *kv;
@@ -605,20 +627,69 @@ qt_status qt_gguf_write(const qt_model *m, const char *path, const qt_gguf_write
     wbuf w = {0};
     qt_status s = build_plan(m, &o, align, &arena, &pl);
     if (s == QT_OK) s = build_metadata(&kv, m, &o, &pl, align);
-    if (s == QT_OK && !(w.buf = malloc(WBUF_CAP))) s = qt_error(QT_ERR_NOMEM, "%s: out of memory", path);
     if (s == QT_OK && strcmp(path, "-")) s = qt__refuse_input(m, path);
-    if (s == QT_OK) s = qt_afile_open(path, &w.f);
+    if (s == QT_OK) s = wb_open(&w, path);
     if (s == QT_OK) s = write_all(&w, m, &kv, &pl, align, &o);
-    if (s == QT_OK) s = wb_flush(&w);
-    if (s == QT_OK) {
-        s = qt_afile_commit(w.f); /* frees it, also on failure */
-        w.f = NULL;
-    }
-    if (w.f) qt_afile_abort(w.f);
-    free(w.buf);
+    s = wb_close(&w, s);
     free(kv.kv);
     qt__arena_free(&kv.arena);
     qt__arena_free(&arena);
     free(pl.t);
     return s;
+}
+
+/* ---- raw files: given metadata and tensors (imatrix files) ------------------------------- */
+
+/* ggml_n_dims: dimensions up to the last one above 1 (at least 1), which is
+ * what ggml's writer records for a tensor. */
+static uint32_t raw_n_dims(const int64_t *ne) {
+    uint32_t n = QT_MAX_DIMS;
+    while (n > 1 && ne[n - 1] == 1) n--;
+    return n;
+}
+
+static size_t raw_nbytes(const qt__gguf_raw_tensor *t) {
+    return qt_row_size(t->type, t->ne[0]) * (size_t)(t->ne[1] * t->ne[2] * t->ne[3]);
+}
+
+static qt_status write_raw_all(wbuf *w, const qt_gguf_kv *kv, int64_t n_kv, const qt__gguf_raw_tensor *t, int64_t n_t) {
+    const uint32_t align = 32;
+    qt_status s = wb_put(w, "GGUF", 4);
+    if (s == QT_OK) s = wb_u32(w, 3);
+    if (s == QT_OK) s = wb_u64(w, (uint64_t)n_t);
+    if (s == QT_OK) s = wb_u64(w, (uint64_t)n_kv);
+    for (int64_t i = 0; i < n_kv && s == QT_OK; i++) {
+        s = wb_str(w, kv[i].key, strlen(kv[i].key));
+        if (s == QT_OK) s = wb_u32(w, (uint32_t)kv[i].value.type);
+        if (s == QT_OK) s = write_value(w, &kv[i].value);
+    }
+    uint64_t offset = 0;
+    for (int64_t i = 0; i < n_t && s == QT_OK; i++) {
+        const uint32_t nd = raw_n_dims(t[i].ne);
+        s = wb_str(w, t[i].name, strlen(t[i].name));
+        if (s == QT_OK) s = wb_u32(w, nd);
+        for (uint32_t d = 0; d < nd && s == QT_OK; d++) s = wb_u64(w, (uint64_t)t[i].ne[d]);
+        if (s == QT_OK) s = wb_u32(w, (uint32_t)t[i].type);
+        if (s == QT_OK) s = wb_u64(w, offset);
+        const size_t nb = raw_nbytes(&t[i]);
+        offset += nb + (align - nb % align) % align;
+    }
+    if (s == QT_OK) s = wb_zeros(w, (align - written(w) % align) % align);
+    for (int64_t i = 0; i < n_t && s == QT_OK; i++) {
+        const size_t nb = raw_nbytes(&t[i]);
+        s = wb_put(w, t[i].data, nb);
+        if (s == QT_OK) s = wb_zeros(w, (align - nb % align) % align);
+    }
+    return s;
+}
+
+qt_status qt__gguf_write_raw(const char *path, const qt_gguf_kv *kv, int64_t n_kv, const qt__gguf_raw_tensor *t,
+                             int64_t n_t) {
+    for (int64_t i = 0; i < n_t; i++)
+        if (!qt_row_size(t[i].type, t[i].ne[0]))
+            return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': %s", path, t[i].name, qt_last_error());
+    wbuf w;
+    qt_status s = wb_open(&w, path);
+    if (s == QT_OK) s = write_raw_all(&w, kv, n_kv, t, n_t);
+    return wb_close(&w, s);
 }

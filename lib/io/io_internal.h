@@ -77,6 +77,20 @@ qt_status qt__row_to_f32(qt_type type, const void *src, float *dst, int64_t n);
 qt_status qt__row_from_f32(qt_type type, const float *src, void *dst, int64_t n);
 
 
+/* ---- GGUF v3 from given metadata and tensors (gguf_write.c) ------------- */
+/* For files that are not models (imatrix files): the metadata in order, the
+ * tensor infos in order (dimensions as ggml records them: up to the last one
+ * above 1), alignment 32 (no general.alignment key), each tensor's data
+ * padded to it. Atomic, through qt_afile. */
+typedef struct qt__gguf_raw_tensor {
+    const char *name;
+    int64_t ne[QT_MAX_DIMS];   /* ggml order; unused dims 1 */
+    qt_type type;
+    const void *data;          /* qt_row_size(type, ne[0]) * ne[1] * ne[2] * ne[3] bytes */
+} qt__gguf_raw_tensor;
+qt_status qt__gguf_write_raw(const char *path, const qt_gguf_kv *kv, int64_t n_kv, const qt__gguf_raw_tensor *t,
+                             int64_t n_t);
+
 /* ---- reader entry points on memory (used by open.c and the fuzzers) ------ */
 #include "model/model_internal.h"
 /* Parse a GGUF image into m; `source` is the map index the bytes belong to

@@ -125,4 +125,17 @@ static_assert(sizeof(block_tq2_0) == 66, "block_tq2_0 size");
 typedef struct { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; } block_mxfp4; /* e: E8M0 */
 static_assert(sizeof(block_mxfp4) == 17, "block_mxfp4 size");
 
+/* Q1_0 and Q2_0 (ggml type ids 41, 42; new in llama.cpp 2026, ggml-common.h at
+ * commit 3f545bec): one fp16 scale per block. Q1_0: 128 sign bits, element j
+ * in bit j%8 of qs[j/8], value +d (bit set) or -d; 1.125 bpw. Q2_0: 64
+ * two-bit codes, element j in bits 2*(j%4) of qs[j/4], value (code-1)*d;
+ * 2.25 bpw. */
+#define QK1_0 128
+#define QK2_0 64
+typedef struct { qt_half d; uint8_t qs[QK1_0 / 8]; } block_q1_0;
+static_assert(sizeof(block_q1_0) == 18, "block_q1_0 size");
+
+typedef struct { qt_half d; uint8_t qs[QK2_0 / 4]; } block_q2_0;
+static_assert(sizeof(block_q2_0) == 18, "block_q2_0 size");
+
 #endif

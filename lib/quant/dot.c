@@ -242,6 +242,56 @@ float qt__dot_mxfp4_q8_0_ref(const void *vx, const void *vy, int64_t n) {
     return hsum8(acc);
 }
 
+/* ---- Q1_0 (128 elements) and Q2_0 (64) against q8_0 (llama.cpp 2026) --------------- */
+
+/* ggml's x86 ggml_vec_dot_q1_0_q8_0 (AVX2; AVX-512 builds take the same
+ * path): per block, lane l of each of its four q8_0 sub-blocks K holds the
+ * exact int32 sum over elements 4l..4l+3 of +-y (the sign bit picks); the
+ * lanes are scaled by d_y (the first multiplied, the others fused), then
+ * fused into the accumulator by d_x; hsum8 at the end. */
+float qt__dot_q1_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
+    const block_q1_0 *x = vx;
+    const block_q8_0 *y = vy;
+    float acc[8] = {0};
+    for (int64_t b = 0; b < n / QK1_0; b++) {
+        float blk[8];
+        for (int k = 0; k < QK1_0 / QK8_0; k++) {
+            const block_q8_0 *yk = &y[b * (QK1_0 / QK8_0) + k];
+            const float dy = h2f(yk->d);
+            for (int l = 0; l < 8; l++) {
+                int32_t s = 0;
+                for (int e = 32 * k + 4 * l; e < 32 * k + 4 * l + 4; e++)
+                    s += (x[b].qs[e / 8] >> (e % 8)) & 1 ? yk->qs[e % 32] : -yk->qs[e % 32];
+                blk[l] = k == 0 ? dy * (float)s : fmaf(dy, (float)s, blk[l]);
+            }
+        }
+        const float dx = h2f(x[b].d);
+        for (int l = 0; l < 8; l++) acc[l] = fmaf(dx, blk[l], acc[l]);
+    }
+    return hsum8(acc);
+}
+
+/* x86 has no SIMD ggml_vec_dot_q2_0_q8_0: llama.cpp runs the generic C,
+ * contracted by its compiler (GCC's default -ffp-contract=fast, -mfma) into
+ * one fused multiply-add per q8_0 sub-block (by d_y) and one per block (by
+ * d_x). Codes 0..3 stand for -1..2. */
+float qt__dot_q2_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
+    const block_q2_0 *x = vx;
+    const block_q8_0 *y = vy;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / QK2_0; b++) {
+        float sumi = 0.0f;
+        for (int k = 0; k < QK2_0 / QK8_0; k++) {
+            const block_q8_0 *yk = &y[b * (QK2_0 / QK8_0) + k];
+            int32_t s = 0;
+            for (int e = 32 * k; e < 32 * k + 32; e++) s += (((x[b].qs[e / 4] >> (2 * (e % 4))) & 3) - 1) * yk->qs[e % 32];
+            sumi = fmaf(h2f(yk->d), (float)s, sumi);
+        }
+        sum = fmaf(h2f(x[b].d), sumi, sum);
+    }
+    return sum;
+}
+
 /* ---- 256-element K-quant super-blocks against q8_K ------------------------------ */
 
 float qt__dot_q2_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {

@@ -5,7 +5,7 @@
  * T's vec_dot_type (the traits table, lib/quant/traits.c, pairs them). The
  * pairing is llama.cpp's CPU backend's (ggml-cpu.c type_traits_cpu):
  *   f32 -> f32, f16 -> f16, bf16 -> bf16,
- *   q4_0, q5_0, q8_0, iq4_nl, mxfp4 -> q8_0,   q4_1, q5_1 -> q8_1,
+ *   q4_0, q5_0, q8_0, iq4_nl, mxfp4, q1_0, q2_0 -> q8_0,   q4_1, q5_1 -> q8_1,
  *   q2_K..q6_K, iq4_xs, tq2_0 -> q8_K.
  * The integer kernels sum block by block in int32 and scale once per block
  * (or sub-block), which is what makes llama.cpp's quantized-model numbers
@@ -35,6 +35,8 @@ float qt__dot_q5_1_q8_1_ref(const void *x, const void *y, int64_t n);
 float qt__dot_q8_0_q8_0_ref(const void *x, const void *y, int64_t n);
 float qt__dot_iq4_nl_q8_0_ref(const void *x, const void *y, int64_t n);
 float qt__dot_mxfp4_q8_0_ref(const void *x, const void *y, int64_t n);
+float qt__dot_q1_0_q8_0_ref(const void *x, const void *y, int64_t n);  /* Q1_0, Q2_0: ggml 2026 */
+float qt__dot_q2_0_q8_0_ref(const void *x, const void *y, int64_t n);
 float qt__dot_q2_K_q8_K_ref(const void *x, const void *y, int64_t n);
 float qt__dot_q3_K_q8_K_ref(const void *x, const void *y, int64_t n);
 float qt__dot_q4_K_q8_K_ref(const void *x, const void *y, int64_t n);

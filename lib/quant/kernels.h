@@ -65,4 +65,11 @@ void qt__dequantize_mxfp4(const void *src, float *dst, int64_t n);
 void qt__dequantize_tq1_0(const void *src, float *dst, int64_t n);
 void qt__dequantize_tq2_0(const void *src, float *dst, int64_t n);
 
+/* q_q1_q2.c: Q1_0 (signs, mean-|x| scale) and Q2_0 (2-bit, max-|x| scale);
+ * ggml ignores importance weights for both. */
+void qt__quantize_q1_0(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_q2_0(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__dequantize_q1_0(const void *src, float *dst, int64_t n);
+void qt__dequantize_q2_0(const void *src, float *dst, int64_t n);
+
 #endif

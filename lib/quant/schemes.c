@@ -56,6 +56,8 @@ static const qt_format_info formats[] = {
     {"mxfp4", GG, QT_TYPE_MXFP4, NULL, 4, true, "e8m0", .use = "OCP MX FP4 (E2M1 + E8M0 per 32), gpt-oss style", .engines = "llama.cpp"},
     {"tq2_0", GG, QT_TYPE_TQ2_0, NULL, 2, true, "f16", .use = "ternary weights (BitNet b1.58 models only)", .engines = "llama.cpp"},
     {"tq1_0", GG, QT_TYPE_TQ1_0, NULL, 2, true, "f16", .use = "ternary weights, densest packing (BitNet only)", .engines = "llama.cpp"},
+    {"q2_0", GG, QT_TYPE_Q2_0, NULL, 2, true, "f16", .use = "2-bit, one max-|x| scale per 64 (llama.cpp 2026)", .engines = "llama.cpp"},
+    {"q1_0", GG, QT_TYPE_Q1_0, NULL, 1, true, "f16", .use = "signs only, one mean-|x| scale per 128 (llama.cpp 2026)", .engines = "llama.cpp"},
     {"w8a16-channel", CT, -1, "pack-quantized", 8, true, "bf16", 16, 0, false, 1, 0,
      "int8 weights, per-channel scales, 16-bit activations (pack-quantized)", "vLLM (Marlin/Machete)", INT_CODEC},
     {"w8a8-int8", CT, -1, "int-quantized", 8, true, "bf16", 16, 0, false, 1, 0,
@@ -122,6 +124,8 @@ static const qt_gguf_ftype_info ftypes[] = {
     {"TQ1_0", 36, QT_TYPE_TQ1_0, false, true, false},
     {"TQ2_0", 37, QT_TYPE_TQ2_0, false, true, false},
     {"MXFP4_MOE", 38, QT_TYPE_MXFP4, false, true, false},
+    {"Q1_0", 40, QT_TYPE_Q1_0, false, true, false},
+    {"Q2_0", 41, QT_TYPE_Q2_0, false, true, false},
 };
 #define N_FTYPES ((int)(sizeof ftypes / sizeof ftypes[0]))
 

@@ -262,4 +262,25 @@ const qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .vec_dot = qt__dot_mxfp4_q8_0_ref,
     },
 
+    /* ---- Q1_0, Q2_0 (ggml 2026; lib/quant/q_q1_q2.c) ---- */
+    [QT_TYPE_Q1_0] = {
+        .name = "q1_0", .type = QT_TYPE_Q1_0,
+        .block_elems = 128, .block_bytes = 18,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = qt__dequantize_q1_0,
+        .from_float = qt__quantize_q1_0,
+        .vec_dot_type = QT_TYPE_Q8_0,
+        .vec_dot = qt__dot_q1_0_q8_0_ref,
+    },
+
+    [QT_TYPE_Q2_0] = {
+        .name = "q2_0", .type = QT_TYPE_Q2_0,
+        .block_elems = 64, .block_bytes = 18,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = false,
+        .to_float_ref = qt__dequantize_q2_0,
+        .from_float = qt__quantize_q2_0,
+        .vec_dot_type = QT_TYPE_Q8_0,
+        .vec_dot = qt__dot_q2_0_q8_0_ref,
+    },
+
 };

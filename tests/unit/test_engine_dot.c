@@ -86,6 +86,7 @@ static void test_vec_dot_types_are_llama_cpp_pairs(void) {
         {QT_TYPE_MXFP4, QT_TYPE_Q8_0}, {QT_TYPE_Q2_K, QT_TYPE_Q8_K}, {QT_TYPE_Q3_K, QT_TYPE_Q8_K},
         {QT_TYPE_Q4_K, QT_TYPE_Q8_K}, {QT_TYPE_Q5_K, QT_TYPE_Q8_K}, {QT_TYPE_Q6_K, QT_TYPE_Q8_K},
         {QT_TYPE_IQ4_XS, QT_TYPE_Q8_K}, {QT_TYPE_TQ2_0, QT_TYPE_Q8_K},
+        {QT_TYPE_Q1_0, QT_TYPE_Q8_0}, {QT_TYPE_Q2_0, QT_TYPE_Q8_0},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
         CHECK_EQ_INT(qt_type_get(pairs[i].t)->vec_dot_type, pairs[i].vt);

@@ -40,6 +40,9 @@ FILE *cli_json_open(const cli_json *j, char **buf, size_t *len);
 int cli_json_close(const cli_json *j, FILE *f, char **buf, size_t *len);
 /* Whole JSON text to where --json asked. */
 int cli_json_emit(const cli_json *j, const char *text);
+/* root (a jansson json_t *, consumed) as indented, ordered JSON plus a newline, to where
+ * --json asked; extra_flags adds jansson dump flags; what names the input in errors. */
+int cli_json_emit_tree(const cli_json *j, void *root, size_t extra_flags, const char *what);
 /* -q or --quiet. */
 bool cli_is_quiet(const char *a);
 /* Writes text to path by the output rule (atomic; '-' = stdout). */

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 
 int cli_json_arg(const char *verb, const char *a, cli_json *j) {
@@ -49,6 +51,20 @@ int cli_json_emit(const cli_json *j, const char *text) {
         return CLI_OK;
     }
     return write_text_file(j->file, text);
+}
+
+int cli_json_emit_tree(const cli_json *j, void *root, size_t extra_flags, const char *what) {
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | extra_flags) : NULL;
+    json_decref(root);
+    char *nl = text ? realloc(text, strlen(text) + 2) : NULL;
+    if (!nl) {
+        free(text);
+        return cli_fail(qt_error(QT_ERR_NOMEM, "%s: cannot build the JSON text", what));
+    }
+    strcat(nl, "\n");
+    int rc = cli_json_emit(j, nl);
+    free(nl);
+    return rc;
 }
 
 int write_text_file(const char *path, const char *text) {

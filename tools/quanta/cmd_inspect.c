@@ -7,11 +7,14 @@
 #include <string.h>
 
 #include "cli.h"
+#include "inspect_imatrix.h"
 
 static void help(void) {
     printf("usage: quanta inspect PATH [--json[=FILE]] [-q]\n\n"
            "Describe a checkpoint: a GGUF file, a llama2.c .bin (tokenizer beside it),\n"
-           "or a Hugging Face directory (config.json + safetensors).\n\n"
+           "or a Hugging Face directory (config.json + safetensors); or an importance\n"
+           "matrix (llama-imatrix's GGUF or legacy .dat file): its datasets, chunks and\n"
+           "per entry the columns, experts and counts.\n\n"
            "Prints the architecture and hyperparameters, the tokenizer, every tensor\n"
            "(name, shape in ggml order, format, bytes, bits per weight), totals\n"
            "(parameters stored and unique, bytes, average bits per weight) and the\n"
@@ -33,6 +36,7 @@ static const char *ftype_name(uint32_t ft) {
         [25] = "MOSTLY_IQ4_NL", [26] = "MOSTLY_IQ3_S", [27] = "MOSTLY_IQ3_M", [28] = "MOSTLY_IQ2_S",
         [29] = "MOSTLY_IQ2_M", [30] = "MOSTLY_IQ4_XS", [31] = "MOSTLY_IQ1_M", [32] = "MOSTLY_BF16",
         [36] = "MOSTLY_TQ1_0", [37] = "MOSTLY_TQ2_0", [38] = "MOSTLY_MXFP4_MOE",
+        [39] = "MOSTLY_NVFP4", [40] = "MOSTLY_Q1_0", [41] = "MOSTLY_Q2_0",
     };
     if (ft == 1024) return "GUESSED";
     return (ft < sizeof names / sizeof names[0] && names[ft]) ? names[ft] : "unknown";
@@ -365,6 +369,7 @@ int cmd_inspect(int argc, char **argv) {
         else path = argv[i];
     }
     if (!path) return cli_usage("inspect", "missing PATH");
+    if (inspect_is_imatrix(path)) return inspect_imatrix(path, &json);
     qt_model *m;
     qt_status st = qt_model_open(path, &m);
     if (st != QT_OK) return cli_fail(st);
@@ -372,18 +377,7 @@ int cmd_inspect(int argc, char **argv) {
     summarize(m, &s);
     int rc = CLI_OK;
     if (json.on) {
-        json_t *root = build_json(m, &s);
-        char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9)) : NULL;
-        json_decref(root);
-        char *nl = text ? realloc(text, strlen(text) + 2) : NULL;
-        if (!nl) {
-            free(text);
-            rc = cli_fail(qt_error(QT_ERR_NOMEM, "%s: cannot build the JSON text", path));
-        } else {
-            strcat(nl, "\n");
-            rc = cli_json_emit(&json, nl);
-            free(nl);
-        }
+        rc = cli_json_emit_tree(&json, build_json(m, &s), JSON_REAL_PRECISION(9), path);
     }
     if (!rc && (!json.on || json.file)) print_text(m, &s);
     qt_model_free(m);

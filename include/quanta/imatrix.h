@@ -1,0 +1,108 @@
+/* quanta/imatrix.h — importance matrices as llama.cpp's llama-imatrix writes
+ * them and llama-quantize reads them (docs/imatrix.md).
+ *
+ * Two file formats:
+ * - GGUF (llama.cpp PR #9400 / #14842; what llama-imatrix writes by
+ *   default): general.type = "imatrix", imatrix.datasets (array of strings),
+ *   imatrix.chunk_count and imatrix.chunk_size (uint32), and for each weight
+ *   tensor T two F32 tensors: T.in_sum2, shape [n_cols, n_experts], the sum
+ *   over tokens of the squared input activation of every column (per expert
+ *   for MoE), and T.counts, shape [1, n_experts], the tokens each expert saw.
+ *   Read and written.
+ * - legacy .dat (`--output-format dat`): int32 entry count; per entry an
+ *   int32 name length, the name, int32 ncall (chunks seen), int32 nval and
+ *   nval float32 values (sum / count * ncall: already normalized, then scaled
+ *   by ncall); then, optionally, int32 chunk count, int32 length and the
+ *   dataset name. All little-endian. Read only.
+ *
+ * The importance weights llama-quantize passes to the quantizers are
+ * in_sum2 / counts per expert (GGUF) and values / ncall (legacy);
+ * qt_imatrix_get computes exactly those floats.
+ */
+#ifndef QUANTA_IMATRIX_H
+#define QUANTA_IMATRIX_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum qt_imatrix_format {
+    QT_IMATRIX_GGUF = 0,
+    QT_IMATRIX_LEGACY = 1, /* .dat */
+} qt_imatrix_format;
+
+/* One weight tensor's statistics, validated: n_values = n_cols * n_counts
+ * for GGUF, every value finite and >= 0, every count >= 0. */
+typedef struct qt_imatrix_entry {
+    const char *name;       /* the weight tensor, e.g. "blk.0.ffn_down.weight" */
+    int64_t n_values;       /* floats stored */
+    int64_t n_cols;         /* GGUF: input columns (in_sum2's ne[0]); legacy: 0 (not recorded) */
+    int64_t n_counts;       /* GGUF: experts, one count each (1 for a dense weight); legacy: 1 */
+    const int64_t *counts;  /* (n_counts) GGUF: tokens seen per expert; legacy: ncall (chunks seen) */
+} qt_imatrix_entry;
+
+typedef struct qt_imatrix qt_imatrix;
+
+/* Map and parse a file of either format (GGUF when it starts with "GGUF",
+ * legacy otherwise). Malformed, truncated or inconsistent files give one
+ * QT_ERR_FORMAT message naming the file, the field and the problem. */
+qt_status qt_imatrix_open(const char *path, qt_imatrix **out);
+/* The same on bytes in memory (they must outlive the result); `name` is used
+ * in messages. */
+qt_status qt_imatrix_parse(const void *data, size_t size, const char *name, qt_imatrix **out);
+void qt_imatrix_close(qt_imatrix *im);
+
+const char *qt_imatrix_name(const qt_imatrix *im);
+qt_imatrix_format qt_imatrix_format_of(const qt_imatrix *im);
+int64_t qt_imatrix_chunk_count(const qt_imatrix *im);  /* chunks the statistics cover (0: not recorded) */
+int64_t qt_imatrix_chunk_size(const qt_imatrix *im);   /* tokens per chunk; 0 for legacy files (not recorded) */
+int64_t qt_imatrix_n_datasets(const qt_imatrix *im);
+const char *qt_imatrix_dataset(const qt_imatrix *im, int64_t i);
+
+/* Entries in file order; find by weight tensor name (NULL when absent). */
+int64_t qt_imatrix_n_entries(const qt_imatrix *im);
+const qt_imatrix_entry *qt_imatrix_entry_at(const qt_imatrix *im, int64_t i);
+const qt_imatrix_entry *qt_imatrix_find(const qt_imatrix *im, const char *name);
+
+/* The stored values of an entry (e->n_values floats): GGUF in_sum2, legacy
+ * values. */
+void qt_imatrix_values(const qt_imatrix *im, const qt_imatrix_entry *e, float *out);
+
+/* The importance weights for weight tensor `name` with rows of n_cols
+ * elements and n_experts experts (1 for a dense weight): n_cols * n_experts
+ * floats, expert-major, as llama-quantize computes them (in_sum2 / count per
+ * expert, 1 where an expert saw no token; legacy: value / ncall).
+ * QT_ERR_NOT_FOUND without a message when the file has no entry (llama-imatrix
+ * collects none for token_embd.weight, nor for output.weight without
+ * --process-output); QT_ERR_SHAPE naming the file and the tensor when the
+ * entry's columns or experts do not match. */
+qt_status qt_imatrix_get(const qt_imatrix *im, const char *name, int64_t n_cols, int64_t n_experts, float *weights);
+
+/* ---- writer (GGUF format) -------------------------------------------------- */
+
+typedef struct qt_imatrix_stat {
+    const char *name;       /* weight tensor name; name + ".in_sum2" at most 63 bytes (ggml's limit) */
+    int64_t n_cols;         /* input columns */
+    int64_t n_experts;      /* 1 for a dense weight */
+    const float *sums;      /* (n_experts, n_cols) sums of squared activations */
+    const int64_t *counts;  /* (n_experts) tokens seen per expert */
+} qt_imatrix_stat;
+
+typedef struct qt_imatrix_info {
+    const char *const *datasets; /* (n_datasets) the calibration files */
+    int64_t n_datasets;
+    int64_t chunk_count;         /* 0 .. UINT32_MAX */
+    int64_t chunk_size;          /* tokens per chunk, 0 .. UINT32_MAX */
+} qt_imatrix_info;
+
+/* Write a GGUF imatrix file as llama-imatrix does: the four metadata keys in
+ * its order, entries sorted by name (byte order), T.in_sum2 then T.counts for
+ * each, alignment 32. Atomic: a failed write leaves nothing at `path`. */
+qt_status qt_imatrix_write(const char *path, const qt_imatrix_stat *stats, int64_t n_stats, const qt_imatrix_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,37 @@
+/* libFuzzer target: the legacy .dat importance-matrix reader (qt_imatrix_parse
+ * on inputs that do not start with the GGUF magic). Every input must either
+ * load or fail with a message that names the input; a loaded file must give
+ * weights for every entry as a dense tensor of its size and refuse a wrong
+ * size. Seeds: tests/fuzz/corpus/fuzz_imatrix_dat/. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quanta.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size >= 4 && !memcmp(data, "GGUF", 4)) return 0;
+    qt_imatrix *im;
+    qt_status s = qt_imatrix_parse(data, size, "fuzz.dat", &im);
+    if (s != QT_OK) {
+        if (strncmp(qt_last_error(), "fuzz.dat: ", 10) != 0) {
+            fprintf(stderr, "error message does not name the input: %s\n", qt_last_error());
+            abort();
+        }
+        return 0;
+    }
+    if (qt_imatrix_format_of(im) != QT_IMATRIX_LEGACY || qt_imatrix_n_entries(im) < 1) abort();
+    for (int64_t i = 0; i < qt_imatrix_n_entries(im); i++) {
+        const qt_imatrix_entry *e = qt_imatrix_entry_at(im, i);
+        if (e->n_counts != 1 || qt_imatrix_find(im, e->name) != e) abort();
+        float *w = malloc((size_t)e->n_values * sizeof *w);
+        if (!w) break;
+        if (qt_imatrix_get(im, e->name, e->n_values, 1, w) != QT_OK) abort();
+        for (int64_t k = 0; k < e->n_values; k++)
+            if (!(w[k] >= 0.0f)) abort();
+        if (qt_imatrix_get(im, e->name, e->n_values + 1, 1, w) != QT_ERR_SHAPE) abort();
+        free(w);
+    }
+    qt_imatrix_close(im);
+    return 0;
+}
