@@ -183,8 +183,10 @@ static const lattice_search SEARCH_IQ3_XXS = {QT_IQ_LATTICE_3XXS, 32, 8, 15, 0.2
 static const lattice_search SEARCH_IQ3_S = {QT_IQ_LATTICE_3S, 32, 8, 9, 0.2f, 0.0f, false, false, REFINE_ALL_IF_OFF};
 
 /* One sub-block of p->n elements: grid indices (n/dims) into idx, sign bytes
- * (n/8) into signs, the scale returned. Returns 0 for an all-zero sub-block
- * (idx and signs unwritten; the block keeps zeros there, as ggml's does). */
+ * (n/8) into signs, the scale returned. An all-zero sub-block returns 0 with
+ * idx and signs unwritten (the block keeps zeros there, as ggml's does); a
+ * scale can also come out 0 with points written (every weight on the
+ * non-zero values 0), and those points are stored, as ggml does. */
 static float lattice_subblock(const lattice_search *p, const qt__iq_lattice *lat, const float *xb, const float *w,
                               uint16_t *idx, uint8_t *signs) {
     const int n = p->n, dims = lat->dims, bits = lat->bits, ng = n / dims, kmaxq = p->kmaxq;
@@ -648,13 +650,17 @@ static void iq1_split_levels(const int *order, int n, int i1, int i2, int8_t *L)
 #define IQ1S_N 32 /* elements per IQ1_S scale */
 #define IQ1M_N 16 /* elements per IQ1_M scale */
 
-/* One IQ1_S sub-block: writes 4 indices, returns the scale (0: zero block)
- * and the shift (+1: x_p, -1: x_m) in *shift. */
-static float iq1s_subblock(const qt__iq_lattice *lat, const float *xb, const float *w, uint16_t *idx, int *shift) {
+/* One IQ1_S sub-block: 4 indices, the scale and the shift (+1: x_p, -1: x_m).
+ * Returns false for a zero sub-block (nothing to store: scale 0, shift +1).
+ * A stored sub-block may still have scale 0 (every weight on its non-zero
+ * values 0); ggml stores its points then, and so do we. */
+static bool iq1s_subblock(const qt__iq_lattice *lat, const float *xb, const float *w, uint16_t *idx, float *scale_out,
+                          int *shift) {
     *shift = 1;
+    *scale_out = 0;
     float max = fabsf(xb[0]);
     for (int i = 1; i < IQ1S_N; i++) max = max > fabsf(xb[i]) ? max : fabsf(xb[i]);
-    if (max < EPS_IQ1_S) return 0;
+    if (max < EPS_IQ1_S) return false;
     int order[IQ1S_N];
     sort_by_value(xb, IQ1S_N, order);
     float sumx[IQ1S_N + 1], sumw[IQ1S_N + 1];
@@ -685,7 +691,7 @@ static float iq1s_subblock(const qt__iq_lattice *lat, const float *xb, const flo
             }
         }
     }
-    if (besti1 < 0 || besti2 < 0 || best_shift == 0) return 0;
+    if (besti1 < 0 || besti2 < 0 || best_shift == 0) return false;
     int8_t L[IQ1S_N];
     iq1_split_levels(order, IQ1S_N, besti1, besti2, L);
     if (scale < 0) {
@@ -697,7 +703,8 @@ static float iq1s_subblock(const qt__iq_lattice *lat, const float *xb, const flo
     const float *const xx[4] = {xs, xs, xs, xs};
     if (!iq1_points(lat, xb, w, scale, xx, IQ1S_N, L, idx)) scale = iq1_refit(lat, xb, w, xx, IQ1S_N, idx, scale);
     *shift = best_shift;
-    return scale;
+    *scale_out = scale;
+    return true;
 }
 
 void qt__quantize_iq1_s(const float *x, void *dst, int64_t n, const float *imatrix) {
@@ -718,8 +725,7 @@ void qt__quantize_iq1_s(const float *x, void *dst, int64_t n, const float *imatr
             const float *xb = xbl + IQ1S_N * ib;
             qt__importance_weights(xb, imatrix + QK_K * ibl + IQ1S_N * ib, sigma2, IQ1S_N, w);
             uint16_t idx[IQ1S_N / 8] = {0};
-            scales[ib] = iq1s_subblock(lat, xb, w, idx, &shifts[ib]);
-            if (scales[ib] == 0) continue;
+            if (!iq1s_subblock(lat, xb, w, idx, &scales[ib], &shifts[ib])) continue;
             uint16_t h = 0;
             for (int k = 0; k < IQ1S_N / 8; k++) {
                 y[ibl].qs[4 * ib + k] = (uint8_t)(idx[k] & 255);
@@ -764,13 +770,16 @@ static const float *iq1m_set(int combo, int k) {
     return (k == 0 ? combo < 2 : combo % 2 == 0) ? IQ1_XP : IQ1_XM;
 }
 
-/* One IQ1_M sub-block of 16: writes 2 indices, returns the scale (0: zero
- * block) and the shift combination in *combo. */
-static float iq1m_subblock(const qt__iq_lattice *lat, const float *xb, const float *w, uint16_t *idx, int *combo) {
+/* One IQ1_M sub-block of 16: 2 indices, the scale and the shift combination.
+ * Returns false for a zero sub-block (scale 0, combination 0); as for IQ1_S
+ * a stored one may have scale 0. */
+static bool iq1m_subblock(const qt__iq_lattice *lat, const float *xb, const float *w, uint16_t *idx, float *scale_out,
+                          int *combo) {
     *combo = 0;
+    *scale_out = 0;
     float max = fabsf(xb[0]);
     for (int i = 1; i < IQ1M_N; i++) max = max > fabsf(xb[i]) ? max : fabsf(xb[i]);
-    if (max < EPS_IQ1_M) return 0;
+    if (max < EPS_IQ1_M) return false;
     int order[IQ1M_N];
     sort_by_value(xb, IQ1M_N, order);
     float best_score = -FLT_MAX, scale = max;
@@ -800,7 +809,7 @@ static float iq1m_subblock(const qt__iq_lattice *lat, const float *xb, const flo
             }
         }
     }
-    if (besti1 < 0 || besti2 < 0 || best_k < 0) return 0;
+    if (besti1 < 0 || besti2 < 0 || best_k < 0) return false;
     int8_t L[IQ1M_N];
     iq1_split_levels(order, IQ1M_N, besti1, besti2, L);
     if (scale < 0) {
@@ -811,7 +820,8 @@ static float iq1m_subblock(const qt__iq_lattice *lat, const float *xb, const flo
     const float *const xx[2] = {iq1m_set(best_k, 0), iq1m_set(best_k, 1)};
     if (!iq1_points(lat, xb, w, scale, xx, IQ1M_N, L, idx)) scale = iq1_refit(lat, xb, w, xx, IQ1M_N, idx, scale);
     *combo = best_k;
-    return scale;
+    *scale_out = scale;
+    return true;
 }
 
 void qt__quantize_iq1_m(const float *x, void *dst, int64_t n, const float *imatrix) {
@@ -833,8 +843,7 @@ void qt__quantize_iq1_m(const float *x, void *dst, int64_t n, const float *imatr
             const float *xb = xbl + IQ1M_N * ib;
             subblock_weights(xb, qwbl ? qwbl + IQ1M_N * ib : NULL, sigma2, 0, IQ1M_N, w);
             uint16_t idx[2] = {0, 0};
-            scales[ib] = iq1m_subblock(lat, xb, w, idx, &combos[ib]);
-            if (scales[ib] == 0) continue;
+            if (!iq1m_subblock(lat, xb, w, idx, &scales[ib], &combos[ib])) continue;
             y[ibl].qs[2 * ib] = (uint8_t)(idx[0] & 255);
             y[ibl].qs[2 * ib + 1] = (uint8_t)(idx[1] & 255);
             y[ibl].qh[ib] = (uint8_t)((idx[0] >> 8) | ((idx[1] >> 8) << 4));

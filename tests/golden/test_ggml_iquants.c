@@ -11,7 +11,15 @@
  * row, the block and the byte. Dequantization is checked against a decoder
  * written element by element from ggml-common.h's layout description, and
  * through quantize/dequantize properties.
+ *
+ * `test_ggml_iquants --ggml LIBGGML_BASE_SO` instead runs a differential
+ * check against ggml itself (tests/interop/test_iquants_ggml.sh passes
+ * node-llama-cpp's prebuilt libggml-base.so): ggml_quantize_chunk and
+ * dequantize_row_* from that library against ours, on rows built to hit the
+ * corners (ties, zeros, outliers, tiny and huge values, zero weights), with
+ * and without importance weights.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include "qtest.h"
@@ -457,7 +465,117 @@ static void test_threads_same_bytes(void) {
     free(x);
 }
 
-int main(void) {
+/* ---- differential check against a ggml library (--ggml) ------------------------------ */
+
+typedef size_t (*ggml_quantize_chunk_fn)(int type, const float *src, void *dst, int64_t start, int64_t nrows,
+                                         int64_t n_per_row, const float *imatrix);
+typedef void (*ggml_dequantize_fn)(const void *src, float *dst, int64_t k);
+
+#define DF_COLS 1024
+#define DF_ROWS 48
+
+static uint32_t df_rand(uint32_t *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return *s >> 8;
+}
+static float df_unif(uint32_t *s) { return (float)df_rand(s) / 16777216.0f; }
+
+/* Row r of the differential inputs; kind = r % 12. */
+static void df_row(int r, float *x) {
+    uint32_t s = 0x9E3779B9u * (uint32_t)(r + 1);
+    const int kind = r % 12;
+    for (int i = 0; i < DF_COLS; i++) {
+        float g = df_unif(&s) + df_unif(&s) + df_unif(&s) + df_unif(&s) - 2.0f;
+        switch (kind) {
+        case 0: x[i] = 0.02f * g; break;                                    /* Gaussian-ish */
+        case 1: x[i] = 0.05f * g * g * g; break;                            /* heavy tails */
+        case 2: x[i] = 0.01f * (float)(int)(4 * g); break;                  /* few levels: many ties */
+        case 3: x[i] = df_unif(&s) < 0.8f ? 0.0f : g; break;                /* sparse */
+        case 4: x[i] = 0.125f; break;                                       /* constant */
+        case 5: x[i] = 1e-9f * g; break;                                    /* tiny */
+        case 6: x[i] = 3e3f * g; break;                                     /* huge */
+        case 7: x[i] = (i % 97 == 0 ? 5.0f : 0.01f) * g; break;             /* outliers */
+        case 8: x[i] = i < 256 ? 0.0f : 0.02f * g; break;                   /* a zero super-block */
+        case 9: x[i] = qt_fp16_to_f32(qt_f32_to_fp16(0.02f * g)); break;    /* fp16 values (ties) */
+        case 10: x[i] = i % 2 ? -fabsf(0.03f * g) : fabsf(0.03f * g); break; /* alternating signs */
+        default: x[i] = (i % 32 < 4 ? 1e-3f : 0.04f) * g; break;            /* small sub-blocks */
+        }
+    }
+}
+
+/* Importance weights; variant 0: uneven positive, 1: some exactly 0, 2: huge range. */
+static void df_imatrix(int variant, float *w) {
+    uint32_t s = 12345u + (uint32_t)variant;
+    for (int i = 0; i < DF_COLS; i++) {
+        const float u = df_unif(&s);
+        w[i] = variant == 0 ? 0.1f + u : variant == 1 ? (u < 0.2f ? 0.0f : u) : powf(10.0f, 6.0f * u - 3.0f);
+    }
+}
+
+static int run_ggml_diff(const char *lib) {
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "test_ggml_iquants: cannot load %s: %s\n", lib, dlerror());
+        return 1;
+    }
+    ggml_quantize_chunk_fn chunk = (ggml_quantize_chunk_fn)dlsym(h, "ggml_quantize_chunk");
+    static const char *deq_names[] = {"dequantize_row_iq1_s",  "dequantize_row_iq1_m",  "dequantize_row_iq2_xxs",
+                                      "dequantize_row_iq2_xs", "dequantize_row_iq2_s",  "dequantize_row_iq3_xxs",
+                                      "dequantize_row_iq3_s"};
+    int failed = !chunk;
+    float *x = malloc(sizeof(float) * DF_ROWS * DF_COLS), *w = malloc(sizeof(float) * DF_COLS);
+    float *y_ours = malloc(sizeof(float) * DF_ROWS * DF_COLS), *y_ggml = malloc(sizeof(float) * DF_ROWS * DF_COLS);
+    const size_t max_bytes = DF_ROWS * qt_row_size(QT_TYPE_IQ3_S, DF_COLS);
+    uint8_t *q_ours = malloc(max_bytes), *q_ggml = malloc(max_bytes);
+    for (int r = 0; r < DF_ROWS; r++) df_row(r, x + (size_t)r * DF_COLS);
+    for (int k = 0; chunk && k < N_IQ; k++) {
+        const qt_type t = IQ_TYPES[k];
+        ggml_dequantize_fn deq = (ggml_dequantize_fn)dlsym(h, deq_names[k]);
+        const size_t row_bytes = qt_row_size(t, DF_COLS), bytes = row_bytes * DF_ROWS;
+        for (int variant = qt_type_requires_imatrix(t) ? 0 : -1; variant < 3; variant++) {
+            if (variant >= 0) df_imatrix(variant, w);
+            const float *im = variant >= 0 ? w : NULL;
+            memset(q_ggml, 0, bytes);
+            chunk((int)t, x, q_ggml, 0, DF_ROWS, DF_COLS, im);
+            if (qt_quantize_rows(t, x, q_ours, DF_ROWS, DF_COLS, im) != QT_OK) {
+                fprintf(stderr, "  %s: %s\n", qt_type_get(t)->name, qt_last_error());
+                failed++;
+                continue;
+            }
+            int rows_diff = 0, first = -1;
+            for (int r = 0; r < DF_ROWS; r++)
+                if (memcmp(q_ours + r * row_bytes, q_ggml + r * row_bytes, row_bytes) != 0) {
+                    rows_diff++;
+                    if (first < 0) first = r;
+                    if (getenv("QT_IQ_DEBUG"))
+                        for (size_t b = 0; b < row_bytes; b++)
+                            if (q_ours[r * row_bytes + b] != q_ggml[r * row_bytes + b])
+                                fprintf(stderr, "    row %d byte %zu (block %zu +%zu): ours %02x ggml %02x\n", r, b,
+                                        b / qt_type_get(t)->block_bytes, b % qt_type_get(t)->block_bytes,
+                                        q_ours[r * row_bytes + b], q_ggml[r * row_bytes + b]);
+                }
+            int vals_diff = -1;
+            if (deq) {
+                deq(q_ggml, y_ggml, (int64_t)DF_ROWS * DF_COLS);
+                qt_dequantize_rows(t, q_ggml, y_ours, DF_ROWS, DF_COLS);
+                vals_diff = 0;
+                for (size_t i = 0; i < (size_t)DF_ROWS * DF_COLS; i++)
+                    vals_diff += memcmp(&y_ours[i], &y_ggml[i], sizeof(float)) != 0;
+            }
+            fprintf(stderr, "  %-8s imatrix %-4s: %2d of %d rows differ (first: row kind %d); dequantize: %d values differ\n",
+                    qt_type_get(t)->name, variant < 0 ? "none" : variant == 0 ? "A" : variant == 1 ? "B" : "C",
+                    rows_diff, DF_ROWS, first >= 0 ? first % 12 : -1, vals_diff);
+            failed += rows_diff != 0 || vals_diff != 0;
+        }
+    }
+    free(x), free(w), free(y_ours), free(y_ggml), free(q_ours), free(q_ggml);
+    dlclose(h);
+    fprintf(stderr, "test_ggml_iquants --ggml: %s\n", failed ? "FAILED" : "every row identical");
+    return failed ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--ggml")) return run_ggml_diff(argv[2]);
     QT_RUN(test_threads_same_bytes); /* first: the tables are not built yet */
     QT_RUN(test_file_iq1_s);
     QT_RUN(test_file_iq1_m);
