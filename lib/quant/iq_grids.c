@@ -470,28 +470,29 @@ static int reachable(const lattice_def *d, uint32_t u) {
 }
 
 /* Squared distances from code u's coordinates to every point (d2), and the
- * largest distance its neighbour list keeps (the n_want-th smallest distinct
- * one, or the largest if there are fewer). Returns the list length. */
-static int distances(const lattice_def *d, const int8_t *pos, uint32_t u, uint16_t *d2, int *keep_max) {
+ * distinct distances its neighbour list keeps: the n_want smallest (fewer if
+ * there are not that many), ascending, into keep[]. Returns the list length. */
+static int distances(const lattice_def *d, const int8_t *pos, uint32_t u, uint16_t *d2, int *keep, int *n_keep) {
     int8_t q[8];
     const uint32_t mask = (1u << d->bits) - 1;
     for (int i = 0; i < d->dims; i++) q[i] = (int8_t)(2 * ((u >> (d->bits * i)) & mask) + 1);
     static_assert(MAX_D2 < 65536, "distances fit uint16_t");
-    unsigned char seen[MAX_D2 + 1];
-    memset(seen, 0, sizeof seen);
+    uint16_t count[MAX_D2 + 1];
+    memset(count, 0, sizeof count);
     for (int j = 0; j < d->n_points; j++) {
         const int8_t *p = pos + (size_t)j * d->dims;
         int s = 0;
         for (int i = 0; i < d->dims; i++) s += (p[i] - q[i]) * (p[i] - q[i]);
         d2[j] = (uint16_t)s;
-        seen[s] = 1;
+        count[s]++;
     }
-    int have = 0, last = 0;
-    for (int s = 0; s <= MAX_D2 && have < d->n_want; s++)
-        if (seen[s]) { have++; last = s; }
     int n = 0;
-    for (int j = 0; j < d->n_points; j++) n += d2[j] <= last;
-    *keep_max = last;
+    *n_keep = 0;
+    for (int s = 0; s <= MAX_D2 && *n_keep < d->n_want; s++)
+        if (count[s]) {
+            keep[(*n_keep)++] = s;
+            n += count[s];
+        }
     return n;
 }
 
@@ -501,40 +502,45 @@ static int build(qt__iq_lattice_id id) {
     const uint32_t n_codes = 1u << (d->bits * d->dims);
     const uint32_t mask = (1u << d->bits) - 1;
     int8_t *pos = malloc((size_t)d->n_points * d->dims);
+    float *posf = malloc(sizeof(float) * (size_t)d->n_points * (size_t)d->dims);
     int32_t *map = malloc(sizeof(int32_t) * n_codes);
     uint16_t *d2 = malloc(sizeof(uint16_t) * d->n_points);
     uint16_t *nb = NULL;
-    if (!pos || !map || !d2) goto fail;
+    if (!pos || !posf || !map || !d2) goto fail;
     for (int j = 0; j < d->n_points; j++)
-        for (int i = 0; i < d->dims; i++)
+        for (int i = 0; i < d->dims; i++) {
             pos[(size_t)j * d->dims + i] = (int8_t)(2 * ((d->codes[j] >> (d->bits * i)) & mask) + 1);
+            posf[(size_t)j * d->dims + i] = (float)pos[(size_t)j * d->dims + i];
+        }
     for (uint32_t u = 0; u < n_codes; u++) map[u] = QT_IQ_UNREACHABLE;
     for (int j = 0; j < d->n_points; j++) map[d->codes[j]] = j;
 
     /* Pass 1: list lengths, to size one allocation; pass 2: the lists. */
     size_t total = 0;
-    int keep_max;
+    int keep[3], n_keep;
     for (uint32_t u = 0; u < n_codes; u++)
-        if (map[u] == QT_IQ_UNREACHABLE && reachable(d, u)) total += 1 + (size_t)distances(d, pos, u, d2, &keep_max);
+        if (map[u] == QT_IQ_UNREACHABLE && reachable(d, u))
+            total += 1 + (size_t)distances(d, pos, u, d2, keep, &n_keep);
     if (total > (size_t)INT32_MAX) goto fail;
     nb = malloc(sizeof(uint16_t) * (total ? total : 1));
     if (!nb) goto fail;
     size_t at = 0;
     for (uint32_t u = 0; u < n_codes; u++) {
         if (map[u] != QT_IQ_UNREACHABLE || !reachable(d, u)) continue;
-        const int n = distances(d, pos, u, d2, &keep_max);
+        const int n = distances(d, pos, u, d2, keep, &n_keep);
         map[u] = -(int32_t)at - 1;
         nb[at++] = (uint16_t)n;
         /* by distance, then by point index: ggml sorts (distance, index) pairs */
-        for (int s = 0; s <= keep_max; s++)
+        for (int k = 0; k < n_keep; k++)
             for (int j = 0; j < d->n_points; j++)
-                if (d2[j] == s) nb[at++] = (uint16_t)j;
+                if (d2[j] == keep[k]) nb[at++] = (uint16_t)j;
     }
     free(d2);
-    *lat = (qt__iq_lattice){d->n_points, d->dims, d->bits, d->codes, pos, map, nb};
+    *lat = (qt__iq_lattice){d->n_points, d->dims, d->bits, d->codes, pos, posf, map, nb};
     return 1;
 fail:
     free(pos);
+    free(posf);
     free(map);
     free(d2);
     free(nb);
@@ -555,4 +561,30 @@ const qt__iq_lattice *qt__iq_lattice_get(qt__iq_lattice_id id) {
     if ((unsigned)id >= QT_IQ_LATTICE_COUNT) return NULL;
     pthread_once(&once[id], builders[id]);
     return built_ok[id] ? &lattices[id] : NULL;
+}
+
+/* ---- value grids ---------------------------------------------------------------------- */
+
+static int8_t values_2xxs[256 * 8], values_2xs[512 * 8], values_2s[1024 * 8], values_1s[2048 * 8];
+static int8_t values_3xxs[256 * 4], values_3s[512 * 4];
+static int8_t *const values[QT_IQ_LATTICE_COUNT] = {values_2xxs, values_2xs, values_2s,
+                                                    values_1s,   values_3xxs, values_3s};
+static const int8_t *const level_values[QT_IQ_LATTICE_COUNT] = {qt__iq_levels_2, qt__iq_levels_2, qt__iq_levels_2,
+                                                                qt__iq_levels_1, qt__iq_levels_3xxs, qt__iq_levels_3s};
+static pthread_once_t values_once = PTHREAD_ONCE_INIT;
+
+static void build_values(void) {
+    for (int id = 0; id < QT_IQ_LATTICE_COUNT; id++) {
+        const lattice_def *d = &defs[id];
+        const unsigned mask = (1u << d->bits) - 1;
+        for (int j = 0; j < d->n_points; j++)
+            for (int i = 0; i < d->dims; i++)
+                values[id][j * d->dims + i] = level_values[id][(d->codes[j] >> (d->bits * i)) & mask];
+    }
+}
+
+const int8_t *qt__iq_values(qt__iq_lattice_id id) {
+    if ((unsigned)id >= QT_IQ_LATTICE_COUNT) return NULL;
+    pthread_once(&values_once, build_values);
+    return values[id];
 }

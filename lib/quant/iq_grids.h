@@ -47,6 +47,11 @@ extern const int8_t qt__iq_levels_3xxs[8];
 extern const int8_t qt__iq_levels_3s[8];
 extern const int8_t qt__iq_levels_1[3];
 
+/* The value grid of code book id, as ggml-common.h holds it: (n_points,
+ * dims) level values (qt__iq_levels_*), the dequantizers' lookup. Built on
+ * first call (thread-safe, a few KiB, static storage: cannot fail). */
+const int8_t *qt__iq_values(qt__iq_lattice_id id);
+
 /* map[] value of a level code the quantizers can never produce (a 2-bit
  * code with a level 3 in it). */
 #define QT_IQ_UNREACHABLE INT32_MIN
@@ -57,6 +62,7 @@ typedef struct qt__iq_lattice {
     int bits;                /* bits per level in a code: 2 or 3 */
     const uint16_t *codes;   /* (n_points) packed level codes */
     int8_t *pos;             /* (n_points, dims) 2*level + 1, the quantizers' coordinates */
+    float *posf;             /* (n_points, dims) the same as floats (the neighbour searches' hot loop) */
     int32_t *map;            /* (1 << bits*dims) point index, or -(1 + offset into neighbours) */
     uint16_t *neighbours;    /* per off-lattice code: count, then that many point indices */
 } qt__iq_lattice;

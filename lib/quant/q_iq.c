@@ -96,18 +96,20 @@ static uint8_t fold_signs8(const float *xb, const float *w, float *xval, bool ev
 
 /* ggml iq2/iq3_find_best_neighbour: the neighbour of off-lattice code u
  * closest to xval at this scale, error weighted by w (first one on ties).
- * Writes its levels to L and returns its index. */
-static int best_neighbour(const qt__iq_lattice *lat, uint32_t u, const float *xval, const float *w, float scale,
-                          int8_t *L) {
+ * Writes its levels to L and returns its index. DIMS is a constant at each
+ * call site (4 or 8), so the coordinate loop unrolls; this is the
+ * quantizers' hot loop. */
+static inline __attribute__((always_inline)) int best_neighbour_dims(const qt__iq_lattice *lat, uint32_t u,
+                                                                     const float *xval, const float *w, float scale,
+                                                                     int8_t *L, const int DIMS) {
     const uint16_t *nb = qt__iq_neighbours(lat, u);
-    const int dims = lat->dims;
     float best_d2 = FLT_MAX;
     int best = nb[1];
     for (int j = 1; j <= nb[0]; j++) {
-        const int8_t *p = lat->pos + (size_t)nb[j] * dims;
+        const float *p = lat->posf + (size_t)nb[j] * DIMS;
         float d2 = 0;
-        for (int i = 0; i < dims; i++) {
-            const float diff = scale * (float)p[i] - xval[i];
+        for (int i = 0; i < DIMS; i++) {
+            const float diff = scale * p[i] - xval[i];
             d2 += w[i] * diff * diff;
         }
         if (d2 < best_d2) {
@@ -115,9 +117,15 @@ static int best_neighbour(const qt__iq_lattice *lat, uint32_t u, const float *xv
             best = nb[j];
         }
     }
-    const int8_t *p = lat->pos + (size_t)best * dims;
-    for (int i = 0; i < dims; i++) L[i] = (int8_t)((p[i] - 1) / 2);
+    const int8_t *p = lat->pos + (size_t)best * DIMS;
+    for (int i = 0; i < DIMS; i++) L[i] = (int8_t)((p[i] - 1) / 2);
     return best;
+}
+
+static int best_neighbour(const qt__iq_lattice *lat, uint32_t u, const float *xval, const float *w, float scale,
+                          int8_t *L) {
+    return lat->dims == 8 ? best_neighbour_dims(lat, u, xval, w, scale, L, 8)
+                          : best_neighbour_dims(lat, u, xval, w, scale, L, 4);
 }
 
 /* Levels of dims values at inverse scale id, clamped to 0..kmaxq-1, into L;
@@ -310,8 +318,31 @@ void qt__quantize_iq2_xxs(const float *x, void *dst, int64_t n, const float *ima
     }
 }
 
+/* 8 sign bits from 7 stored ones: the eighth makes the number of negatives
+ * even (ggml ksigns_iq2xs). */
+static inline uint32_t signs_from7(uint32_t s7) {
+    uint32_t p = s7 ^ (s7 >> 4); /* parity by folding: no POPCNT in baseline x86-64 */
+    p ^= p >> 2;
+    p ^= p >> 1;
+    return s7 | ((p & 1) << 7);
+}
+
+/* One group of n values of a value grid (vals) times db; sign bit j of s
+ * negates element j. Negation flips the float's sign bit, exactly what
+ * ggml's multiplication by -1 does; done on the bits it needs no branch. */
+static inline void put_group(float *y, const int8_t *vals, uint32_t s, float db, const int n) {
+    for (int j = 0; j < n; j++) {
+        const float v = db * (float)vals[j];
+        uint32_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        bits ^= ((s >> j) & 1u) << 31;
+        memcpy(&y[j], &bits, sizeof bits);
+    }
+}
+
 void qt__dequantize_iq2_xxs(const void *src, float *y, int64_t n) {
     const block_iq2_xxs *x = src;
+    const int8_t *grid = qt__iq_values(QT_IQ_LATTICE_2XXS);
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = qt_fp16_to_f32(x[i].d);
         const uint8_t *q = (const uint8_t *)x[i].qs;
@@ -319,15 +350,7 @@ void qt__dequantize_iq2_xxs(const void *src, float *y, int64_t n) {
             uint32_t sc;
             memcpy(&sc, q + 4, sizeof sc);
             const float db = d * (0.5f + (float)(sc >> 28)) * 0.25f;
-            for (int l = 0; l < 4; l++) {
-                const uint16_t code = qt__iq_codes_2xxs[q[l]];
-                const uint32_t s7 = (sc >> (7 * l)) & 127;
-                const uint32_t s = s7 | ((uint32_t)(__builtin_popcount(s7) & 1) << 7);
-                for (int j = 0; j < 8; j++) {
-                    const float v = db * (float)qt__iq_levels_2[(code >> (2 * j)) & 3];
-                    *y++ = (s >> j) & 1 ? -v : v;
-                }
-            }
+            for (int l = 0; l < 4; l++, y += 8) put_group(y, grid + 8 * q[l], signs_from7((sc >> (7 * l)) & 127), db, 8);
         }
     }
 }
@@ -364,17 +387,9 @@ void qt__quantize_iq2_xs(const float *x, void *dst, int64_t n, const float *imat
     }
 }
 
-/* One group of 8 from a 2-bit code book: level values times db, sign bit j
- * of s negating element j. */
-static inline void put_group8(float *y, uint16_t code, uint32_t s, float db) {
-    for (int j = 0; j < 8; j++) {
-        const float v = db * (float)qt__iq_levels_2[(code >> (2 * j)) & 3];
-        y[j] = (s >> j) & 1 ? -v : v;
-    }
-}
-
 void qt__dequantize_iq2_xs(const void *src, float *y, int64_t n) {
     const block_iq2_xs *x = src;
+    const int8_t *grid = qt__iq_values(QT_IQ_LATTICE_2XS);
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = qt_fp16_to_f32(x[i].d);
         for (int ib = 0; ib < QK_K / 32; ib++) {
@@ -382,9 +397,7 @@ void qt__dequantize_iq2_xs(const void *src, float *y, int64_t n) {
                                  d * (0.5f + (float)(x[i].scales[ib] >> 4)) * 0.25f};
             for (int l = 0; l < 4; l++, y += 8) {
                 const uint16_t q = x[i].qs[4 * ib + l];
-                const uint32_t s7 = q >> 9;
-                put_group8(y, qt__iq_codes_2xs[q & 511], s7 | ((uint32_t)(__builtin_popcount(s7) & 1) << 7),
-                           db[l / 2]);
+                put_group(y, grid + 8 * (q & 511), signs_from7(q >> 9), db[l / 2], 8);
             }
         }
     }
@@ -424,6 +437,7 @@ void qt__quantize_iq2_s(const float *x, void *dst, int64_t n, const float *imatr
 
 void qt__dequantize_iq2_s(const void *src, float *y, int64_t n) {
     const block_iq2_s *x = src;
+    const int8_t *grid = qt__iq_values(QT_IQ_LATTICE_2S);
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = qt_fp16_to_f32(x[i].d);
         const uint8_t *qs = x[i].qs, *signs = x[i].qs + QK_K / 8;
@@ -433,7 +447,7 @@ void qt__dequantize_iq2_s(const void *src, float *y, int64_t n) {
             for (int l = 0; l < 4; l++, y += 8) {
                 const int g = 4 * ib + l;
                 const int index = qs[g] | (((x[i].qh[ib] >> (2 * l)) & 3) << 8);
-                put_group8(y, qt__iq_codes_2s[index], signs[g], db[l / 2]);
+                put_group(y, grid + 8 * index, signs[g], db[l / 2], 8);
             }
         }
     }
@@ -472,16 +486,9 @@ void qt__quantize_iq3_xxs(const float *x, void *dst, int64_t n, const float *ima
     }
 }
 
-/* One group of 4 from a 3-bit code book (level values vals). */
-static inline void put_group4(float *y, uint16_t code, const int8_t *vals, uint32_t s, float db) {
-    for (int j = 0; j < 4; j++) {
-        const float v = db * (float)vals[(code >> (3 * j)) & 7];
-        y[j] = (s >> j) & 1 ? -v : v;
-    }
-}
-
 void qt__dequantize_iq3_xxs(const void *src, float *y, int64_t n) {
     const block_iq3_xxs *x = src;
+    const int8_t *grid = qt__iq_values(QT_IQ_LATTICE_3XXS);
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = qt_fp16_to_f32(x[i].d);
         const uint8_t *qs = x[i].qs;
@@ -490,10 +497,9 @@ void qt__dequantize_iq3_xxs(const void *src, float *y, int64_t n) {
             memcpy(&sc, x[i].qs + QK_K / 4 + 4 * ib, sizeof sc);
             const float db = d * (0.5f + (float)(sc >> 28)) * 0.5f;
             for (int l = 0; l < 4; l++, y += 8) {
-                const uint32_t s7 = (sc >> (7 * l)) & 127;
-                const uint32_t s = s7 | ((uint32_t)(__builtin_popcount(s7) & 1) << 7);
-                put_group4(y, qt__iq_codes_3xxs[qs[2 * l]], qt__iq_levels_3xxs, s, db);
-                put_group4(y + 4, qt__iq_codes_3xxs[qs[2 * l + 1]], qt__iq_levels_3xxs, s >> 4, db);
+                const uint32_t s = signs_from7((sc >> (7 * l)) & 127);
+                put_group(y, grid + 4 * qs[2 * l], s, db, 4);
+                put_group(y + 4, grid + 4 * qs[2 * l + 1], s >> 4, db, 4);
             }
         }
     }
@@ -531,6 +537,7 @@ void qt__quantize_iq3_s(const float *x, void *dst, int64_t n, const float *imatr
 
 void qt__dequantize_iq3_s(const void *src, float *y, int64_t n) {
     const block_iq3_s *x = src;
+    const int8_t *grid = qt__iq_values(QT_IQ_LATTICE_3S);
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = qt_fp16_to_f32(x[i].d);
         for (int ib = 0; ib < QK_K / 32; ib++) {
@@ -542,8 +549,8 @@ void qt__dequantize_iq3_s(const void *src, float *y, int64_t n) {
                 const uint8_t s = x[i].signs[4 * ib + l];
                 const int i1 = qs[2 * l] | (((qh >> (2 * l)) & 1) << 8);
                 const int i2 = qs[2 * l + 1] | (((qh >> (2 * l + 1)) & 1) << 8);
-                put_group4(y, qt__iq_codes_3s[i1], qt__iq_levels_3s, s, db);
-                put_group4(y + 4, qt__iq_codes_3s[i2], qt__iq_levels_3s, (uint32_t)s >> 4, db);
+                put_group(y, grid + 4 * i1, s, db, 4);
+                put_group(y + 4, grid + 4 * i2, (uint32_t)s >> 4, db, 4);
             }
         }
     }
@@ -748,6 +755,7 @@ void qt__quantize_iq1_s(const float *x, void *dst, int64_t n, const float *imatr
 
 void qt__dequantize_iq1_s(const void *src, float *y, int64_t n) {
     const block_iq1_s *x = src;
+    const int8_t *grid = qt__iq_values(QT_IQ_LATTICE_1S);
     for (int64_t i = 0; i < n / QK_K; i++) {
         const float d = qt_fp16_to_f32(x[i].d);
         for (int ib = 0; ib < QK_K / 32; ib++) {
@@ -755,8 +763,8 @@ void qt__dequantize_iq1_s(const void *src, float *y, int64_t n) {
             const float dl = d * (float)(2 * ((qh >> 12) & 7) + 1);
             const float delta = qh & 0x8000 ? -QT_IQ1S_DELTA : QT_IQ1S_DELTA;
             for (int l = 0; l < 4; l++) {
-                const uint16_t code = qt__iq_codes_1s[x[i].qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)];
-                for (int j = 0; j < 8; j++) *y++ = dl * ((float)qt__iq_levels_1[(code >> (2 * j)) & 3] + delta);
+                const int8_t *g = grid + 8 * (x[i].qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8));
+                for (int j = 0; j < 8; j++) *y++ = dl * ((float)g[j] + delta);
             }
         }
     }
@@ -887,6 +895,7 @@ void qt__quantize_iq1_m(const float *x, void *dst, int64_t n, const float *imatr
 
 void qt__dequantize_iq1_m(const void *src, float *y, int64_t n) {
     const block_iq1_m *x = src;
+    const int8_t *grid = qt__iq_values(QT_IQ_LATTICE_1S);
     for (int64_t i = 0; i < n / QK_K; i++) {
         uint16_t sc[4];
         memcpy(sc, x[i].scales, sizeof sc);
@@ -897,8 +906,8 @@ void qt__dequantize_iq1_m(const void *src, float *y, int64_t n) {
             const uint8_t qh = x[i].qh[ib];
             for (int k = 0; k < 2; k++) {
                 const float delta = (qh >> (4 * k)) & 0x08 ? -QT_IQ1S_DELTA : QT_IQ1S_DELTA;
-                const uint16_t code = qt__iq_codes_1s[x[i].qs[2 * ib + k] | (((qh >> (4 * k)) & 7) << 8)];
-                for (int j = 0; j < 8; j++) *y++ = dl * ((float)qt__iq_levels_1[(code >> (2 * j)) & 3] + delta);
+                const int8_t *g = grid + 8 * (x[i].qs[2 * ib + k] | (((qh >> (4 * k)) & 7) << 8));
+                for (int j = 0; j < 8; j++) *y++ = dl * ((float)g[j] + delta);
             }
         }
     }

@@ -313,13 +313,14 @@ static void synth(float *x, int64_t n, uint32_t seed) {
 #define PR_COLS 512
 
 /* Quantize -> dequantize of Gaussian rows: relative RMSE within what each
- * format is known to reach, ordered by bits per weight, and every value
- * finite. Weights: ones (importance-free), except required. */
+ * format reaches (bounds about 20 % above what this build measures),
+ * ordered by bits per weight, and every value finite. Weights: an uneven
+ * per-column profile for every type. */
 static void test_round_trip_error(void) {
     static const qt_type by_bits[] = {QT_TYPE_IQ1_S,  QT_TYPE_IQ1_M,   QT_TYPE_IQ2_XXS, QT_TYPE_IQ2_XS,
                                       QT_TYPE_IQ2_S,  QT_TYPE_IQ3_XXS, QT_TYPE_IQ3_S};
-    /* measured about 0.64, 0.55, 0.42, 0.35, 0.31, 0.21, 0.17 */
-    static const double max_rel[] = {0.8, 0.7, 0.55, 0.45, 0.4, 0.3, 0.25};
+    /* measured 0.497, 0.469, 0.351, 0.311, 0.253, 0.194, 0.140 */
+    static const double max_rel[] = {0.6, 0.56, 0.42, 0.37, 0.3, 0.23, 0.17};
     float *x = malloc(sizeof(float) * PR_ROWS * PR_COLS), *y = malloc(sizeof(float) * PR_ROWS * PR_COLS);
     float w[PR_COLS];
     uint8_t *q = malloc(PR_ROWS * PR_COLS);
