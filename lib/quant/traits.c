@@ -172,9 +172,8 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .vec_dot = qt__dot_iq4_xs_q8_K_ref,
     },
 
-    /* ---- i-quants below 4 bits (lib/quant/q_iq.c). No dot kernel yet: the
-     * engine dequantizes their rows (vec_dot NULL); vec_dot_type is what
-     * llama.cpp pairs them with. ---- */
+    /* ---- i-quants below 4 bits (codecs lib/quant/q_iq.c, dot kernels
+     * lib/quant/dot_iq.c) ---- */
     [QT_TYPE_IQ2_XXS] = {
         .name = "iq2_xxs", .type = QT_TYPE_IQ2_XXS,
         .block_elems = 256, .block_bytes = 66,
@@ -182,7 +181,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = qt__dequantize_iq2_xxs,
         .from_float = qt__quantize_iq2_xxs,
         .vec_dot_type = QT_TYPE_Q8_K,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_iq2_xxs_q8_K_ref,
     },
 
     [QT_TYPE_IQ2_XS] = {
@@ -192,7 +191,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = qt__dequantize_iq2_xs,
         .from_float = qt__quantize_iq2_xs,
         .vec_dot_type = QT_TYPE_Q8_K,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_iq2_xs_q8_K_ref,
     },
 
     [QT_TYPE_IQ2_S] = {
@@ -202,7 +201,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = qt__dequantize_iq2_s,
         .from_float = qt__quantize_iq2_s,
         .vec_dot_type = QT_TYPE_Q8_K,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_iq2_s_q8_K_ref,
     },
 
     [QT_TYPE_IQ3_XXS] = {
@@ -212,7 +211,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = qt__dequantize_iq3_xxs,
         .from_float = qt__quantize_iq3_xxs,
         .vec_dot_type = QT_TYPE_Q8_K,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_iq3_xxs_q8_K_ref,
     },
 
     [QT_TYPE_IQ3_S] = {
@@ -222,7 +221,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = qt__dequantize_iq3_s,
         .from_float = qt__quantize_iq3_s,
         .vec_dot_type = QT_TYPE_Q8_K,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_iq3_s_q8_K_ref,
     },
 
     [QT_TYPE_IQ1_S] = {
@@ -232,7 +231,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = qt__dequantize_iq1_s,
         .from_float = qt__quantize_iq1_s,
         .vec_dot_type = QT_TYPE_Q8_K,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_iq1_s_q8_K_ref,
     },
 
     [QT_TYPE_IQ1_M] = {
@@ -242,7 +241,7 @@ qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .to_float_ref = qt__dequantize_iq1_m,
         .from_float = qt__quantize_iq1_m,
         .vec_dot_type = QT_TYPE_Q8_K,
-        .vec_dot = NULL,
+        .vec_dot = qt__dot_iq1_m_q8_K_ref,
     },
     /* ---- end of i-quants below 4 bits ---- */
 

@@ -18,6 +18,11 @@
  * dequantize_row_* from that library against ours, on rows built to hit the
  * corners (ties, zeros, outliers, tiny and huge values, zero weights), with
  * and without importance weights.
+ *
+ * `test_ggml_iquants --logits DIR` writes, for test_iquants_ggml.mjs, our
+ * engine's logits on 32 fixed tokens for each of the seven reference files
+ * (DIR/<FTYPE>.logits.f32, DIR/tokens.txt), to compare with llama.cpp
+ * running the same files.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -25,6 +30,7 @@
 #include "qtest.h"
 #include "quanta.h"
 #include "quant/blocks.h"
+#include "quant/dot.h"
 #include "quant/iq_grids.h"
 
 static const qt_type IQ_TYPES[] = {QT_TYPE_IQ1_S,   QT_TYPE_IQ1_M,   QT_TYPE_IQ2_XXS, QT_TYPE_IQ2_XS,
@@ -426,6 +432,42 @@ static void test_edge_blocks(void) {
     }
 }
 
+/* vec_dot (q8_K activations) equals the dot product of the two dequantized
+ * rows: the kernels sum exactly in integers, so only float rounding of the
+ * per-block products separates them (bound: 1e-5 of sum |w||a|). */
+static void test_vec_dot(void) {
+    float *x = malloc(sizeof(float) * PR_ROWS * PR_COLS), *a = malloc(sizeof(float) * PR_COLS);
+    float *wx = malloc(sizeof(float) * PR_ROWS * PR_COLS), *wa = malloc(sizeof(float) * PR_COLS), w[PR_COLS];
+    uint8_t *q = malloc(PR_ROWS * PR_COLS), *qa = malloc(qt_row_size(QT_TYPE_Q8_K, PR_COLS));
+    synth(x, PR_ROWS * PR_COLS, 5);
+    synth(a, PR_COLS, 9);
+    for (int i = 0; i < PR_COLS; i++) w[i] = 1.0f + (float)(i % 4);
+    CHECK_OK(qt_quantize_rows(QT_TYPE_Q8_K, a, qa, 1, PR_COLS, NULL));
+    CHECK_OK(qt_dequantize_rows(QT_TYPE_Q8_K, qa, wa, 1, PR_COLS));
+    for (int k = 0; k < N_IQ; k++) {
+        const qt_type_traits *tr = qt_type_get(IQ_TYPES[k]);
+        CHECK(tr->vec_dot != NULL && tr->vec_dot_type == QT_TYPE_Q8_K);
+        if (!tr->vec_dot) continue;
+        CHECK_OK(qt_quantize_rows(tr->type, x, q, PR_ROWS, PR_COLS, w));
+        CHECK_OK(qt_dequantize_rows(tr->type, q, wx, PR_ROWS, PR_COLS));
+        const size_t rb = qt_row_size(tr->type, PR_COLS);
+        int bad = 0;
+        double worst = 0;
+        for (int r = 0; r < PR_ROWS; r++) {
+            double ref = 0, mag = 0;
+            for (int i = 0; i < PR_COLS; i++) {
+                ref += (double)wx[r * PR_COLS + i] * wa[i];
+                mag += fabs((double)wx[r * PR_COLS + i] * wa[i]);
+            }
+            const double got = tr->vec_dot(q + r * rb, qa, PR_COLS), err = fabs(got - ref) / mag;
+            worst = err > worst ? err : worst;
+            bad += !(err <= 1e-5);
+        }
+        CHECK_MSG(bad == 0, "%s: %d of %d rows off by more than 1e-5 (worst %.3g)", tr->name, bad, PR_ROWS, worst);
+    }
+    free(x), free(a), free(wx), free(wa), free(q), free(qa);
+}
+
 /* The code-book tables are built on first use; threads racing for them get
  * the same bytes as one thread alone. */
 typedef struct {
@@ -575,8 +617,59 @@ static int run_ggml_diff(const char *lib) {
     return failed ? 1 : 0;
 }
 
+/* ---- engine logits on the reference files (--logits) ---------------------------------- */
+
+/* 16 tokens: on this random-weight model a last-bit difference eventually
+ * turns one f16 rounding of K/V the other way (IQ3_XXS: at position 21 with
+ * llama.cpp's batch of 1, at 27 with a batch of 64; llama.cpp's two runs then
+ * differ from each other by 1e-2 as well), which says nothing about the
+ * codecs. Before that the two engines agree to about 1e-6. */
+#define LG_TOKENS 16
+
+static int export_logits(const char *dir) {
+    static const char *ftypes[] = {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S"};
+    int32_t tok[LG_TOKENS];
+    uint32_t s = 2024;
+    tok[0] = 1; /* BOS */
+    for (int i = 1; i < LG_TOKENS; i++) tok[i] = 3 + (int32_t)(df_rand(&s) % 509u);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tokens.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return 1;
+    for (int i = 0; i < LG_TOKENS; i++) fprintf(f, "%d ", tok[i]);
+    fclose(f);
+    for (int k = 0; k < 7; k++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "reference/llamacpp-quantize/files/tiny256-%s-imatrix.gguf", ftypes[k]);
+        qt_model *m = NULL;
+        qt_engine_ctx *e = NULL;
+        qt_engine_opts o;
+        qt_engine_opts_default(&o);
+        o.n_ctx = 64;
+        o.n_threads = 1;
+        if (qt_model_open(qt_test_shared(rel), &m) != QT_OK || qt_engine_new(m, &o, &e) != QT_OK) {
+            fprintf(stderr, "test_ggml_iquants --logits: %s: %s\n", rel, qt_last_error());
+            qt_model_free(m);
+            return 1;
+        }
+        const int32_t V = qt_engine_n_vocab(e);
+        float *lg = malloc(sizeof(float) * (size_t)LG_TOKENS * (size_t)V);
+        const qt_status st = qt_engine_eval(e, tok, LG_TOKENS, 0, lg);
+        snprintf(path, sizeof path, "%s/%s.logits.f32", dir, ftypes[k]);
+        f = st == QT_OK ? fopen(path, "wb") : NULL;
+        const int ok = f && fwrite(lg, sizeof(float), (size_t)LG_TOKENS * (size_t)V, f) == (size_t)LG_TOKENS * (size_t)V;
+        if (f) fclose(f);
+        free(lg);
+        qt_engine_free(e);
+        qt_model_free(m);
+        if (!ok) return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--ggml")) return run_ggml_diff(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--logits")) return export_logits(argv[2]);
     QT_RUN(test_threads_same_bytes); /* first: the tables are not built yet */
     QT_RUN(test_file_iq1_s);
     QT_RUN(test_file_iq1_m);
@@ -591,6 +684,7 @@ int main(int argc, char **argv) {
     QT_RUN(test_bits_per_weight);
     QT_RUN(test_requires_imatrix);
     QT_RUN(test_edge_blocks);
+    QT_RUN(test_vec_dot);
     qt_gguf_close(g_src);
     qt_gguf_close(g_imat);
     return qt_test_finish("test_ggml_iquants");

@@ -6,11 +6,15 @@
 # and compares ggml_quantize_chunk / dequantize_row_* with our codecs, byte
 # for byte and bit for bit, on rows made to hit the corners (ties, zeros,
 # outliers, tiny and huge values, zero importance weights), with and without
-# an imatrix. node-llama-cpp is installed once into <build>/node-llama
+# an imatrix. Then llama.cpp itself runs llama-quantize's i-quant files of
+# tiny256 and test_iquants_ggml.mjs compares its next-token distributions with
+# our engine's (test_ggml_iquants --logits). node-llama-cpp is installed once into <build>/node-llama
 # (gitignored), as test_engine_llamacpp.sh does. Exit 77 = skipped (no node
 # >= 20 / no npm registry), except under CI=true where that is a failure.
 set -u
 QUANTA=$1
+SHARED=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "$(dirname "$QUANTA")" && pwd)
 
 skip() {
@@ -39,4 +43,9 @@ if ! have; then
 fi
 LIB=$(ls "$CACHE"/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so 2>/dev/null | head -n 1)
 [ -n "$LIB" ] || { echo "FAIL: no libggml-base.so under $CACHE (node-llama-cpp's linux-x64 binaries)" >&2; exit 1; }
-"$BUILD/test_ggml_iquants" --ggml "$LIB"
+"$BUILD/test_ggml_iquants" --ggml "$LIB" || exit 1
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$BUILD/test_ggml_iquants" --logits "$tmp" || { echo "FAIL: our logits could not be exported" >&2; exit 1; }
+node "$HERE/test_iquants_ggml.mjs" "$CACHE/node_modules" "$tmp" "$SHARED/reference/llamacpp-quantize/files"
