@@ -16,14 +16,6 @@
 #include "iq_grids.h"
 #include "quanta/num.h"
 
-/* 8 sign bits from 7 stored ones (even number of negatives). */
-static inline uint32_t signs8(uint32_t s7) {
-    uint32_t p = s7 ^ (s7 >> 4);
-    p ^= p >> 2;
-    p ^= p >> 1;
-    return s7 | ((p & 1) << 7);
-}
-
 /* sum over n of vals[j] * q8[j], negated where bit j of s is set. */
 static inline int32_t signed_dot(const int8_t *vals, const int8_t *q8, uint32_t s, const int n) {
     int32_t sum = 0;
@@ -47,7 +39,7 @@ float qt__dot_iq2_xxs_q8_K_ref(const void *vx, const void *vy, int64_t n) {
             uint32_t sc;
             memcpy(&sc, q + 4, sizeof sc);
             int32_t sumi = 0;
-            for (int l = 0; l < 4; l++, q8 += 8) sumi += signed_dot(grid + 8 * q[l], q8, signs8((sc >> (7 * l)) & 127), 8);
+            for (int l = 0; l < 4; l++, q8 += 8) sumi += signed_dot(grid + 8 * q[l], q8, qt__iq_signs8((sc >> (7 * l)) & 127), 8);
             bsum += sumi * (int32_t)(2 * (sc >> 28) + 1);
         }
         sum += qt_fp16_to_f32(x[b].d) * y[b].d * (float)bsum;
@@ -67,7 +59,7 @@ float qt__dot_iq2_xs_q8_K_ref(const void *vx, const void *vy, int64_t n) {
             int32_t half[2] = {0, 0};
             for (int l = 0; l < 4; l++, q8 += 8) {
                 const uint16_t q = x[b].qs[4 * ib + l];
-                half[l / 2] += signed_dot(grid + 8 * (q & 511), q8, signs8(q >> 9), 8);
+                half[l / 2] += signed_dot(grid + 8 * (q & 511), q8, qt__iq_signs8(q >> 9), 8);
             }
             bsum += half[0] * (2 * (x[b].scales[ib] & 0xf) + 1) + half[1] * (2 * (x[b].scales[ib] >> 4) + 1);
         }
@@ -113,7 +105,7 @@ float qt__dot_iq3_xxs_q8_K_ref(const void *vx, const void *vy, int64_t n) {
             memcpy(&sc, x[b].qs + QK_K / 4 + 4 * ib, sizeof sc);
             int32_t sumi = 0;
             for (int l = 0; l < 4; l++, q8 += 8) {
-                const uint32_t s = signs8((sc >> (7 * l)) & 127);
+                const uint32_t s = qt__iq_signs8((sc >> (7 * l)) & 127);
                 sumi += signed_dot(grid + 4 * qs[2 * l], q8, s, 4) + signed_dot(grid + 4 * qs[2 * l + 1], q8 + 4, s >> 4, 4);
             }
             bsum += sumi * (int32_t)(2 * (sc >> 28) + 1);

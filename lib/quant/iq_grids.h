@@ -77,4 +77,14 @@ static inline const uint16_t *qt__iq_neighbours(const qt__iq_lattice *lat, uint3
     return lat->neighbours + (-(int64_t)lat->map[u] - 1);
 }
 
+/* 8 sign bits from the 7 stored by IQ2_XXS, IQ2_XS and IQ3_XXS: the eighth
+ * makes the number of negatives even (ggml ksigns_iq2xs). Parity by folding:
+ * baseline x86-64 has no POPCNT. */
+static inline uint32_t qt__iq_signs8(uint32_t s7) {
+    uint32_t p = s7 ^ (s7 >> 4);
+    p ^= p >> 2;
+    p ^= p >> 1;
+    return s7 | ((p & 1) << 7);
+}
+
 #endif

@@ -171,7 +171,13 @@ typedef enum {
     REFINE_ALL_IF_OFF,   /* every group, if any was off the lattice (IQ3_S) */
 } refine_rule;
 
-typedef struct {
+typedef struct lattice_search lattice_search;
+
+/* Stores one super-block's search results into its block (zeroed before). */
+typedef void (*lattice_pack_fn)(void *block, float max_scale, const float *scales, const uint16_t *idx,
+                                const uint8_t *signs);
+
+struct lattice_search {
     qt__iq_lattice_id lattice;
     int n;              /* elements per sub-block (one scale) */
     int kmaxq;          /* levels 0..kmaxq-1 */
@@ -181,14 +187,12 @@ typedef struct {
     bool even_parity;   /* 7 stored sign bits per 8 */
     bool qp_start;      /* base = make_qp_quants scale * kmaxq (IQ2_XXS); else base = max */
     refine_rule refine;
-} lattice_search;
-
-static const lattice_search SEARCH_IQ2_XXS = {QT_IQ_LATTICE_2XXS, 32, 3, 6, 0.1f, EPS_IQ2, true, true, REFINE_ALL};
-static const lattice_search SEARCH_IQ2_XS = {QT_IQ_LATTICE_2XS, 16, 3, 9, 0.1f, EPS_IQ2, true, false, REFINE_OFF_GRID};
-static const lattice_search SEARCH_IQ2_S = {QT_IQ_LATTICE_2S, 16, 3, 9, 0.1f, EPS_IQ2_S, false, false, REFINE_OFF_GRID};
-static const lattice_search SEARCH_IQ3_XXS = {QT_IQ_LATTICE_3XXS, 32, 8, 15, 0.2f, EPS_IQ3_XXS, true, false,
-                                              REFINE_OFF_GRID};
-static const lattice_search SEARCH_IQ3_S = {QT_IQ_LATTICE_3S, 32, 8, 9, 0.2f, 0.0f, false, false, REFINE_ALL_IF_OFF};
+    float sigma_factor; /* sigma2 = sigma_factor * mean x^2 of the super-block */
+    float bias_sigma;   /* weights without imatrix: bias_sigma * sigma2 + x^2 */
+    bool needs_imatrix;
+    size_t block_bytes;
+    lattice_pack_fn pack;
+};
 
 /* One sub-block of p->n elements: grid indices (n/dims) into idx, sign bytes
  * (n/8) into signs, the scale returned. An all-zero sub-block returns 0 with
@@ -279,52 +283,60 @@ static float lattice_superblock(const lattice_search *p, const qt__iq_lattice *l
     return max_scale;
 }
 
+/* One row of n elements: the search per super-block, then p->pack. */
+static void lattice_quantize(const lattice_search *p, const float *x, void *dst, int64_t n, const float *imatrix) {
+    uint8_t *y = dst;
+    const size_t nbl = (size_t)(n / QK_K);
+    const qt__iq_lattice *lat = qt__iq_lattice_get(p->lattice);
+    if (!lat || (p->needs_imatrix && !imatrix)) { /* refused by qt_quantize_rows before we get here */
+        memset(dst, 0, p->block_bytes * nbl);
+        return;
+    }
+    float scales[QK_K / 16];
+    uint16_t idx[QK_K / 4];
+    uint8_t signs[QK_K / 8];
+    for (size_t ibl = 0; ibl < nbl; ibl++) {
+        const float *xbl = x + QK_K * ibl;
+        const float sigma2 = superblock_sigma2(xbl, p->sigma_factor);
+        memset(idx, 0, sizeof idx);
+        memset(signs, 0, sizeof signs);
+        const float max_scale = lattice_superblock(p, lat, xbl, imatrix ? imatrix + QK_K * ibl : NULL, sigma2,
+                                                   p->bias_sigma * sigma2, scales, idx, signs);
+        uint8_t *block = y + p->block_bytes * ibl;
+        memset(block, 0, p->block_bytes);
+        p->pack(block, max_scale, scales, idx, signs);
+    }
+}
+
 static void put_u32(uint8_t *dst, uint32_t v) { memcpy(dst, &v, sizeof v); }
 
 /* ---- IQ2_XXS -------------------------------------------------------------------- */
 
-void qt__quantize_iq2_xxs(const float *x, void *dst, int64_t n, const float *imatrix) {
-    block_iq2_xxs *y = dst;
-    const qt__iq_lattice *lat = qt__iq_lattice_get(QT_IQ_LATTICE_2XXS);
-    if (!lat || !imatrix) { /* refused by qt_quantize_rows before we get here */
-        memset(dst, 0, sizeof(block_iq2_xxs) * (size_t)(n / QK_K));
-        return;
-    }
-    float scales[QK_K / 32];
-    uint16_t idx[QK_K / 8];
-    uint8_t signs[QK_K / 8];
-    for (int64_t ibl = 0; ibl < n / QK_K; ibl++) {
-        const float *xbl = x + QK_K * ibl;
-        memset(idx, 0, sizeof idx);
-        memset(signs, 0, sizeof signs);
-        const float max_scale = lattice_superblock(&SEARCH_IQ2_XXS, lat, xbl, imatrix + QK_K * ibl,
-                                                   superblock_sigma2(xbl, 1), 0, scales, idx, signs);
-        memset(&y[ibl], 0, sizeof y[ibl]);
-        if (!max_scale) continue;
-        const float d = max_scale / 31;
-        y[ibl].d = qt_f32_to_fp16(d);
-        const float id = 1 / d;
-        uint8_t *q = (uint8_t *)y[ibl].qs;
-        for (int ib = 0; ib < QK_K / 32; ib++) {
-            uint32_t grid = 0, sc = 0;
-            for (int k = 0; k < 4; k++) {
-                grid |= (uint32_t)idx[4 * ib + k] << (8 * k);
-                sc |= (uint32_t)signs[4 * ib + k] << (7 * k);
-            }
-            sc |= (uint32_t)scale_code(scales[ib], id, 15) << 28;
-            put_u32(q + 8 * ib, grid);
-            put_u32(q + 8 * ib + 4, sc);
+/* ggml keeps nothing of a super-block whose scales are all 0. */
+static void pack_iq2_xxs(void *block, float max_scale, const float *scales, const uint16_t *idx, const uint8_t *signs) {
+    block_iq2_xxs *y = block;
+    if (!max_scale) return;
+    const float d = max_scale / 31;
+    y->d = qt_f32_to_fp16(d);
+    const float id = 1 / d;
+    uint8_t *q = (uint8_t *)y->qs;
+    for (int ib = 0; ib < QK_K / 32; ib++) {
+        uint32_t grid = 0, sc = 0;
+        for (int k = 0; k < 4; k++) {
+            grid |= (uint32_t)idx[4 * ib + k] << (8 * k);
+            sc |= (uint32_t)signs[4 * ib + k] << (7 * k);
         }
+        sc |= (uint32_t)scale_code(scales[ib], id, 15) << 28;
+        put_u32(q + 8 * ib, grid);
+        put_u32(q + 8 * ib + 4, sc);
     }
 }
 
-/* 8 sign bits from 7 stored ones: the eighth makes the number of negatives
- * even (ggml ksigns_iq2xs). */
-static inline uint32_t signs_from7(uint32_t s7) {
-    uint32_t p = s7 ^ (s7 >> 4); /* parity by folding: no POPCNT in baseline x86-64 */
-    p ^= p >> 2;
-    p ^= p >> 1;
-    return s7 | ((p & 1) << 7);
+static const lattice_search SEARCH_IQ2_XXS = {QT_IQ_LATTICE_2XXS, 32, 3, 6, 0.1f, EPS_IQ2, true, true, REFINE_ALL,
+                                              1, 0, true, sizeof(block_iq2_xxs), pack_iq2_xxs};
+
+void qt__quantize_iq2_xxs(const float *x, void *dst, int64_t n, const float *imatrix) {
+    lattice_quantize(&SEARCH_IQ2_XXS, x, dst, n, imatrix);
 }
 
 /* One group of n values of a value grid (vals) times db; sign bit j of s
@@ -350,7 +362,7 @@ void qt__dequantize_iq2_xxs(const void *src, float *y, int64_t n) {
             uint32_t sc;
             memcpy(&sc, q + 4, sizeof sc);
             const float db = d * (0.5f + (float)(sc >> 28)) * 0.25f;
-            for (int l = 0; l < 4; l++, y += 8) put_group(y, grid + 8 * q[l], signs_from7((sc >> (7 * l)) & 127), db, 8);
+            for (int l = 0; l < 4; l++, y += 8) put_group(y, grid + 8 * q[l], qt__iq_signs8((sc >> (7 * l)) & 127), db, 8);
         }
     }
 }
@@ -362,29 +374,20 @@ static void pack_scales_16(const float *scales, float id, uint8_t *out) {
         out[ib / 2] = (uint8_t)(scale_code(scales[ib], id, 15) | (scale_code(scales[ib + 1], id, 15) << 4));
 }
 
+static void pack_iq2_xs(void *block, float max_scale, const float *scales, const uint16_t *idx, const uint8_t *signs) {
+    block_iq2_xs *y = block;
+    if (!max_scale) return;
+    const float d = max_scale / 31;
+    y->d = qt_f32_to_fp16(d);
+    for (int g = 0; g < QK_K / 8; g++) y->qs[g] = (uint16_t)(idx[g] | (signs[g] << 9));
+    pack_scales_16(scales, 1 / d, y->scales);
+}
+
+static const lattice_search SEARCH_IQ2_XS = {QT_IQ_LATTICE_2XS, 16, 3, 9, 0.1f, EPS_IQ2, true, false, REFINE_OFF_GRID,
+                                             1, 0, true, sizeof(block_iq2_xs), pack_iq2_xs};
+
 void qt__quantize_iq2_xs(const float *x, void *dst, int64_t n, const float *imatrix) {
-    block_iq2_xs *y = dst;
-    const qt__iq_lattice *lat = qt__iq_lattice_get(QT_IQ_LATTICE_2XS);
-    if (!lat || !imatrix) { /* refused by qt_quantize_rows before we get here */
-        memset(dst, 0, sizeof(block_iq2_xs) * (size_t)(n / QK_K));
-        return;
-    }
-    float scales[QK_K / 16];
-    uint16_t idx[QK_K / 8];
-    uint8_t signs[QK_K / 8];
-    for (int64_t ibl = 0; ibl < n / QK_K; ibl++) {
-        const float *xbl = x + QK_K * ibl;
-        memset(idx, 0, sizeof idx);
-        memset(signs, 0, sizeof signs);
-        const float max_scale = lattice_superblock(&SEARCH_IQ2_XS, lat, xbl, imatrix + QK_K * ibl,
-                                                   superblock_sigma2(xbl, 1), 0, scales, idx, signs);
-        memset(&y[ibl], 0, sizeof y[ibl]);
-        if (!max_scale) continue;
-        const float d = max_scale / 31;
-        y[ibl].d = qt_f32_to_fp16(d);
-        for (int g = 0; g < QK_K / 8; g++) y[ibl].qs[g] = (uint16_t)(idx[g] | (signs[g] << 9));
-        pack_scales_16(scales, 1 / d, y[ibl].scales);
-    }
+    lattice_quantize(&SEARCH_IQ2_XS, x, dst, n, imatrix);
 }
 
 void qt__dequantize_iq2_xs(const void *src, float *y, int64_t n) {
@@ -397,7 +400,7 @@ void qt__dequantize_iq2_xs(const void *src, float *y, int64_t n) {
                                  d * (0.5f + (float)(x[i].scales[ib] >> 4)) * 0.25f};
             for (int l = 0; l < 4; l++, y += 8) {
                 const uint16_t q = x[i].qs[4 * ib + l];
-                put_group(y, grid + 8 * (q & 511), signs_from7(q >> 9), db[l / 2], 8);
+                put_group(y, grid + 8 * (q & 511), qt__iq_signs8(q >> 9), db[l / 2], 8);
             }
         }
     }
@@ -405,34 +408,25 @@ void qt__dequantize_iq2_xs(const void *src, float *y, int64_t n) {
 
 /* ---- IQ2_S ----------------------------------------------------------------------- */
 
+/* ggml keeps the points of a super-block whose scales are all 0. */
+static void pack_iq2_s(void *block, float max_scale, const float *scales, const uint16_t *idx, const uint8_t *signs) {
+    block_iq2_s *y = block;
+    for (int g = 0; g < QK_K / 8; g++) {
+        y->qs[g] = (uint8_t)(idx[g] & 255);
+        y->qh[g / 4] |= (uint8_t)((idx[g] >> 8) << (2 * (g % 4)));
+        y->qs[QK_K / 8 + g] = signs[g];
+    }
+    if (!max_scale) return;
+    const float d = max_scale / 31;
+    y->d = qt_f32_to_fp16(d * 0.9875f);
+    pack_scales_16(scales, 1 / d, y->scales);
+}
+
+static const lattice_search SEARCH_IQ2_S = {QT_IQ_LATTICE_2S, 16, 3, 9, 0.1f, EPS_IQ2_S, false, false, REFINE_OFF_GRID,
+                                            2, 0.25f, false, sizeof(block_iq2_s), pack_iq2_s};
+
 void qt__quantize_iq2_s(const float *x, void *dst, int64_t n, const float *imatrix) {
-    block_iq2_s *y = dst;
-    const qt__iq_lattice *lat = qt__iq_lattice_get(QT_IQ_LATTICE_2S);
-    if (!lat) { /* refused by qt_quantize_rows before we get here */
-        memset(dst, 0, sizeof(block_iq2_s) * (size_t)(n / QK_K));
-        return;
-    }
-    float scales[QK_K / 16];
-    uint16_t idx[QK_K / 8];
-    uint8_t signs[QK_K / 8];
-    for (int64_t ibl = 0; ibl < n / QK_K; ibl++) {
-        const float *xbl = x + QK_K * ibl;
-        const float sigma2 = superblock_sigma2(xbl, 2);
-        memset(idx, 0, sizeof idx);
-        memset(signs, 0, sizeof signs);
-        const float max_scale = lattice_superblock(&SEARCH_IQ2_S, lat, xbl, imatrix ? imatrix + QK_K * ibl : NULL,
-                                                   sigma2, 0.25f * sigma2, scales, idx, signs);
-        memset(&y[ibl], 0, sizeof y[ibl]);
-        for (int g = 0; g < QK_K / 8; g++) {
-            y[ibl].qs[g] = (uint8_t)(idx[g] & 255);
-            y[ibl].qh[g / 4] |= (uint8_t)((idx[g] >> 8) << (2 * (g % 4)));
-            y[ibl].qs[QK_K / 8 + g] = signs[g];
-        }
-        if (!max_scale) continue;
-        const float d = max_scale / 31;
-        y[ibl].d = qt_f32_to_fp16(d * 0.9875f);
-        pack_scales_16(scales, 1 / d, y[ibl].scales);
-    }
+    lattice_quantize(&SEARCH_IQ2_S, x, dst, n, imatrix);
 }
 
 void qt__dequantize_iq2_s(const void *src, float *y, int64_t n) {
@@ -455,35 +449,26 @@ void qt__dequantize_iq2_s(const void *src, float *y, int64_t n) {
 
 /* ---- IQ3_XXS --------------------------------------------------------------------- */
 
+static void pack_iq3_xxs(void *block, float max_scale, const float *scales, const uint16_t *idx, const uint8_t *signs) {
+    block_iq3_xxs *y = block;
+    if (!max_scale) return;
+    const float d = max_scale / 31;
+    y->d = qt_f32_to_fp16(d * 1.0125f);
+    const float id = 1 / d;
+    for (int g = 0; g < QK_K / 4; g++) y->qs[g] = (uint8_t)idx[g];
+    for (int ib = 0; ib < QK_K / 32; ib++) {
+        uint32_t sc = 0;
+        for (int k = 0; k < 4; k++) sc |= (uint32_t)signs[4 * ib + k] << (7 * k);
+        sc |= (uint32_t)scale_code(scales[ib], id, 15) << 28;
+        put_u32(y->qs + QK_K / 4 + 4 * ib, sc);
+    }
+}
+
+static const lattice_search SEARCH_IQ3_XXS = {QT_IQ_LATTICE_3XXS, 32, 8, 15, 0.2f, EPS_IQ3_XXS, true, false,
+                                              REFINE_OFF_GRID, 2, 0, false, sizeof(block_iq3_xxs), pack_iq3_xxs};
+
 void qt__quantize_iq3_xxs(const float *x, void *dst, int64_t n, const float *imatrix) {
-    block_iq3_xxs *y = dst;
-    const qt__iq_lattice *lat = qt__iq_lattice_get(QT_IQ_LATTICE_3XXS);
-    if (!lat) { /* refused by qt_quantize_rows before we get here */
-        memset(dst, 0, sizeof(block_iq3_xxs) * (size_t)(n / QK_K));
-        return;
-    }
-    float scales[QK_K / 32];
-    uint16_t idx[QK_K / 4];
-    uint8_t signs[QK_K / 8];
-    for (int64_t ibl = 0; ibl < n / QK_K; ibl++) {
-        const float *xbl = x + QK_K * ibl;
-        memset(idx, 0, sizeof idx);
-        memset(signs, 0, sizeof signs);
-        const float max_scale = lattice_superblock(&SEARCH_IQ3_XXS, lat, xbl, imatrix ? imatrix + QK_K * ibl : NULL,
-                                                   superblock_sigma2(xbl, 2), 0, scales, idx, signs);
-        memset(&y[ibl], 0, sizeof y[ibl]);
-        if (!max_scale) continue;
-        const float d = max_scale / 31;
-        y[ibl].d = qt_f32_to_fp16(d * 1.0125f);
-        const float id = 1 / d;
-        for (int g = 0; g < QK_K / 4; g++) y[ibl].qs[g] = (uint8_t)idx[g];
-        for (int ib = 0; ib < QK_K / 32; ib++) {
-            uint32_t sc = 0;
-            for (int k = 0; k < 4; k++) sc |= (uint32_t)signs[4 * ib + k] << (7 * k);
-            sc |= (uint32_t)scale_code(scales[ib], id, 15) << 28;
-            put_u32(y[ibl].qs + QK_K / 4 + 4 * ib, sc);
-        }
-    }
+    lattice_quantize(&SEARCH_IQ3_XXS, x, dst, n, imatrix);
 }
 
 void qt__dequantize_iq3_xxs(const void *src, float *y, int64_t n) {
@@ -497,7 +482,7 @@ void qt__dequantize_iq3_xxs(const void *src, float *y, int64_t n) {
             memcpy(&sc, x[i].qs + QK_K / 4 + 4 * ib, sizeof sc);
             const float db = d * (0.5f + (float)(sc >> 28)) * 0.5f;
             for (int l = 0; l < 4; l++, y += 8) {
-                const uint32_t s = signs_from7((sc >> (7 * l)) & 127);
+                const uint32_t s = qt__iq_signs8((sc >> (7 * l)) & 127);
                 put_group(y, grid + 4 * qs[2 * l], s, db, 4);
                 put_group(y + 4, grid + 4 * qs[2 * l + 1], s >> 4, db, 4);
             }
@@ -507,32 +492,27 @@ void qt__dequantize_iq3_xxs(const void *src, float *y, int64_t n) {
 
 /* ---- IQ3_S ----------------------------------------------------------------------- */
 
+/* ggml keeps the points and signs of a super-block whose scales are all 0. */
+static void pack_iq3_s(void *block, float max_scale, const float *scales, const uint16_t *idx, const uint8_t *signs) {
+    block_iq3_s *y = block;
+    for (int g = 0; g < QK_K / 4; g++) {
+        y->qs[g] = (uint8_t)(idx[g] & 255);
+        y->qh[g / 8] |= (uint8_t)((idx[g] >> 8) << (g % 8));
+    }
+    memcpy(y->signs, signs, QK_K / 8);
+    if (!max_scale) return;
+    const float d = max_scale / 31;
+    y->d = qt_f32_to_fp16(d * 1.033f);
+    const float id = 1 / d;
+    for (int ib = 0; ib < QK_K / 32; ib += 2)
+        y->scales[ib / 2] = (uint8_t)(scale_code(scales[ib], id, 15) | (scale_code(scales[ib + 1], id, 15) << 4));
+}
+
+static const lattice_search SEARCH_IQ3_S = {QT_IQ_LATTICE_3S, 32, 8, 9, 0.2f, 0.0f, false, false, REFINE_ALL_IF_OFF,
+                                            2, 0, false, sizeof(block_iq3_s), pack_iq3_s};
+
 void qt__quantize_iq3_s(const float *x, void *dst, int64_t n, const float *imatrix) {
-    block_iq3_s *y = dst;
-    const qt__iq_lattice *lat = qt__iq_lattice_get(QT_IQ_LATTICE_3S);
-    if (!lat) { /* refused by qt_quantize_rows before we get here */
-        memset(dst, 0, sizeof(block_iq3_s) * (size_t)(n / QK_K));
-        return;
-    }
-    float scales[QK_K / 32];
-    uint16_t idx[QK_K / 4];
-    for (int64_t ibl = 0; ibl < n / QK_K; ibl++) {
-        const float *xbl = x + QK_K * ibl;
-        memset(&y[ibl], 0, sizeof y[ibl]);
-        memset(idx, 0, sizeof idx);
-        const float max_scale = lattice_superblock(&SEARCH_IQ3_S, lat, xbl, imatrix ? imatrix + QK_K * ibl : NULL,
-                                                   superblock_sigma2(xbl, 2), 0, scales, idx, y[ibl].signs);
-        for (int g = 0; g < QK_K / 4; g++) {
-            y[ibl].qs[g] = (uint8_t)(idx[g] & 255);
-            y[ibl].qh[g / 8] |= (uint8_t)((idx[g] >> 8) << (g % 8));
-        }
-        if (!max_scale) continue;
-        const float d = max_scale / 31;
-        y[ibl].d = qt_f32_to_fp16(d * 1.033f);
-        const float id = 1 / d;
-        for (int ib = 0; ib < QK_K / 32; ib += 2)
-            y[ibl].scales[ib / 2] = (uint8_t)(scale_code(scales[ib], id, 15) | (scale_code(scales[ib + 1], id, 15) << 4));
-    }
+    lattice_quantize(&SEARCH_IQ3_S, x, dst, n, imatrix);
 }
 
 void qt__dequantize_iq3_s(const void *src, float *y, int64_t n) {
