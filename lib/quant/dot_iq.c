@@ -47,49 +47,34 @@ float qt__dot_iq2_xxs_q8_K_ref(const void *vx, const void *vy, int64_t n) {
     return 0.125f * sum;
 }
 
-float qt__dot_iq2_xs_q8_K_ref(const void *vx, const void *vy, int64_t n) {
-    const block_iq2_xs *x = vx;
-    const block_q8_K *y = vy;
-    const int8_t *grid = qt__iq_values(QT_IQ_LATTICE_2XS);
+/* IQ2_XS and IQ2_S (is_s): same scales, groups read by qt__iq2_16_group. */
+static float dot_iq2_16(const uint8_t *x, const block_q8_K *y, int64_t n, int is_s) {
+    const int8_t *grid = qt__iq_values(is_s ? QT_IQ_LATTICE_2S : QT_IQ_LATTICE_2XS);
+    const size_t bb = is_s ? sizeof(block_iq2_s) : sizeof(block_iq2_xs);
     float sum = 0;
-    for (int64_t b = 0; b < n / QK_K; b++) {
+    for (int64_t b = 0; b < n / QK_K; b++, x += bb) {
+        qt_half dh;
+        memcpy(&dh, x, sizeof dh); /* d leads both blocks */
+        const uint8_t *scales = is_s ? ((const block_iq2_s *)x)->scales : ((const block_iq2_xs *)x)->scales;
         const int8_t *q8 = y[b].qs;
         int32_t bsum = 0;
         for (int ib = 0; ib < QK_K / 32; ib++) {
             int32_t half[2] = {0, 0};
             for (int l = 0; l < 4; l++, q8 += 8) {
-                const uint16_t q = x[b].qs[4 * ib + l];
-                half[l / 2] += signed_dot(grid + 8 * (q & 511), q8, qt__iq_signs8(q >> 9), 8);
+                uint32_t signs;
+                const int index = qt__iq2_16_group(x, is_s, 4 * ib + l, &signs);
+                half[l / 2] += signed_dot(grid + 8 * index, q8, signs, 8);
             }
-            bsum += half[0] * (2 * (x[b].scales[ib] & 0xf) + 1) + half[1] * (2 * (x[b].scales[ib] >> 4) + 1);
+            bsum += half[0] * (2 * (scales[ib] & 0xf) + 1) + half[1] * (2 * (scales[ib] >> 4) + 1);
         }
-        sum += qt_fp16_to_f32(x[b].d) * y[b].d * (float)bsum;
+        sum += qt_fp16_to_f32(dh) * y[b].d * (float)bsum;
     }
     return 0.125f * sum;
 }
 
-float qt__dot_iq2_s_q8_K_ref(const void *vx, const void *vy, int64_t n) {
-    const block_iq2_s *x = vx;
-    const block_q8_K *y = vy;
-    const int8_t *grid = qt__iq_values(QT_IQ_LATTICE_2S);
-    float sum = 0;
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        const int8_t *q8 = y[b].qs;
-        const uint8_t *signs = x[b].qs + QK_K / 8;
-        int32_t bsum = 0;
-        for (int ib = 0; ib < QK_K / 32; ib++) {
-            int32_t half[2] = {0, 0};
-            for (int l = 0; l < 4; l++, q8 += 8) {
-                const int g = 4 * ib + l;
-                const int index = x[b].qs[g] | (((x[b].qh[ib] >> (2 * l)) & 3) << 8);
-                half[l / 2] += signed_dot(grid + 8 * index, q8, signs[g], 8);
-            }
-            bsum += half[0] * (2 * (x[b].scales[ib] & 0xf) + 1) + half[1] * (2 * (x[b].scales[ib] >> 4) + 1);
-        }
-        sum += qt_fp16_to_f32(x[b].d) * y[b].d * (float)bsum;
-    }
-    return 0.125f * sum;
-}
+float qt__dot_iq2_xs_q8_K_ref(const void *vx, const void *vy, int64_t n) { return dot_iq2_16(vx, vy, n, 0); }
+
+float qt__dot_iq2_s_q8_K_ref(const void *vx, const void *vy, int64_t n) { return dot_iq2_16(vx, vy, n, 1); }
 
 float qt__dot_iq3_xxs_q8_K_ref(const void *vx, const void *vy, int64_t n) {
     const block_iq3_xxs *x = vx;

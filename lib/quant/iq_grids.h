@@ -21,6 +21,8 @@
 
 #include <stdint.h>
 
+#include "blocks.h"
+
 typedef enum {
     QT_IQ_LATTICE_2XXS, /* IQ2_XXS: 256 points, 8 x 2 bits */
     QT_IQ_LATTICE_2XS,  /* IQ2_XS: 512 points */
@@ -85,6 +87,21 @@ static inline uint32_t qt__iq_signs8(uint32_t s7) {
     p ^= p >> 2;
     p ^= p >> 1;
     return s7 | ((p & 1) << 7);
+}
+
+/* IQ2_XS and IQ2_S share their scale layout (two 4-bit scales per 32) and
+ * differ in how a group of 8 names its point and signs. Group g (of 32) of
+ * an IQ2_S (is_s) or IQ2_XS block: returns its grid index, *signs its 8 sign
+ * bits. */
+static inline int qt__iq2_16_group(const void *block, int is_s, int g, uint32_t *signs) {
+    if (is_s) {
+        const block_iq2_s *b = block;
+        *signs = b->qs[QK_K / 8 + g];
+        return b->qs[g] | (((b->qh[g / 4] >> (2 * (g % 4))) & 3) << 8);
+    }
+    const uint16_t q = ((const block_iq2_xs *)block)->qs[g];
+    *signs = qt__iq_signs8(q >> 9);
+    return q & 511;
 }
 
 #endif

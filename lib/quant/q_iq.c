@@ -390,21 +390,28 @@ void qt__quantize_iq2_xs(const float *x, void *dst, int64_t n, const float *imat
     lattice_quantize(&SEARCH_IQ2_XS, x, dst, n, imatrix);
 }
 
-void qt__dequantize_iq2_xs(const void *src, float *y, int64_t n) {
-    const block_iq2_xs *x = src;
-    const int8_t *grid = qt__iq_values(QT_IQ_LATTICE_2XS);
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        const float d = qt_fp16_to_f32(x[i].d);
+/* IQ2_XS and IQ2_S rows (is_s): same scales, groups read by qt__iq2_16_group. */
+static void dequantize_iq2_16(const uint8_t *x, float *y, int64_t n, int is_s) {
+    const int8_t *grid = qt__iq_values(is_s ? QT_IQ_LATTICE_2S : QT_IQ_LATTICE_2XS);
+    const size_t bb = is_s ? sizeof(block_iq2_s) : sizeof(block_iq2_xs);
+    for (int64_t i = 0; i < n / QK_K; i++, x += bb) {
+        qt_half dh;
+        memcpy(&dh, x, sizeof dh); /* d leads both blocks */
+        const float d = qt_fp16_to_f32(dh);
+        const uint8_t *scales = is_s ? ((const block_iq2_s *)x)->scales : ((const block_iq2_xs *)x)->scales;
         for (int ib = 0; ib < QK_K / 32; ib++) {
-            const float db[2] = {d * (0.5f + (float)(x[i].scales[ib] & 0xf)) * 0.25f,
-                                 d * (0.5f + (float)(x[i].scales[ib] >> 4)) * 0.25f};
+            const float db[2] = {d * (0.5f + (float)(scales[ib] & 0xf)) * 0.25f,
+                                 d * (0.5f + (float)(scales[ib] >> 4)) * 0.25f};
             for (int l = 0; l < 4; l++, y += 8) {
-                const uint16_t q = x[i].qs[4 * ib + l];
-                put_group(y, grid + 8 * (q & 511), qt__iq_signs8(q >> 9), db[l / 2], 8);
+                uint32_t signs;
+                const int index = qt__iq2_16_group(x, is_s, 4 * ib + l, &signs);
+                put_group(y, grid + 8 * index, signs, db[l / 2], 8);
             }
         }
     }
 }
+
+void qt__dequantize_iq2_xs(const void *src, float *y, int64_t n) { dequantize_iq2_16(src, y, n, 0); }
 
 /* ---- IQ2_S ----------------------------------------------------------------------- */
 
@@ -429,23 +436,7 @@ void qt__quantize_iq2_s(const float *x, void *dst, int64_t n, const float *imatr
     lattice_quantize(&SEARCH_IQ2_S, x, dst, n, imatrix);
 }
 
-void qt__dequantize_iq2_s(const void *src, float *y, int64_t n) {
-    const block_iq2_s *x = src;
-    const int8_t *grid = qt__iq_values(QT_IQ_LATTICE_2S);
-    for (int64_t i = 0; i < n / QK_K; i++) {
-        const float d = qt_fp16_to_f32(x[i].d);
-        const uint8_t *qs = x[i].qs, *signs = x[i].qs + QK_K / 8;
-        for (int ib = 0; ib < QK_K / 32; ib++) {
-            const float db[2] = {d * (0.5f + (float)(x[i].scales[ib] & 0xf)) * 0.25f,
-                                 d * (0.5f + (float)(x[i].scales[ib] >> 4)) * 0.25f};
-            for (int l = 0; l < 4; l++, y += 8) {
-                const int g = 4 * ib + l;
-                const int index = qs[g] | (((x[i].qh[ib] >> (2 * l)) & 3) << 8);
-                put_group(y, grid + 8 * index, signs[g], db[l / 2], 8);
-            }
-        }
-    }
-}
+void qt__dequantize_iq2_s(const void *src, float *y, int64_t n) { dequantize_iq2_16(src, y, n, 1); }
 
 /* ---- IQ3_XXS --------------------------------------------------------------------- */
 
