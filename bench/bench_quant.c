@@ -107,10 +107,20 @@ static void run_dequant(const deq_job *j) {
     }
 }
 
+/* Importance weights for the types that cannot quantize without them
+ * (IQ2_XXS, IQ2_XS, IQ1_S): a fixed, mildly uneven per-column profile. */
+static const float *bench_imatrix(void) {
+    static float im[COLS];
+    for (int i = 0; i < COLS; i++) im[i] = 1.0f + 0.5f * (float)(i % 7);
+    return im;
+}
+
 /* Quantize `rows` rows of w into t (allocated here). */
 static qt_status run_quant(const format_case *fc, const float *w, int64_t rows, void *codes, ct_tensors *t) {
     switch (fc->ct_kind) {
-    case 0: return qt_quantize_rows(fc->type, w, codes, rows, COLS, NULL);
+    case 0:
+        return qt_quantize_rows(fc->type, w, codes, rows, COLS,
+                                qt_type_requires_imatrix(fc->type) ? bench_imatrix() : NULL);
     case CT_INT4_G128: {
         qt_status s = qt_ct_int_quantize(w, rows, COLS, &int4_args, t->q, t->scales, NULL);
         return s != QT_OK ? s : qt_ct_pack_rows(t->q, rows, COLS, 4, t->packed);
@@ -286,6 +296,9 @@ static const format_case formats[] = {
     {"q4_K", QT_TYPE_Q4_K, 0},     {"q5_K", QT_TYPE_Q5_K, 0},     {"q6_K", QT_TYPE_Q6_K, 0},
     {"iq4_nl", QT_TYPE_IQ4_NL, 0}, {"iq4_xs", QT_TYPE_IQ4_XS, 0}, {"mxfp4", QT_TYPE_MXFP4, 0},
     {"tq1_0", QT_TYPE_TQ1_0, 0},   {"tq2_0", QT_TYPE_TQ2_0, 0},
+    {"iq1_s", QT_TYPE_IQ1_S, 0},   {"iq1_m", QT_TYPE_IQ1_M, 0},   {"iq2_xxs", QT_TYPE_IQ2_XXS, 0},
+    {"iq2_xs", QT_TYPE_IQ2_XS, 0}, {"iq2_s", QT_TYPE_IQ2_S, 0},   {"iq3_xxs", QT_TYPE_IQ3_XXS, 0},
+    {"iq3_s", QT_TYPE_IQ3_S, 0},
     {"ct-int4-g128", 0, CT_INT4_G128}, {"ct-int8-channel", 0, CT_INT8_CHANNEL},
     {"ct-fp8-channel", 0, CT_FP8_CHANNEL}, {"ct-nvfp4", 0, CT_NVFP4}, {"ct-mxfp4", 0, CT_MXFP4},
 };

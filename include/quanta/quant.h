@@ -87,6 +87,11 @@ QT_API const qt_type_traits *qt_type_get(qt_type t);
 /* By ggml name, case-insensitive ("Q4_K", "q4_k", "f16"). NULL if unknown. */
 QT_API const qt_type_traits *qt_type_by_name(const char *name);
 QT_API double qt_type_bits_per_weight(qt_type t);
+/* True when ggml cannot quantize to t without importance weights (IQ2_XXS,
+ * IQ2_XS, IQ1_S: ggml_quantize_requires_imatrix); qt_quantize_rows refuses
+ * them with imatrix NULL. llama-quantize's per-tensor rule asks for an imatrix
+ * for more types (IQ1_M, IQ2_S, IQ3_XXS too); that policy is the caller's. */
+QT_API bool qt_type_requires_imatrix(qt_type t);
 
 /* Bytes of one row of n elements; 0 with an error set if n is not a multiple
  * of the block size or the type is unknown. */

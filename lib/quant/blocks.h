@@ -138,4 +138,72 @@ static_assert(sizeof(block_q1_0) == 18, "block_q1_0 size");
 typedef struct { qt_half d; uint8_t qs[QK2_0 / 4]; } block_q2_0;
 static_assert(sizeof(block_q2_0) == 18, "block_q2_0 size");
 
+/* ---- i-quants below 4 bits (lib/quant/q_iq.c; code books in iq_grids.c) ----
+ * 256-element super-blocks. A "grid index" names one point of the type's
+ * code book: 8 magnitudes (IQ2_*, IQ1_*) or 4 (IQ3_*). Sign bytes hold one
+ * bit per element (set = negative); where only 7 are stored, the eighth makes
+ * the number of negatives even (ggml ksigns_iq2xs). Sub-block scales are
+ * 4-bit (3-bit for IQ1) odd multiples of the super-block scale d. */
+
+/* 2.0625 bpw. Per 32 elements, two little-endian uint32 words in qs: four
+ * 8-bit grid indices, then four 7-bit sign groups (bits 0..27) and the
+ * 4-bit scale s (bits 28..31); scale d*(0.5 + s)/4. */
+typedef struct { qt_half d; uint16_t qs[QK_K / 8]; } block_iq2_xxs;
+static_assert(sizeof(block_iq2_xxs) == 66, "block_iq2_xxs size");
+
+/* 2.3125 bpw. qs: per 8 elements a 9-bit grid index | 7 sign bits << 9;
+ * scales: two 4-bit scales per 32 (one per 16), d*(0.5 + s)/4. */
+typedef struct { qt_half d; uint16_t qs[QK_K / 8]; uint8_t scales[QK_K / 32]; } block_iq2_xs;
+static_assert(sizeof(block_iq2_xs) == 74, "block_iq2_xs size");
+
+/* 2.5625 bpw. qs[0..31]: low 8 bits of the 10-bit grid index per 8
+ * elements, qs[32..63]: their 8 sign bits; qh: the 2 high index bits of four
+ * groups per byte; scales as IQ2_XS. */
+typedef struct {
+    qt_half d;
+    uint8_t qs[QK_K / 4];
+    uint8_t qh[QK_K / 32];
+    uint8_t scales[QK_K / 32];
+} block_iq2_s;
+static_assert(sizeof(block_iq2_s) == 82, "block_iq2_s size");
+
+/* 3.0625 bpw. qs[0..63]: 8-bit grid index per 4 elements; qs[64..95]: per 32
+ * elements a little-endian uint32 of four 7-bit sign groups and the 4-bit
+ * scale s << 28; scale d*(0.5 + s)/2. */
+typedef struct { qt_half d; uint8_t qs[3 * QK_K / 8]; } block_iq3_xxs;
+static_assert(sizeof(block_iq3_xxs) == 98, "block_iq3_xxs size");
+
+/* 3.4375 bpw. 9-bit grid index per 4 elements (low 8 in qs, bit 8 in qh,
+ * one qh byte per 32); 8 sign bits per byte; one 4-bit scale per 32
+ * (two per byte), d*(1 + 2s). */
+typedef struct {
+    qt_half d;
+    uint8_t qs[QK_K / 4];
+    uint8_t qh[QK_K / 32];
+    uint8_t signs[QK_K / 8];
+    uint8_t scales[QK_K / 64];
+} block_iq3_s;
+static_assert(sizeof(block_iq3_s) == 110, "block_iq3_s size");
+
+/* 1.5625 bpw. Values in {-1, 0, 1} + delta. Per 32 elements: four low bytes
+ * of 11-bit grid indices in qs, and qh = 3 high bits per index (bits 0..11),
+ * 3-bit scale s (bits 12..14), delta sign (bit 15: -IQ1S_DELTA); scale
+ * d*(2s + 1). */
+typedef struct { qt_half d; uint8_t qs[QK_K / 8]; uint16_t qh[QK_K / 32]; } block_iq1_s;
+static_assert(sizeof(block_iq1_s) == 50, "block_iq1_s size");
+
+/* 1.75 bpw. No separate d: its fp16 bits are the top nibbles of the four
+ * little-endian uint16 words of scales, whose low 12 bits hold four 3-bit
+ * scales (one per 16 elements, d*(2s + 1)). qh: per 16 elements the 3 high
+ * bits of two 11-bit indices (bits 0..2, 4..6) and their delta signs (bit 3,
+ * bit 7). */
+typedef struct {
+    uint8_t qs[QK_K / 8];
+    uint8_t qh[QK_K / 16];
+    uint8_t scales[QK_K / 32];
+} block_iq1_m;
+static_assert(sizeof(block_iq1_m) == 56, "block_iq1_m size");
+
+#define QT_IQ1S_DELTA 0.125f /* ggml IQ1S_DELTA (IQ1M_DELTA is the same) */
+
 #endif

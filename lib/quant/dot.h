@@ -6,7 +6,7 @@
  * pairing is llama.cpp's CPU backend's (ggml-cpu.c type_traits_cpu):
  *   f32 -> f32, f16 -> f16, bf16 -> bf16,
  *   q4_0, q5_0, q8_0, iq4_nl, mxfp4, q1_0, q2_0 -> q8_0,   q4_1, q5_1 -> q8_1,
- *   q2_K..q6_K, iq4_xs, tq2_0 -> q8_K.
+ *   q2_K..q6_K, iq4_xs, tq2_0, iq1_s..iq3_s -> q8_K.
  * The integer kernels sum block by block in int32 and scale once per block
  * (or sub-block), which is what makes llama.cpp's quantized-model numbers
  * differ from a float dot of the dequantized weights.
@@ -44,6 +44,14 @@ float qt__dot_q5_K_q8_K_ref(const void *x, const void *y, int64_t n);
 float qt__dot_q6_K_q8_K_ref(const void *x, const void *y, int64_t n);
 float qt__dot_iq4_xs_q8_K_ref(const void *x, const void *y, int64_t n);
 float qt__dot_tq2_0_q8_K_ref(const void *x, const void *y, int64_t n);
+/* dot_iq.c: the i-quants below 4 bits with q8_K activations. */
+float qt__dot_iq2_xxs_q8_K_ref(const void *x, const void *y, int64_t n);
+float qt__dot_iq2_xs_q8_K_ref(const void *x, const void *y, int64_t n);
+float qt__dot_iq2_s_q8_K_ref(const void *x, const void *y, int64_t n);
+float qt__dot_iq3_xxs_q8_K_ref(const void *x, const void *y, int64_t n);
+float qt__dot_iq3_s_q8_K_ref(const void *x, const void *y, int64_t n);
+float qt__dot_iq1_s_q8_K_ref(const void *x, const void *y, int64_t n);
+float qt__dot_iq1_m_q8_K_ref(const void *x, const void *y, int64_t n);
 
 /* Converts one activation row of n floats to `type` (one of f32, f16, bf16,
  * q8_0, q8_1, q8_K) the way llama.cpp's CPU backend does before a matmul.

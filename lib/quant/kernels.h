@@ -14,6 +14,8 @@
 
 #include <stdint.h>
 
+#include "quanta/quant.h"
+
 /* q_plain.c: raw element rows (formats.md §3.5). */
 void qt__quantize_f32(const float *src, void *dst, int64_t n, const float *imatrix);
 void qt__quantize_f16(const float *src, void *dst, int64_t n, const float *imatrix);
@@ -56,6 +58,31 @@ void qt__quantize_iq4_nl(const float *src, void *dst, int64_t n, const float *im
 void qt__quantize_iq4_xs(const float *src, void *dst, int64_t n, const float *imatrix);
 void qt__dequantize_iq4_nl(const void *src, float *dst, int64_t n);
 void qt__dequantize_iq4_xs(const void *src, float *dst, int64_t n);
+
+/* q_iq.c: i-quants below 4 bits (code books in iq_grids.c). IQ2_XXS, IQ2_XS
+ * and IQ1_S need imatrix (ggml asserts it); the others take NULL. Call them
+ * through qt_quantize_rows, which refuses a missing imatrix and a failed
+ * code-book build (these kernels would write zero blocks). */
+void qt__quantize_iq2_xxs(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_iq2_xs(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_iq2_s(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_iq3_xxs(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_iq3_s(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_iq1_s(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__quantize_iq1_m(const float *src, void *dst, int64_t n, const float *imatrix);
+void qt__dequantize_iq2_xxs(const void *src, float *dst, int64_t n);
+void qt__dequantize_iq2_xs(const void *src, float *dst, int64_t n);
+void qt__dequantize_iq2_s(const void *src, float *dst, int64_t n);
+void qt__dequantize_iq3_xxs(const void *src, float *dst, int64_t n);
+void qt__dequantize_iq3_s(const void *src, float *dst, int64_t n);
+void qt__dequantize_iq1_s(const void *src, float *dst, int64_t n);
+void qt__dequantize_iq1_m(const void *src, float *dst, int64_t n);
+
+/* q_iq.c: what qt_quantize_rows checks before calling those quantizers:
+ * QT_ERR_ARG when type t needs importance weights and imatrix is NULL,
+ * QT_ERR_NOMEM when its code-book search tables could not be built; QT_OK
+ * for every other type. */
+qt_status qt__iq_prepare(qt_type t, const float *imatrix);
 
 /* q_fp4_tq.c: MXFP4 (ggml's scale choice) and the ternary formats; no imatrix. */
 void qt__quantize_mxfp4(const float *src, void *dst, int64_t n, const float *imatrix);

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <strings.h>
 
+#include "kernels.h"
 #include "traits_internal.h"
 #include "variants.h"
 
@@ -46,6 +47,8 @@ qt_status qt_quantize_rows(qt_type t, const float *src, void *dst,
     qt_status s = check_row(tr, t, n_per_row);
     if (s != QT_OK) return s;
     if (!tr->from_float) return qt_error(QT_ERR_UNSUPPORTED, "no quantizer for type %s", tr->name);
+    s = qt__iq_prepare(t, imatrix); /* i-quants: imatrix required? code books built? (q_iq.c) */
+    if (s != QT_OK) return s;
     /* Like llama-quantize's row validation, but before writing anything:
      * NaN/Inf would silently poison a block's scale. Plain float types
      * (f32/f16/bf16) carry special values through unchanged. */

@@ -172,6 +172,79 @@ const qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .vec_dot = qt__dot_iq4_xs_q8_K_ref,
     },
 
+    /* ---- i-quants below 4 bits (codecs lib/quant/q_iq.c, dot kernels
+     * lib/quant/dot_iq.c) ---- */
+    [QT_TYPE_IQ2_XXS] = {
+        .name = "iq2_xxs", .type = QT_TYPE_IQ2_XXS,
+        .block_elems = 256, .block_bytes = 66,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = qt__dequantize_iq2_xxs,
+        .from_float = qt__quantize_iq2_xxs,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_iq2_xxs_q8_K_ref,
+    },
+
+    [QT_TYPE_IQ2_XS] = {
+        .name = "iq2_xs", .type = QT_TYPE_IQ2_XS,
+        .block_elems = 256, .block_bytes = 74,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = qt__dequantize_iq2_xs,
+        .from_float = qt__quantize_iq2_xs,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_iq2_xs_q8_K_ref,
+    },
+
+    [QT_TYPE_IQ2_S] = {
+        .name = "iq2_s", .type = QT_TYPE_IQ2_S,
+        .block_elems = 256, .block_bytes = 82,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = qt__dequantize_iq2_s,
+        .from_float = qt__quantize_iq2_s,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_iq2_s_q8_K_ref,
+    },
+
+    [QT_TYPE_IQ3_XXS] = {
+        .name = "iq3_xxs", .type = QT_TYPE_IQ3_XXS,
+        .block_elems = 256, .block_bytes = 98,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = qt__dequantize_iq3_xxs,
+        .from_float = qt__quantize_iq3_xxs,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_iq3_xxs_q8_K_ref,
+    },
+
+    [QT_TYPE_IQ3_S] = {
+        .name = "iq3_s", .type = QT_TYPE_IQ3_S,
+        .block_elems = 256, .block_bytes = 110,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = qt__dequantize_iq3_s,
+        .from_float = qt__quantize_iq3_s,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_iq3_s_q8_K_ref,
+    },
+
+    [QT_TYPE_IQ1_S] = {
+        .name = "iq1_s", .type = QT_TYPE_IQ1_S,
+        .block_elems = 256, .block_bytes = 50,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = qt__dequantize_iq1_s,
+        .from_float = qt__quantize_iq1_s,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_iq1_s_q8_K_ref,
+    },
+
+    [QT_TYPE_IQ1_M] = {
+        .name = "iq1_m", .type = QT_TYPE_IQ1_M,
+        .block_elems = 256, .block_bytes = 56,
+        .is_quantized = true, .runtime_only = false, .imatrix_aware = true,
+        .to_float_ref = qt__dequantize_iq1_m,
+        .from_float = qt__quantize_iq1_m,
+        .vec_dot_type = QT_TYPE_Q8_K,
+        .vec_dot = qt__dot_iq1_m_q8_K_ref,
+    },
+    /* ---- end of i-quants below 4 bits ---- */
+
     [QT_TYPE_I8] = {
         .name = "i8", .type = QT_TYPE_I8,
         .block_elems = 1, .block_bytes = 1,

@@ -31,10 +31,16 @@ static void check_type(qt_type t, int64_t n) {
     float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
     float *xd = malloc((size_t)n * sizeof *xd), *yd = malloc((size_t)n * sizeof *yd);
     void *xq = malloc(qt_row_size(t, n)), *yq = malloc(qt_row_size(vt->type, n));
+    /* IQ2_XXS, IQ2_XS, IQ1_S cannot quantize without importance weights: ones */
+    float *im = NULL;
+    if (qt_type_requires_imatrix(t)) {
+        im = malloc((size_t)n * sizeof *im);
+        for (int64_t i = 0; i < n; i++) im[i] = 1.0f;
+    }
     for (int rep = 0; rep < 20; rep++) {
         fill(x, n, 0.5f + rep);
         fill(y, n, 2.0f / (1 + rep));
-        CHECK_OK(qt_quantize_rows(t, x, xq, 1, n, NULL));
+        CHECK_OK(qt_quantize_rows(t, x, xq, 1, n, im));
         CHECK(qt__act_quantize(vt->type, y, yq, n));
         tr->to_float(xq, xd, n);
         vt->to_float(yq, yd, n);
@@ -57,7 +63,7 @@ static void check_type(qt_type t, int64_t n) {
         CHECK_MSG(fabs(got - want) <= 2e-6 * mag + 1e-30, "%s n=%lld rep %d: vec_dot %.9g, dequantized dot %.9g (sum |xy| %.6g)",
                   tr->name, (long long)n, rep, (double)got, want, mag);
     }
-    free(x); free(y); free(xd); free(yd); free(xq); free(yq);
+    free(x); free(y); free(xd); free(yd); free(xq); free(yq); free(im);
 }
 
 static void test_every_kernel_matches_dequantized_dot(void) {
