@@ -17,21 +17,14 @@
 
 #include "core.h"
 #include "model.h"
+#include "num.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ---- KV cache storage ------------------------------------------------------ */
-typedef enum qt_kv_type {
-    QT_KV_TYPE_F32 = 0,
-    QT_KV_TYPE_F16,        /* llama.cpp's default cache type */
-    QT_KV_TYPE_BF16,
-    QT_KV_TYPE_FP8_E4M3,   /* OCP E4M3FN, saturating, scaled */
-    QT_KV_TYPE_FP8_E5M2,   /* OCP E5M2, saturating, scaled */
-    QT_KV_TYPE_INT8,       /* symmetric int8, scaled */
-    QT_KV_TYPE_COUNT
-} qt_kv_type;
+/* qt_kv_type, the one KV cache element enum (engine and planner), is in num.h. */
 
 /* Granularity of the scales of the scaled formats (fp8, int8). */
 typedef enum qt_kv_scale_gran {

@@ -12,6 +12,19 @@
 extern "C" {
 #endif
 
+/* KV cache element formats: the engine's cache types (engine.h) and the
+ * planner's --kv-dtype (plan.h) are this one enum. */
+typedef enum qt_kv_type {
+    QT_KV_TYPE_AUTO = 0,   /* planner only: the model's own 16-bit dtype (no engine cache format) */
+    QT_KV_TYPE_F32,
+    QT_KV_TYPE_F16,        /* llama.cpp's default cache type */
+    QT_KV_TYPE_BF16,
+    QT_KV_TYPE_FP8_E4M3,   /* OCP E4M3FN, saturating, scaled (vLLM's "fp8") */
+    QT_KV_TYPE_FP8_E5M2,   /* OCP E5M2, saturating, scaled */
+    QT_KV_TYPE_INT8,       /* symmetric int8, scaled (llama.cpp: q8_0) */
+    QT_KV_TYPE_COUNT
+} qt_kv_type;
+
 /* IEEE binary16, round-to-nearest-even, overflow to Inf, NaN -> 0x7E00|sign (ggml). */
 QT_API float qt_fp16_to_f32(uint16_t h);
 QT_API uint16_t qt_f32_to_fp16(float f);

@@ -79,7 +79,7 @@ static const qt__kv_format kv_formats[QT_KV_TYPE_COUNT] = {
 };
 
 const qt__kv_format *qt__kv_format_get(qt_kv_type d) {
-    return (unsigned)d < QT_KV_TYPE_COUNT ? &kv_formats[d] : NULL;
+    return (unsigned)d < QT_KV_TYPE_COUNT && kv_formats[d].name ? &kv_formats[d] : NULL; /* not AUTO */
 }
 
 const char *qt_kv_type_name(qt_kv_type d) {
@@ -93,7 +93,7 @@ qt_status qt_kv_type_parse(const char *name, qt_kv_type *out) {
         {"e5m2", QT_KV_TYPE_FP8_E5M2}, {"fp8_e5m2", QT_KV_TYPE_FP8_E5M2}, {"i8", QT_KV_TYPE_INT8},
     };
     for (int d = 0; d < QT_KV_TYPE_COUNT; d++)
-        if (name && !strcasecmp(name, kv_formats[d].name)) { *out = (qt_kv_type)d; return QT_OK; }
+        if (name && kv_formats[d].name && !strcasecmp(name, kv_formats[d].name)) { *out = (qt_kv_type)d; return QT_OK; }
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
         if (name && !strcasecmp(name, aliases[i].alias)) { *out = aliases[i].d; return QT_OK; }
     return qt_error(QT_ERR_UNSUPPORTED,

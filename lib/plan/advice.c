@@ -283,7 +283,7 @@ static void commands_for(qt_plan *p, const qt_plan_row *best) {
         char out[160];
         snprintf(out, sizeof out, "%s-%s.gguf", name, s->gguf_ftype);
         command(p, "quanta quantize -m %s --scheme %s -o %s", m->hf_repo, s->key, out);
-        const bool q8kv = p->req.kv_dtype == QT_KV_INT8;
+        const bool q8kv = p->req.kv_dtype == QT_KV_TYPE_INT8;
         command(p, "llama-server -m %s -c %lld -np %lld -ngl 99%s%s", out, (long long)(p->req.context * seqs),
                 (long long)seqs, q8kv ? " -fa on --cache-type-k q8_0 --cache-type-v q8_0" : "",
                 p->req.n_gpus > 1 ? " --split-mode layer" : "");
@@ -295,7 +295,7 @@ static void commands_for(qt_plan *p, const qt_plan_row *best) {
                      (long long)p->req.context, e->budget_bytes / e->device_bytes, (long long)seqs);
     if (no_bf16(p->req.hw)) k += snprintf(flags + k, sizeof flags - (size_t)k, " --dtype half");
     if (p->req.n_gpus > 1) k += snprintf(flags + k, sizeof flags - (size_t)k, " --tensor-parallel-size %d", p->req.n_gpus);
-    if (p->req.kv_dtype == QT_KV_FP8) snprintf(flags + k, sizeof flags - (size_t)k, " --kv-cache-dtype fp8");
+    if (p->req.kv_dtype == QT_KV_TYPE_FP8_E4M3) snprintf(flags + k, sizeof flags - (size_t)k, " --kv-cache-dtype fp8");
     if (s->kind == QT_SCHEME_FLOAT16) {
         command(p, "vllm serve %s%s", m->hf_repo, flags);
     } else if (s->runtime == QT_RUNTIME_BNB) {
@@ -344,7 +344,7 @@ static void warnings_for(qt_plan *p) {
     if (m->n_ctx_train > 0 && r->context > m->n_ctx_train)
         note(p, "context %lld is beyond the %lld tokens %s was trained for (config max_position_embeddings)",
              (long long)r->context, (long long)m->n_ctx_train, m->display);
-    if (p->kv_alt_dtype == QT_KV_FP8)
+    if (p->kv_alt_dtype == QT_KV_TYPE_FP8_E4M3)
         note(p, "An FP8 KV cache needs calibrated k/v scales: without them vLLM uses 1.0 (and says so), which can cost accuracy "
                 "on models with large key/value ranges; calibrate them (llm-compressor kv_cache_scheme) and measure with quanta eval");
     if (p->goal == QT_GOAL_THROUGHPUT && !host_target(hw))
@@ -445,8 +445,8 @@ qt_status qt_plan_make(const qt_estimate_req *req, qt_goal goal, qt_plan *p) {
     if (p->best >= 0) {
         const qt_plan_row *bst = &p->rows[p->best];
         const bool llama = bst->scheme->runtime == QT_RUNTIME_LLAMACPP;
-        qt_kv_dtype alt = llama ? QT_KV_INT8 : QT_KV_FP8;
-        if (p->req.kv_dtype == QT_KV_AUTO || p->req.kv_dtype == QT_KV_BF16 || p->req.kv_dtype == QT_KV_FP16) {
+        qt_kv_type alt = llama ? QT_KV_TYPE_INT8 : QT_KV_TYPE_FP8_E4M3;
+        if (p->req.kv_dtype == QT_KV_TYPE_AUTO || p->req.kv_dtype == QT_KV_TYPE_BF16 || p->req.kv_dtype == QT_KV_TYPE_F16) {
             qt_estimate_req r = p->req;
             r.scheme = bst->scheme;
             r.kv_dtype = alt;

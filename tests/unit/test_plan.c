@@ -71,7 +71,7 @@ static void test_halving_kv_doubles_concurrency(void) {
     qt_estimate a, b;
     qt_estimate_req r = seed_req("int8");
     CHECK_OK(qt_plan_estimate(&r, &a));
-    r.kv_dtype = QT_KV_FP8;
+    r.kv_dtype = QT_KV_TYPE_FP8_E4M3;
     CHECK_OK(qt_plan_estimate(&r, &b));
     CHECK_EQ_INT((long long)b.kv_bytes_per_token, 28672);
     CHECK_NEAR(b.concurrency_frac, 2 * a.concurrency_frac, 1e-9);
@@ -92,7 +92,7 @@ static void test_llama70b_kv_for_eight_long_requests(void) {
     CHECK_OK(qt_plan_estimate(&r, &e));
     CHECK_EQ_INT((long long)e.kv_bytes_per_token, 327680);
     CHECK_EQ_INT((long long)e.kv_required_bytes, 85899345920LL); /* "85.9 GB" (= 80 GiB) */
-    r.kv_dtype = QT_KV_FP8;
+    r.kv_dtype = QT_KV_TYPE_FP8_E4M3;
     CHECK_OK(qt_plan_estimate(&r, &e));
     CHECK_EQ_INT((long long)e.kv_required_bytes, 42949672960LL); /* "42.9 GB" */
 }
@@ -290,7 +290,7 @@ static void test_plan_t4_weights_are_the_constraint(void) {
     CHECK(turing);
     CHECK(p.n_commands == 2 && strstr(p.commands[0], "quanta quantize") && strstr(p.commands[1], "--dtype half"));
     /* KV advice: an 8-bit cache roughly doubles the sequences */
-    CHECK_EQ_INT(p.kv_alt_dtype, QT_KV_FP8);
+    CHECK_EQ_INT(p.kv_alt_dtype, QT_KV_TYPE_FP8_E4M3);
     CHECK(p.kv_alt.concurrency >= 2 * b->est.concurrency - 1);
 }
 

@@ -90,9 +90,8 @@ int plan_opt(const char *verb, int argc, char **argv, int *i, plan_opts *o, int 
     }
     if (!strcmp(a, "--kv-dtype")) {
         VALUE();
-        static const char *const names[] = {"auto", "bf16", "fp16", "fp8", "int8"};
-        for (int k = 0; k < 5; k++)
-            if (!strcmp(v, names[k])) { o->req.kv_dtype = (qt_kv_dtype)k; return 1; }
+        for (int k = 0; k < QT_KV_TYPE_COUNT; k++)
+            if (!strcmp(v, qt_kv_dtype_name((qt_kv_type)k))) { o->req.kv_dtype = (qt_kv_type)k; return 1; }
         *rc = cli_usage(verb, "--kv-dtype: '%s' is not one of auto, bf16, fp16, fp8, int8", v);
         return -1;
     }
