@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/arch.h"
 #include "plan_internal.h"
 
 typedef struct tlist {
@@ -86,7 +87,7 @@ static void add_mlp(tlist *l, const qt_model_spec *m, int32_t b) {
         return;
     }
     add(l, "ffn_gate_inp", b, QT__ROLE_ROUTER, h, m->n_expert, 1, true);
-    if (!strcmp(m->arch, "deepseek_v3")) /* e_score_correction_bias (noaux_tc routing) */
+    if (qt__hf_family_find(m->arch)->score_bias) /* e_score_correction_bias (noaux_tc routing) */
         add(l, "exp_probs_b", b, QT__ROLE_SMALL, m->n_expert, 1, 1, true);
     add(l, "ffn_gate_exps", b, QT__ROLE_LINEAR, h, m->n_ff_expert, m->n_expert, false);
     add(l, "ffn_up_exps", b, QT__ROLE_LINEAR, h, m->n_ff_expert, m->n_expert, false);
