@@ -43,7 +43,7 @@ typedef enum qt_kv_scale_source {
 
 /* Tensor names the engine reads KV scales from (F32; 1 element = per tensor,
  * n_head_kv elements = per head). Dequantization multipliers, as vLLM's
- * k_scale / v_scale (formats.md §4.8): stored = fp8(k / k_scale). */
+ * k_scale / v_scale (docs/formats.md §4.8): stored = fp8(k / k_scale). */
 #define QT_KV_K_SCALE_FMT "blk.%d.attn_k_scale"
 #define QT_KV_V_SCALE_FMT "blk.%d.attn_v_scale"
 

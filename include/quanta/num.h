@@ -1,4 +1,4 @@
-/* quanta/num.h — scalar number formats (formats.md §5).
+/* quanta/num.h — scalar number formats (docs/formats.md §5).
  *
  * All conversions are bit-exact with the reference named beside them.
  * Half-precision values travel as their raw bits (uint16_t), 8-bit formats as uint8_t.
@@ -60,7 +60,7 @@ QT_API uint8_t qt_f32_to_nf4(float x);
 
 /* Unsigned/signed b-bit integers (b = 2, 3, 4, 8) packed densely into
  * little-endian int32 words as compressed-tensors' pack_to_int32 does
- * (values offset by 2^(b-1); formats.md §4.5). Declared in quanta/ct.h. */
+ * (values offset by 2^(b-1); docs/formats.md §4.5). Declared in quanta/ct.h. */
 
 #ifdef __cplusplus
 }

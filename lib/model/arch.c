@@ -1,4 +1,4 @@
-/* lib/model/arch.c — the architecture table (formats.md §2.6, §2.7, §7). */
+/* lib/model/arch.c — the architecture table (docs/formats.md §2.6, §2.7, §7). */
 #include <string.h>
 
 #include "arch.h"
@@ -48,7 +48,7 @@ const qt_arch_info *qt__arch_by_hf_model_type(const char *model_type) {
     return NULL;
 }
 
-/* transformers' configuration classes (formats.md §7.1): first match wins. */
+/* transformers' configuration classes (docs/formats.md §7.1): first match wins. */
 static const qt__hf_family families[] = {
     /* model_type     bias   qknorm norms tie    sliding window       score bias */
     {"gemma2",        false, false, 4,    true,  QT__SWA_ALTERNATE, false},

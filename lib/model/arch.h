@@ -7,7 +7,7 @@
 
 /* A scale-folding pair for AWQ / SmoothQuant: the `from` tensor (a norm's weight,
  * or a linear whose output feeds `to`) absorbs per-channel scales that divide
- * the inputs of every `to` linear. GGUF base names (formats.md §2.9). */
+ * the inputs of every `to` linear. GGUF base names (docs/formats.md §2.9). */
 typedef struct qt__smooth_pair {
     const char *from;
     const char *to[3];            /* NULL-terminated when shorter */
@@ -23,7 +23,7 @@ typedef struct qt_arch_info {
     bool qkv_bias;                /* attn_q/k/v carry biases (qwen2) */
     bool qk_norm;                 /* per-head RMSNorm on q and k (qwen3) */
     bool rope_neox;               /* rope convention of GGUF files of this arch (qwen: neox halves) */
-    bool permute_qk_for_gguf;     /* llama.cpp's convert permutes Q/K rows (formats.md §2.10) */
+    bool permute_qk_for_gguf;     /* llama.cpp's convert permutes Q/K rows (docs/formats.md §2.10) */
     bool default_tie_embeddings;  /* config.json default of tie_word_embeddings */
     const qt__smooth_pair *smooth; /* AWQ/SmoothQuant folding pairs, ends with from == NULL */
 } qt_arch_info;

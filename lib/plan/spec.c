@@ -1,6 +1,6 @@
 /* lib/plan/spec.c — model specs from a preset, a config.json, or a checkpoint.
  *
- * config.json fields and defaults: formats.md §7.1 (transformers'
+ * config.json fields and defaults: docs/formats.md §7.1 (transformers'
  * configuration classes). Beyond the four architectures the engine runs, the
  * planner reads the fields that decide memory for the families in the
  * preset table: Gemma 2 (explicit head_dim, alternating sliding window),

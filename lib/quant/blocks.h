@@ -1,6 +1,6 @@
 /* lib/quant/blocks.h — one packed struct per ggml block format.
  *
- * Layouts are ggml's (ggml-common.h; formats.md §3.2), byte for byte, with
+ * Layouts are ggml's (ggml-common.h; docs/formats.md §3.2), byte for byte, with
  * their sizes asserted. Half-precision fields are stored as raw uint16_t bits
  * (convert with qt_fp16_to_f32 / qt_f32_to_fp16 from quanta/num.h).
  */
@@ -72,7 +72,7 @@ typedef struct {
 static_assert(sizeof(block_q5_K) == 176, "block_q5_K size");
 
 /* Sub-block j's 6-bit scale and min from the 12 packed scale bytes of a Q4_K
- * or Q5_K block (ggml get_scale_min_k4; formats.md §3.4 "Scale packing"). */
+ * or Q5_K block (ggml get_scale_min_k4; docs/formats.md §3.4 "Scale packing"). */
 static inline void qt__get_scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) {
     if (j < 4) {
         *sc = q[j] & 63;

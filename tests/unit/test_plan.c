@@ -156,7 +156,7 @@ static void test_realistic_w4a16_differs_by_16bit_parts_and_scales(void) {
 }
 
 static void test_realistic_gguf_q4_k_m_follows_llama_cpp(void) {
-    /* llama.cpp Q4_K_M for Qwen2.5-7B (formats.md §3.6): token_embd Q4_K (144 B / 256),
+    /* llama.cpp Q4_K_M for Qwen2.5-7B (docs/formats.md §3.6): token_embd Q4_K (144 B / 256),
      * output Q6_K (210 B / 256), attn_v and ffn_down Q6_K in the 14 use_more_bits layers of 28,
      * the rest Q4_K; norms and biases f32.
      *   token_embd 544,997,376 x 144/256 =   306,561,024
