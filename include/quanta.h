@@ -20,6 +20,7 @@
 #include "quanta/hf.h"
 #include "quanta/plan.h"
 #include "quanta/engine.h"
+#include "quanta/quantize.h"
 #include "quanta/eval.h"
 
 #endif

@@ -3,7 +3,7 @@
  * fx_write_hf writes config.json (by hand, every field explicit, so it does not
  * depend on the writer under test) and the weights in HF layout (HF names,
  * [out, in] shapes) through the safetensors writer — whose bytes are pinned by
- * the formats.md §1.5 worked example in test_safetensors. Weights are uniform in
+ * the docs/formats.md §1.5 worked example in test_safetensors. Weights are uniform in
  * [-1, 1) from a fixed-seed xorshift generator: same seed, same bytes.
  */
 #ifndef QT_TESTS_FIXTURES_H

@@ -4,12 +4,12 @@
  * matrix `w` of shape (rows, cols) = (out_features, in_features) goes in,
  * codes + scales (+ zero points) come out, and a matching dequantizer maps
  * them back. Nothing here knows about files; the exporter arranges the
- * outputs into the tensors of formats.md §4.3.
+ * outputs into the tensors of docs/formats.md §4.3.
  *
- *   integer (pack-quantized / int-quantized)   formats.md §4.4, §4.5
- *   FP8 E4M3 (float-quantized)                 formats.md §4.6
- *   NVFP4 (nvfp4-pack-quantized)               formats.md §4.7, §5.6
- *   MXFP4 (mxfp4-pack-quantized)               formats.md §4.7, §5.5
+ *   integer (pack-quantized / int-quantized)   docs/formats.md §4.4, §4.5
+ *   FP8 E4M3 (float-quantized)                 docs/formats.md §4.6
+ *   NVFP4 (nvfp4-pack-quantized)               docs/formats.md §4.7, §5.6
+ *   MXFP4 (mxfp4-pack-quantized)               docs/formats.md §4.7, §5.5
  *
  * Model dtype. compressed-tensors computes scales in the dtype of the weight
  * tensor (BF16 for most checkpoints) and torch rounds every intermediate
@@ -68,7 +68,7 @@ typedef struct qt_ct_int_args {
 QT_API qt_status qt_ct_int_scale_count(const qt_ct_int_args *a, int64_t rows, int64_t cols,
                                 int64_t *per_row, int64_t *total);
 
-/* calculate_qparams for one (min, max) observation (formats.md §4.4):
+/* calculate_qparams for one (min, max) observation (docs/formats.md §4.4):
  * the range is widened to include 0; symmetric: scale = max(|min|,|max|) /
  * ((qmax - qmin) / 2), zp = 0; asymmetric: scale = (max - min)/(qmax - qmin),
  * zp = round_half_even(clamp(qmin - min/scale, qmin, qmax)). A zero scale
@@ -87,7 +87,7 @@ QT_API qt_status qt_ct_int_quantize(const float *w, int64_t rows, int64_t cols, 
 QT_API qt_status qt_ct_int_dequantize(const int8_t *q, const float *scales, const int8_t *zero_points,
                                int64_t rows, int64_t cols, const qt_ct_int_args *a, float *out);
 
-/* ---- pack-quantized int32 packing (formats.md §4.5) ---------------------- *
+/* ---- pack-quantized int32 packing (docs/formats.md §4.5) ---------------------- *
  * Each signed b-bit value (1 <= b <= 8) is offset by 2^(b-1) and laid down
  * densely at bits [i*b, i*b + b) of a little-endian stream of int32 words;
  * ceil(n*b/32) words hold n values, padding bits are zero. Weights pack along
@@ -110,7 +110,7 @@ QT_API qt_status qt_ct_unpack_cols(const int32_t *packed, int64_t rows, int64_t 
 QT_API qt_status qt_ct_int4_group_dequantize(const int32_t *packed, const float *scales, const int8_t *zero_points,
                                       int64_t rows, int64_t cols, int64_t group_size, float *out);
 
-/* ---- FP8 E4M3 weights (float-quantized; formats.md §4.6) ----------------- *
+/* ---- FP8 E4M3 weights (float-quantized; docs/formats.md §4.6) ----------------- *
  * scale = amax/448 (per tensor or per output channel), q = e4m3(clamp(x/scale,
  * -448, 448)), dequant q*scale. scales: 1 (tensor) or rows (channel) floats. */
 QT_API qt_status qt_ct_fp8_quantize(const float *w, int64_t rows, int64_t cols, qt_ct_strategy strategy,
@@ -118,7 +118,7 @@ QT_API qt_status qt_ct_fp8_quantize(const float *w, int64_t rows, int64_t cols, 
 QT_API qt_status qt_ct_fp8_dequantize(const uint8_t *q, const float *scales, int64_t rows, int64_t cols,
                                qt_ct_strategy strategy, qt_ct_dtype dt, float *out);
 
-/* ---- NVFP4 (formats.md §4.7, §5.6) ---------------------------------------- *
+/* ---- NVFP4 (docs/formats.md §4.7, §5.6) ---------------------------------------- *
  * global_scale = 448*6/amax(tensor) (the stored reciprocal: weight_global_scale);
  * per 16 columns: scale = e4m3(amax_group/6 * global_scale) (weight_scale, raw
  * E4M3 codes); elements e2m1(x / (scale/global_scale)), two per byte, element
@@ -130,7 +130,7 @@ QT_API qt_status qt_ct_nvfp4_quantize(const float *w, int64_t rows, int64_t cols
 QT_API qt_status qt_ct_nvfp4_dequantize(const uint8_t *packed, const uint8_t *scales, float global_scale,
                                  int64_t rows, int64_t cols, float *out);
 
-/* ---- MXFP4, compressed-tensors flavour (formats.md §4.7, §5.5) ------------ *
+/* ---- MXFP4, compressed-tensors flavour (docs/formats.md §4.7, §5.5) ------------ *
  * Per 32 columns: amax is rounded to bf16 and then to a power of two p (up
  * when its mantissa is >= 1.75), scale exponent e = clamp(127 + log2(p) - 2,
  * 0, 255) stored as a raw E8M0 byte (weight_scale (rows, cols/32)); elements

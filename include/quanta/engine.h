@@ -17,21 +17,14 @@
 
 #include "core.h"
 #include "model.h"
+#include "num.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ---- KV cache storage ------------------------------------------------------ */
-typedef enum qt_kv_type {
-    QT_KV_TYPE_F32 = 0,
-    QT_KV_TYPE_F16,        /* llama.cpp's default cache type */
-    QT_KV_TYPE_BF16,
-    QT_KV_TYPE_FP8_E4M3,   /* OCP E4M3FN, saturating, scaled */
-    QT_KV_TYPE_FP8_E5M2,   /* OCP E5M2, saturating, scaled */
-    QT_KV_TYPE_INT8,       /* symmetric int8, scaled */
-    QT_KV_TYPE_COUNT
-} qt_kv_type;
+/* qt_kv_type, the one KV cache element enum (engine and planner), is in num.h. */
 
 /* Granularity of the scales of the scaled formats (fp8, int8). */
 typedef enum qt_kv_scale_gran {
@@ -50,7 +43,7 @@ typedef enum qt_kv_scale_source {
 
 /* Tensor names the engine reads KV scales from (F32; 1 element = per tensor,
  * n_head_kv elements = per head). Dequantization multipliers, as vLLM's
- * k_scale / v_scale (formats.md §4.8): stored = fp8(k / k_scale). */
+ * k_scale / v_scale (docs/formats.md §4.8): stored = fp8(k / k_scale). */
 #define QT_KV_K_SCALE_FMT "blk.%d.attn_k_scale"
 #define QT_KV_V_SCALE_FMT "blk.%d.attn_v_scale"
 
@@ -151,6 +144,30 @@ typedef struct qt_ppl_result {
 
 QT_API qt_status qt_perplexity(qt_engine_ctx *e, const int32_t *tokens, int64_t n_tokens,
                         const qt_ppl_opts *o, qt_ppl_result *r);
+
+/* ---- layer by layer: the calibration seam ------------------------------------ *
+ * Runs the model one decoder layer at a time over a batch of n_seq sequences of
+ * n_tok tokens each (every sequence starts at position 0), keeping the hidden
+ * states of all of them between layers, as layer-wise quantization (GPTQ, AWQ,
+ * SmoothQuant) needs: observe a layer's linears on every sequence, change that
+ * layer, then run it again to feed the next. The observer sees each linear's
+ * input rows (n_tokens, n_in) before its matmul, linear named by its GGUF base
+ * name: attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down.
+ * The same hook fires in ordinary evaluation when set; the numbers are the
+ * full forward pass's, bit for bit. n_tok <= the engine's batch size; the KV
+ * cache must be an unscaled format (f32, f16, bf16). */
+typedef void (*qt_linear_observer)(void *user, int32_t layer, const char *linear, const float *x, int32_t n_tokens,
+                                   int32_t n_in);
+typedef struct qt_layerwise qt_layerwise;
+
+QT_API qt_status qt_layerwise_new(qt_engine_ctx *e, const int32_t *tokens, int32_t n_seq, int32_t n_tok,
+                                  qt_layerwise **out);
+/* Runs the next layer on every sequence (observer may be NULL); QT_ERR_ARG after the last. */
+QT_API qt_status qt_layerwise_run_layer(qt_layerwise *lw, qt_linear_observer observer, void *user);
+QT_API int32_t qt_layerwise_next_layer(const qt_layerwise *lw);
+/* After the last layer: logits (n_seq * n_tok, n_vocab), sequence by sequence. */
+QT_API qt_status qt_layerwise_logits(qt_layerwise *lw, float *logits);
+QT_API void qt_layerwise_free(qt_layerwise *lw);
 
 #ifdef __cplusplus
 }

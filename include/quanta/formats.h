@@ -36,7 +36,7 @@ typedef enum qt_format_family {
 } qt_format_family;
 
 /* What one quantized weight tensor becomes (compressed-tensors names,
- * formats.md §4.3). Buffers are the caller's, sized by qt_format_tensor_sizes. */
+ * docs/formats.md §4.3). Buffers are the caller's, sized by qt_format_tensor_sizes. */
 typedef struct qt_ct_tensors {
     void *weight;              /* weight_packed int32 words (pack-quantized), int8 codes (int-quantized),
                                   E4M3 bytes (float-quantized) or fp4 pairs (nvfp4/mxfp4) */
@@ -92,7 +92,7 @@ QT_API const char *qt_format_family_name(qt_format_family f);
  * (QT_ERR_SHAPE if the group does not divide cols, QT_ERR_UNSUPPORTED for other rows). */
 QT_API qt_status qt_format_tensor_sizes(const qt_format_info *f, int64_t rows, int64_t cols, qt_ct_tensor_sizes *out);
 
-/* ---- GGUF file types (llama_ftype, formats.md §3.6) ---------------------- */
+/* ---- GGUF file types (llama_ftype, docs/formats.md §3.6) ---------------------- */
 
 typedef struct qt_gguf_ftype_info {
     const char *name;          /* llama-quantize's name: "Q4_K_M" */

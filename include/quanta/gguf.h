@@ -1,6 +1,6 @@
 /* quanta/gguf.h — GGUF v2/v3 files: a validating reader with a generic
  * metadata API, and the v3 writer that turns any qt_model into a file
- * llama.cpp loads (formats.md §2).
+ * llama.cpp loads (docs/formats.md §2).
  *
  * The reader checks every count, length, type id, dimension, offset and
  * alignment against the file before trusting it (docs/io.md lists them);
@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-/* Metadata value types, numbered as in the file (formats.md §2.1). */
+/* Metadata value types, numbered as in the file (docs/formats.md §2.1). */
 typedef enum qt_gguf_type {
     QT_GGUF_UINT8 = 0,
     QT_GGUF_INT8 = 1,
@@ -152,7 +152,7 @@ typedef struct qt_gguf_write_opts {
      * same name, otherwise appended in order. */
     const qt_gguf_kv *extra_kv;
     int32_t n_extra_kv;
-    /* general.file_type to write (a llama_ftype, formats.md §3.6); -1 derives it. */
+    /* general.file_type to write (a llama_ftype, docs/formats.md §3.6); -1 derives it. */
     int32_t file_type;
     uint32_t alignment;   /* 0: the source file's, else 32 */
     qt_progress progress;
@@ -166,7 +166,7 @@ QT_API qt_gguf_write_opts qt_gguf_write_opts_default(void);
  * in order (only general.file_type / general.quantization_version follow
  * changed tensor types); other sources get llama.cpp's keys generated from
  * the hyperparameters and vocabulary with the exact types llama.cpp expects
- * (formats.md §2.5-§2.8). Tensors keep the model's order; offsets are
+ * (docs/formats.md §2.5-§2.8). Tensors keep the model's order; offsets are
  * cumulative and every tensor is padded to the alignment (§2.2). Q/K rows of
  * llama-architecture models held in HF order (hparams.rope_neox) are
  * permuted to llama.cpp's order (§2.10). */

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-/* config.json -> hyperparameters (formats.md §7): LlamaForCausalLM,
+/* config.json -> hyperparameters (docs/formats.md §7): LlamaForCausalLM,
  * Qwen2ForCausalLM, Qwen3ForCausalLM, MistralForCausalLM, with each class's
  * defaults for absent fields. Unknown architectures, activations and rope
  * scaling types are QT_ERR_UNSUPPORTED naming the file, field and value. */
@@ -42,7 +42,7 @@ typedef struct qt_hf_write_opts {
  * parent must exist); an existing one must be empty unless opts->force, and
  * it is never the input model's. Tensors get HF names and [out, in] shapes; Q/K rows
  * stored in llama.cpp's pairs order (hp.rope_neox == false) are put back in HF
- * rotate-half order (inverse of formats.md §2.10). All files are written to
+ * rotate-half order (inverse of docs/formats.md §2.10). All files are written to
  * temporaries first and renamed only when every one is complete. opts may be NULL. */
 QT_API qt_status qt_hf_write(const qt_model *m, const char *dir, const qt_hf_write_opts *opts);
 

@@ -1,4 +1,4 @@
-/* quanta/llama2c.h — Karpathy's llama2.c checkpoints (formats.md §6).
+/* quanta/llama2c.h — Karpathy's llama2.c checkpoints (docs/formats.md §6).
  *
  * qt_model_open() reads a llama2.c .bin (legacy version 0 or version 1) and
  * looks for its tokenizer beside it: `<dir>/tok<vocab_size>.bin` first

@@ -3,7 +3,7 @@
  * the source (GGUF, HF safetensors directory, llama2.c .bin).
  *
  * Tensor names are canonical GGUF names ("token_embd.weight",
- * "blk.0.attn_q.weight", ...; formats.md §2.9) and shapes are ggml-ordered
+ * "blk.0.attn_q.weight", ...; docs/formats.md §2.9) and shapes are ggml-ordered
  * (ne[0] = row length = in_features). Data is the source bytes, mmapped
  * read-only where the source allows; nothing is converted at load time.
  * Q/K weights read from HF layout are NOT permuted in memory: `rope_neox`

@@ -1,4 +1,4 @@
-/* quanta/num.h — scalar number formats (formats.md §5).
+/* quanta/num.h — scalar number formats (docs/formats.md §5).
  *
  * All conversions are bit-exact with the reference named beside them.
  * Half-precision values travel as their raw bits (uint16_t), 8-bit formats as uint8_t.
@@ -11,6 +11,19 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* KV cache element formats: the engine's cache types (engine.h) and the
+ * planner's --kv-dtype (plan.h) are this one enum. */
+typedef enum qt_kv_type {
+    QT_KV_TYPE_AUTO = 0,   /* planner only: the model's own 16-bit dtype (no engine cache format) */
+    QT_KV_TYPE_F32,
+    QT_KV_TYPE_F16,        /* llama.cpp's default cache type */
+    QT_KV_TYPE_BF16,
+    QT_KV_TYPE_FP8_E4M3,   /* OCP E4M3FN, saturating, scaled (vLLM's "fp8") */
+    QT_KV_TYPE_FP8_E5M2,   /* OCP E5M2, saturating, scaled */
+    QT_KV_TYPE_INT8,       /* symmetric int8, scaled (llama.cpp: q8_0) */
+    QT_KV_TYPE_COUNT
+} qt_kv_type;
 
 /* IEEE binary16, round-to-nearest-even, overflow to Inf, NaN -> 0x7E00|sign (ggml). */
 QT_API float qt_fp16_to_f32(uint16_t h);
@@ -47,7 +60,7 @@ QT_API uint8_t qt_f32_to_nf4(float x);
 
 /* Unsigned/signed b-bit integers (b = 2, 3, 4, 8) packed densely into
  * little-endian int32 words as compressed-tensors' pack_to_int32 does
- * (values offset by 2^(b-1); formats.md §4.5). Declared in quanta/ct.h. */
+ * (values offset by 2^(b-1); docs/formats.md §4.5). Declared in quanta/ct.h. */
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@
 
 #include "core.h"
 #include "formats.h"
+#include "num.h"
 #include "model.h"
 
 #ifdef __cplusplus
@@ -216,8 +217,9 @@ QT_API qt_support qt_support_check(const qt_scheme_info *scheme, const qt_hw_inf
 /* ---- estimate ---------------------------------------------------------------------- */
 
 typedef enum qt_accounting { QT_ACCOUNTING_REALISTIC = 0, QT_ACCOUNTING_SIMPLE } qt_accounting;
-typedef enum qt_kv_dtype { QT_KV_AUTO = 0, QT_KV_BF16, QT_KV_FP16, QT_KV_FP8, QT_KV_INT8 } qt_kv_dtype;
-QT_API const char *qt_kv_dtype_name(qt_kv_dtype k);
+/* The KV cache dtype is num.h's qt_kv_type; the planner offers auto, bf16, f16, fp8-e4m3 and int8
+ * and names them as vLLM does: "auto", "bf16", "fp16", "fp8", "int8" ("?" for the others). */
+QT_API const char *qt_kv_dtype_name(qt_kv_type k);
 
 /* KV bytes per token when every layer keeps every token (2 x layers x kv_heads
  * x head_dim x elt_bytes; MLA: layers x (kv_lora_rank + rope dims) x elt_bytes),
@@ -236,7 +238,7 @@ typedef struct qt_estimate_req {
     double overhead_bytes;       /* < 0: default (simple: 1.0 GB; realistic: computed) */
     int64_t context;             /* tokens per sequence */
     int64_t concurrency;         /* sequences required; 0 = not given (one must fit) */
-    qt_kv_dtype kv_dtype;
+    qt_kv_type kv_dtype;
     qt_accounting accounting;
     int64_t batch_tokens;        /* tokens per forward for the activation workspace (0 = 2048) */
     int64_t max_num_seqs;        /* scheduler cap used for logits and throughput (0 = 256) */
@@ -332,7 +334,7 @@ typedef struct qt_plan {
     int best;                    /* index into rows, -1 when nothing fits */
     const char *constraint;      /* "weights", "cache" or "none" (at 16-bit) */
     /* KV-cache advice for the best scheme: the same plan with an 8-bit cache. */
-    qt_kv_dtype kv_alt_dtype;    /* QT_KV_AUTO when no quantized cache applies */
+    qt_kv_type kv_alt_dtype;    /* QT_KV_TYPE_AUTO when no quantized cache applies */
     qt_estimate kv_alt;
     qt_support kv_alt_support;
     char kv_alt_reason[256];

@@ -6,7 +6,7 @@
  * weights), and the kernels the engine uses. Every loop over formats goes
  * through this table; adding a format is adding a row plus its tests.
  *
- * Type ids equal ggml's `enum ggml_type` (formats.md §3.1) so they can be
+ * Type ids equal ggml's `enum ggml_type` (docs/formats.md §3.1) so they can be
  * written to GGUF unchanged.
  */
 #ifndef QUANTA_QUANT_H

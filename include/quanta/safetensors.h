@@ -1,4 +1,4 @@
-/* quanta/safetensors.h — the safetensors container (formats.md §1).
+/* quanta/safetensors.h — the safetensors container (docs/formats.md §1).
  *
  * Reader: one file, or a sharded checkpoint (model.safetensors.index.json plus
  * shards). It enforces everything the reference reader (huggingface/safetensors

@@ -2,7 +2,7 @@
  *
  * SentencePiece-style vocabularies (GGUF tokenizer.ggml.model = "llama") and
  * byte-level BPE (HF tokenizer.json; GGUF "gpt2" with the Llama-3 / Qwen2
- * pre-tokenizers), formats.md §8. Matches llama.cpp's llama-tokenize (SPM)
+ * pre-tokenizers), docs/formats.md §8. Matches llama.cpp's llama-tokenize (SPM)
  * and HF tokenizers (BPE) id for id. docs/tokenizers.md has the exact rules.
  */
 #ifndef QUANTA_TOKENIZER_H

@@ -106,6 +106,11 @@ struct qt_engine_ctx {
     int n_threads;
     qt_threadpool *pool;
 
+    /* the calibration seam (layerwise.c): called before every linear of a layer with its
+     * input rows; NULL in ordinary evaluation */
+    qt_linear_observer observer;
+    void *observer_user;
+
     char describe[1024];
 };
 
@@ -128,5 +133,10 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant);
 
 /* lib/engine/forward.c */
 qt_status qt__engine_forward(qt_engine_ctx *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits);
+/* The pieces of one forward pass, for layerwise.c: embed B tokens into e->x, run
+ * decoder layer il on e->x (positions n_past..), and logits of rows of x. */
+void qt__engine_embed(qt_engine_ctx *e, const int32_t *tokens, int32_t B);
+void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B);
+void qt__engine_logits(qt_engine_ctx *e, const float *x, int32_t n, float *logits);
 
 #endif

@@ -221,15 +221,23 @@ static void residual_add(float *x, const float *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] += y[i];
 }
 
-static void layer_forward(qt_engine_ctx *e, int il, int32_t B) {
+/* The calibration seam: a linear's input rows, before its matmul (layerwise.c). */
+static void observe(const qt_engine_ctx *e, int il, const char *linear, const float *x, int32_t B, int32_t n_in) {
+    if (e->observer) e->observer(e->observer_user, il, linear, x, B, n_in);
+}
+
+void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B) {
     const qt__layer *L = &e->layers[il];
     const int32_t n_embd = e->hp.n_embd;
     const float eps = e->hp.rms_eps;
 
     /* attention */
     for (int32_t b = 0; b < B; b++) rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)b * n_embd, L->attn_norm, n_embd, eps);
+    observe(e, il, "attn_q", e->xb, B, n_embd);
     qt__matmul(e, e->q, e->xb, B, &L->wq);
+    observe(e, il, "attn_k", e->xb, B, n_embd);
     qt__matmul(e, e->k, e->xb, B, &L->wk);
+    observe(e, il, "attn_v", e->xb, B, n_embd);
     qt__matmul(e, e->v, e->xb, B, &L->wv);
     add_bias(e->q, L->bq, B, e->n_q);
     add_bias(e->k, L->bk, B, e->n_kv);
@@ -240,37 +248,47 @@ static void layer_forward(qt_engine_ctx *e, int il, int32_t B) {
     rope(e, e->k, B, e->hp.n_head_kv);
     qt__engine_kv_store(e, il, B);
     attention(e, il, B);
+    observe(e, il, "attn_output", e->att, B, e->n_q);
     qt__matmul(e, e->xb2, e->att, B, &L->wo);
     add_bias(e->xb2, L->bo, B, n_embd);
     residual_add(e->x, e->xb2, (int64_t)B * n_embd);
 
     /* feed-forward (SwiGLU) */
     for (int32_t b = 0; b < B; b++) rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)b * n_embd, L->ffn_norm, n_embd, eps);
+    observe(e, il, "ffn_gate", e->xb, B, n_embd);
     qt__matmul(e, e->hb, e->xb, B, &L->w_gate);
+    observe(e, il, "ffn_up", e->xb, B, n_embd);
     qt__matmul(e, e->hb2, e->xb, B, &L->w_up);
     swiglu(e->hb, e->hb2, B, e->hp.n_ff);
+    observe(e, il, "ffn_down", e->hb, B, e->hp.n_ff);
     qt__matmul(e, e->xb2, e->hb, B, &L->w_down);
     residual_add(e->x, e->xb2, (int64_t)B * n_embd);
 }
 
-qt_status qt__engine_forward(qt_engine_ctx *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits) {
+void qt__engine_embed(qt_engine_ctx *e, const int32_t *tokens, int32_t B) {
     const int32_t n_embd = e->hp.n_embd;
     const qt__mat *emb = &e->tok_embd;
     for (int32_t b = 0; b < B; b++)
         emb->tr->to_float(emb->data + (size_t)tokens[b] * emb->row_bytes, e->x + (size_t)b * n_embd, n_embd);
+}
 
+void qt__engine_logits(qt_engine_ctx *e, const float *x, int32_t n, float *logits) {
+    const int32_t n_embd = e->hp.n_embd;
+    for (int32_t b = 0; b < n; b++)
+        rmsnorm(e->xb + (size_t)b * n_embd, x + (size_t)b * n_embd, e->out_norm, n_embd, e->hp.rms_eps);
+    qt__matmul(e, logits, e->xb, n, &e->output);
+}
+
+qt_status qt__engine_forward(qt_engine_ctx *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits) {
+    qt__engine_embed(e, tokens, B);
     for (int il = 0; il < e->hp.n_layer; il++) {
         if (qt_cancelled()) return qt_error(QT_ERR_INTERRUPTED, "evaluation interrupted");
-        layer_forward(e, il, B);
+        qt__engine_layer(e, il, B);
     }
     qt__engine_kv_finish_batch(e);
     e->n_past += B;
 
-    if (logits && first_logit < B) {
-        const int32_t n_out = B - first_logit;
-        for (int32_t b = 0; b < n_out; b++)
-            rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)(first_logit + b) * n_embd, e->out_norm, n_embd, e->hp.rms_eps);
-        qt__matmul(e, logits, e->xb, n_out, &e->output);
-    }
+    if (logits && first_logit < B)
+        qt__engine_logits(e, e->x + (size_t)first_logit * e->hp.n_embd, B - first_logit, logits);
     return QT_OK;
 }

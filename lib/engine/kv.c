@@ -4,7 +4,7 @@
  * position-major, so appending a token writes one contiguous row.
  *
  * Scaled formats (fp8 E4M3 / E5M2, int8) store q = cast(x / scale) and read
- * x = q * scale (vLLM's k_scale/v_scale convention, formats.md §4.8), with
+ * x = q * scale (vLLM's k_scale/v_scale convention, docs/formats.md §4.8), with
  * saturation at the format's largest finite value. Scales are per tensor
  * (one per layer for K, one for V) or per KV head, and come from
  *   - the model file (blk.N.attn_k_scale / attn_v_scale: GGUF, or a vLLM /
@@ -79,7 +79,7 @@ static const qt__kv_format kv_formats[QT_KV_TYPE_COUNT] = {
 };
 
 const qt__kv_format *qt__kv_format_get(qt_kv_type d) {
-    return (unsigned)d < QT_KV_TYPE_COUNT ? &kv_formats[d] : NULL;
+    return (unsigned)d < QT_KV_TYPE_COUNT && kv_formats[d].name ? &kv_formats[d] : NULL; /* not AUTO */
 }
 
 const char *qt_kv_type_name(qt_kv_type d) {
@@ -95,7 +95,7 @@ qt_status qt_kv_type_parse(const char *name, qt_kv_type *out) {
         {"fp32", QT_KV_TYPE_F32}, {"float32", QT_KV_TYPE_F32}, {"bfloat16", QT_KV_TYPE_BF16},
     };
     for (int d = 0; d < QT_KV_TYPE_COUNT; d++)
-        if (name && !strcasecmp(name, kv_formats[d].name)) { *out = (qt_kv_type)d; return QT_OK; }
+        if (name && kv_formats[d].name && !strcasecmp(name, kv_formats[d].name)) { *out = (qt_kv_type)d; return QT_OK; }
     for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
         if (name && !strcasecmp(name, aliases[i].alias)) { *out = aliases[i].d; return QT_OK; }
     if (name && (!strcasecmp(name, "q8_0") || !strcasecmp(name, "q8")))
@@ -128,7 +128,7 @@ static qt_status read_file_scales(qt_engine_ctx *e, const char *fmt, int il, flo
     int64_t n = 1;
     for (int d = 0; d < t->n_dims; d++) n *= t->ne[d];
     const int32_t hkv = e->hp.n_head_kv;
-    /* f16 / bf16 as checkpoints store them (vLLM casts them to f32 too, formats.md §4.6) */
+    /* f16 / bf16 as checkpoints store them (vLLM casts them to f32 too, docs/formats.md §4.6) */
     const bool floaty = t->type == QT_TYPE_F32 || t->type == QT_TYPE_F16 || t->type == QT_TYPE_BF16;
     const qt_type_traits *tr = qt_type_get(t->type);
     if (!floaty || (n != 1 && n != hkv) || t->nbytes < (size_t)n * tr->block_bytes)

@@ -1,7 +1,7 @@
 /* lib/engine/weights.c — find, check and bind every tensor the forward pass uses.
  *
  * What a layer holds is data (layer_specs below), not per-architecture code:
- * each entry names the GGUF tensor (formats.md §2.9), its shape in terms of
+ * each entry names the GGUF tensor (docs/formats.md §2.9), its shape in terms of
  * the hyper-parameters, and when it is required (always, or when the
  * hparams flag q/k/v biases (qwen2) or per-head q/k norms (qwen3)). Optional
  * entries (llama's rarely used biases) are bound when present.
@@ -166,7 +166,7 @@ static qt_status build_rope(qt_engine_ctx *e) {
                             "original context > 0 and high_freq_factor > low_freq_factor (got %g, %d, %g, %g)",
                             qt_model_path(e->model), (double)hp->rope_factor, hp->rope_orig_ctx,
                             (double)hp->rope_high_freq_factor, (double)hp->rope_low_freq_factor);
-        /* formats.md §7.3: the divisor of pair i, as convert_hf_to_gguf writes rope_freqs. */
+        /* docs/formats.md §7.3: the divisor of pair i, as convert_hf_to_gguf writes rope_freqs. */
         freq_factors = malloc((size_t)half * sizeof *freq_factors);
         if (!freq_factors) return qt_error(QT_ERR_NOMEM, "rope: out of memory");
         const double factor = e->hp.rope_factor, lo = e->hp.rope_low_freq_factor, hi = e->hp.rope_high_freq_factor;

@@ -1,7 +1,7 @@
 /* lib/io/check.c — does the tensor table match the hyperparameters?
  *
  * llama.cpp refuses a model whose tensors are missing or have another shape
- * than the hyperparameters imply ("wrong shape", formats.md §2.9); we check
+ * than the hyperparameters imply ("wrong shape", docs/formats.md §2.9); we check
  * the same at load time so every consumer can trust the table. What a model
  * holds, and in which shape, is the data of lib/model/tensor_names.c (the
  * same rows the HF reader and writer use); this file only walks it. Shapes
@@ -43,7 +43,7 @@ qt_status qt__model_check_tensors(qt_model *m) {
     if (!ai) return QT_OK;
     /* The flags the table's "required" column reads, as the file shows them: a
      * missing output.weight means tied embeddings; biases and q/k norms are
-     * required where the architecture has them (formats.md §2.7), and llama
+     * required where the architecture has them (docs/formats.md §2.7), and llama
      * may carry biases (attention_bias), checked when present. */
     hp->tie_embeddings = qt_model_find_tensor(m, "output.weight") == NULL;
     hp->attn_qkv_bias = ai->qkv_bias || qt_model_find_tensor(m, "blk.0.attn_q.bias") != NULL;

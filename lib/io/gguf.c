@@ -1,6 +1,6 @@
 /* lib/io/gguf.c — GGUF v2/v3 container: validating parser and metadata API.
  *
- * Layout and the rules ggml's own reader enforces: formats.md §2.1-§2.2.
+ * Layout and the rules ggml's own reader enforces: docs/formats.md §2.1-§2.2.
  * Nothing read from the file is trusted before it is checked against the
  * bytes that remain: counts are bounded by the smallest encoding of one
  * element, lengths by what is left, products by INT64_MAX, offsets by the
@@ -308,7 +308,7 @@ static qt_status parse_tensor_info(qt_gguf *g, cursor *c, int64_t i) {
 }
 
 /* ggml requires tensor i's offset to be exactly the sum of the padded sizes
- * of tensors 0..i-1 (formats.md §2.2), and llama.cpp that data lies in the file. */
+ * of tensors 0..i-1 (docs/formats.md §2.2), and llama.cpp that data lies in the file. */
 static qt_status check_offsets(qt_gguf *g, size_t infos_end) {
     uint64_t a = g->alignment;
     uint64_t pad = (a - infos_end % a) % a;

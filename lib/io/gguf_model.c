@@ -1,5 +1,5 @@
 /* lib/io/gguf_model.c — a GGUF file as a qt_model: hyperparameters from the
- * `<arch>.*` keys (formats.md §2.6-§2.7), the vocabulary from
+ * `<arch>.*` keys (docs/formats.md §2.6-§2.7), the vocabulary from
  * `tokenizer.ggml.*` (§2.8), tensors pointing into the mapped file.
  *
  * Files of an architecture quanta does not run (phi3, gemma, ...) still open,
@@ -114,7 +114,7 @@ static qt_status read_hparams(qt_model *m, const qt_gguf *g) {
     else if (scaling && strcmp(scaling, "none") != 0 && strcmp(scaling, "linear") != 0)
         return qt_error(QT_ERR_UNSUPPORTED, "%s: key '%s.rope.scaling.type': rope scaling '%s' is not supported", m->path, arch, scaling);
     /* Llama 3.1+ rope scaling is not a key: the converter stores the per-frequency
-     * divisors as the tensor rope_freqs.weight (formats.md §2.6, §7.3). */
+     * divisors as the tensor rope_freqs.weight (docs/formats.md §2.6, §7.3). */
     if (qt_gguf_find_tensor(g, "rope_freqs.weight")) hp->rope_scaling = QT_ROPE_SCALING_LLAMA3;
 
     if (!ai) return QT_OK;
@@ -228,7 +228,7 @@ static qt_status read_vocab(qt_model *m, const qt_gguf *g) {
         return qt_error(QT_ERR_FORMAT, "%s: key 'tokenizer.ggml.pre': '%.40s' is longer than %zu bytes", m->path, pre, sizeof vc->pre - 1);
     snprintf(vc->pre, sizeof vc->pre, "%s", pre ? pre : (vc->kind == QT_VOCAB_BPE ? "default" : ""));
 
-    /* Defaults when keys are absent (formats.md §2.8). */
+    /* Defaults when keys are absent (docs/formats.md §2.8). */
     bool spm = vc->kind == QT_VOCAB_SPM;
     vc->bos_id = spm ? 1 : (vc->kind == QT_VOCAB_BPE ? 11 : -1);
     vc->eos_id = spm ? 2 : (vc->kind == QT_VOCAB_BPE ? 11 : -1);

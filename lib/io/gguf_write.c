@@ -1,5 +1,5 @@
 /* lib/io/gguf_write.c — qt_model -> GGUF v3, the way llama.cpp writes and
- * reads it (formats.md §2).
+ * reads it (docs/formats.md §2).
  *
  * Layout rules (§2.1-§2.2): header, metadata, tensor infos, zero padding to
  * the alignment, then tensor data in info order, each tensor padded to the
@@ -214,7 +214,7 @@ typedef struct plan {
 /* The one place output tensor types are chosen. A per-tensor choice
  * (tensor_type) wins, else --outtype for the tensors llama.cpp's converter
  * converts, else the stored type; then the converter's F32 rule for 1-D
- * tensors, norms and biases (qt__gguf_wants_f32, formats.md §2.9) widens an
+ * tensors, norms and biases (qt__gguf_wants_f32, docs/formats.md §2.9) widens an
  * F16/BF16 choice to F32 -- exactly, and quantized or F32 tensors are kept. */
 static qt_type default_out_type(const qt_gguf_write_opts *o, const qt_tensor *t) {
     const bool wants_f32 = qt__gguf_wants_f32(t->name, t->n_dims);
@@ -235,7 +235,7 @@ static int64_t permute_heads(const qt_model *m, const qt_arch_info *ai, const qt
     return which[0] == 'q' ? m->hp.n_head : m->hp.n_head_kv;
 }
 
-/* Llama 3.1 rope scaling is written as the tensor rope_freqs.weight (formats.md §7.3). */
+/* Llama 3.1 rope scaling is written as the tensor rope_freqs.weight (docs/formats.md §7.3). */
 static qt_status make_rope_freqs(const qt_model *m, qt__arena *arena, qt_tensor *t) {
     const qt_hparams *hp = &m->hp;
     int64_t n = hp->n_rot / 2;
@@ -271,7 +271,7 @@ static qt_status make_rope_freqs(const qt_model *m, qt__arena *arena, qt_tensor 
 
 /* KV cache scales (blk.N.attn_k_scale / attn_v_scale, read from vLLM /
  * compressed-tensors checkpoints) are for quanta's engine only: llama.cpp
- * refuses a file with tensors it does not consume (formats.md §2.9). */
+ * refuses a file with tensors it does not consume (docs/formats.md §2.9). */
 bool qt_gguf_write_drops(const char *name) {
     int layer, end = 0;
     char which[2];
@@ -416,7 +416,7 @@ static qt_status gen_vocab_keys(kvlist *l, const qt_model *m) {
                         v->n_tokens, m->hp.n_vocab);
     if (spm && !v->scores)
         return qt_error(QT_ERR_FORMAT, "%s: SentencePiece vocabulary without scores cannot be written to GGUF", m->path);
-    /* Missing ids up to the embedding size become "[PAD<id>]", UNUSED, score -10000 (formats.md §8.1-§8.2). */
+    /* Missing ids up to the embedding size become "[PAD<id>]", UNUSED, score -10000 (docs/formats.md §8.1-§8.2). */
     char **tokens = qt__arena_alloc(&l->arena, (size_t)n * sizeof *tokens);
     float *scores = qt__arena_alloc(&l->arena, (size_t)n * sizeof *scores);
     int32_t *types = qt__arena_alloc(&l->arena, (size_t)n * sizeof *types);

@@ -1,4 +1,4 @@
-/* lib/io/hf_config.c — config.json -> qt_hparams (formats.md §7).
+/* lib/io/hf_config.c — config.json -> qt_hparams (docs/formats.md §7).
  *
  * The architecture comes from the arch table (lib/model/arch.c) by
  * "architectures"[i] (or "model_type" when that list is absent); absent fields

@@ -9,7 +9,7 @@
 qt_status qt__hf_config_parse(const char *text, size_t len, const char *path, qt_hparams *hp);
 
 /* HF-side facts per architecture that config.json needs beyond lib/model/arch.c:
- * the class defaults of transformers' configuration_*.py (formats.md §7.1). */
+ * the class defaults of transformers' configuration_*.py (docs/formats.md §7.1). */
 typedef struct qt_hf_defaults {
     qt_arch arch;
     int32_t vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads;

@@ -6,7 +6,7 @@
  * checked against the shapes the config implies, and reshaped to ggml order
  * ([out, in] row-major is ne[0] = in, ne[1] = out: same bytes, reversed dims).
  * Data stays in the read-only mappings (no copies). Q/K rows keep the HF
- * rotate-half order, so hp.rope_neox is true (formats.md §2.10).
+ * rotate-half order, so hp.rope_neox is true (docs/formats.md §2.10).
  */
 #define _GNU_SOURCE
 #include <jansson.h>
@@ -45,7 +45,7 @@ static qt_status refuse_quantized(const char *cfg_path) {
     json_t *qc = root ? json_object_get(root, "quantization_config") : NULL;
     const char *method = qc ? json_string_value(json_object_get(qc, "quant_method")) : NULL;
     /* compressed-tensors with a kv_cache_scheme and no config_groups quantizes
-     * only the KV cache (formats.md §4.1): the weights are dense and the
+     * only the KV cache (docs/formats.md §4.1): the weights are dense and the
      * k_scale / v_scale tensors are read like any other. */
     json_t *groups = qc ? json_object_get(qc, "config_groups") : NULL;
     bool kv_only = method && !strcmp(method, "compressed-tensors") && json_is_object(json_object_get(qc, "kv_cache_scheme")) &&
@@ -91,7 +91,7 @@ static qt_status add_tensor(qt_model *m, const qt_st_checkpoint *ck, const qt_tn
     char got[128];
     shape_text(t->shape, t->n_dims, false, got, sizeof got);
     if (ti->ne[0] == QT_TN_DIM_KV_SCALE) {
-        /* [] / [1] per tensor, [n_head_kv] per head (formats.md §4.3); held as 1-D. */
+        /* [] / [1] per tensor, [n_head_kv] per head (docs/formats.md §4.3); held as 1-D. */
         int64_t n = t->n_dims == 0 ? 1 : t->shape[0];
         if (t->n_dims > 1 || !qt__tn_dim_ok(ti->ne[0], &m->hp, n))
             return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': field 'shape': %s, but a KV cache scale must be [] or [1] "
@@ -175,7 +175,7 @@ static qt_status add_tensors(qt_model *m, const qt_st_checkpoint *ck) {
 
 /* Tokenizers often have fewer entries than the embedding has rows (Qwen);
  * llama.cpp's converter fills ids up to vocab_size with "[PAD<id>]", type
- * UNUSED, score -10000 (formats.md §8.1), so every token_embd row has a token. */
+ * UNUSED, score -10000 (docs/formats.md §8.1), so every token_embd row has a token. */
 static qt_status pad_vocab(qt_model *m) {
     qt_vocab *v = &m->vocab;
     int32_t n = m->hp.n_vocab;

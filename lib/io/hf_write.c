@@ -4,7 +4,7 @@
  * Tensors get HF names from the tensor-name table and [out, in] shapes (the
  * ggml dims reversed; same bytes). Q/K rows in llama.cpp's adjacent-pairs
  * order (hp.rope_neox == false: a GGUF llama or a llama2.c checkpoint) are put
- * back in HF rotate-half order, the inverse of formats.md §2.10, so that
+ * back in HF rotate-half order, the inverse of docs/formats.md §2.10, so that
  * GGUF -> HF -> GGUF reproduces the original bytes. Every file is written to a
  * temporary first and all are renamed only when all are complete.
  */
@@ -52,7 +52,7 @@ typedef struct hf_writer {
 /* ---- tensors ---------------------------------------------------------------- */
 
 /* GGUF keeps 1-D tensors, norms and biases F32 even when the checkpoint was
- * F16/BF16 (formats.md §2.9 "Rules"; our GGUF writer widens them). When every
+ * F16/BF16 (docs/formats.md §2.9 "Rules"; our GGUF writer widens them). When every
  * matrix of a GGUF model is of one half type, that was the checkpoint's type:
  * such tensors go back to it, so HF -> GGUF -> HF is byte-identical. */
 static qt_type checkpoint_half_type(const qt_model *m) {
@@ -202,7 +202,7 @@ static qt_status push_file(hf_writer *w, qt_afile *f) {
 
 /* One safetensors file holding plan tensors [first, first + count). */
 static qt_status write_st_file(hf_writer *w, const char *path, int32_t first, int32_t count, int32_t *done) {
-    static const qt_st_kv meta[] = {{"format", "pt"}}; /* transformers requires it (formats.md §1.4) */
+    static const qt_st_kv meta[] = {{"format", "pt"}}; /* transformers requires it (docs/formats.md §1.4) */
     qt_st_writer *sw;
     qt_status s = qt__refuse_input(w->m, path);
     if (s == QT_OK) s = qt_st_writer_open(path, w->entries + first, count, meta, 1, &sw);

@@ -42,7 +42,7 @@ static inline uint16_t qt__ld_u16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 
 static inline uint32_t qt__ld_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static inline uint64_t qt__ld_u64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 
-/* ---- Q/K row permutation for arch "llama" (formats.md §2.10) ------------ */
+/* ---- Q/K row permutation for arch "llama" (docs/formats.md §2.10) ------------ */
 /* HF stores each head's rows as [first halves | second halves] (rotate-half
  * RoPE); llama.cpp's llama arch wants them interleaved. For GGUF row r (of
  * n_rows = n_heads * head_dim), the HF row it comes from. */
@@ -56,7 +56,7 @@ static inline int64_t qt__qk_gguf_row_for_hf_row(int64_t r, int64_t head_dim) {
     return h * head_dim + 2 * (w % half) + w / half;
 }
 
-/* ---- tensors llama.cpp needs as F32 (formats.md §2.9 "Rules") ---------- */
+/* ---- tensors llama.cpp needs as F32 (docs/formats.md §2.9 "Rules") ---------- */
 /* llama.cpp's converter writes every 1-D tensor, every `*_norm.weight` and
  * every bias (a name not ending in "weight") as F32, and its CPU kernels
  * depend on it: an F16/BF16 norm or bias fails at run time with "binary_op:
@@ -96,15 +96,15 @@ qt_status qt__gguf_write_raw(const char *path, const qt_gguf_kv *kv, int64_t n_k
 /* Parse a GGUF image into m; `source` is the map index the bytes belong to
  * (-1 when they are not one of m's maps). The bytes must outlive m. */
 qt_status qt__read_gguf_mem(qt_model *m, const void *data, size_t size, int32_t source);
-/* Parse a llama2.c checkpoint image (formats.md §6.1) into m, plus an optional
+/* Parse a llama2.c checkpoint image (docs/formats.md §6.1) into m, plus an optional
  * tokenizer image (tok may be NULL; it is copied). The checkpoint bytes must outlive m. */
 qt_status qt__read_llama2c_mem(qt_model *m, const void *data, size_t size, int32_t source,
                                const void *tok, size_t tok_size, const char *tok_name);
-/* Fill m->vocab from a llama2.c tokenizer.bin image for n_vocab tokens (formats.md §6.2). */
+/* Fill m->vocab from a llama2.c tokenizer.bin image for n_vocab tokens (docs/formats.md §6.2). */
 qt_status qt__llama2c_read_tokenizer(qt_model *m, const void *data, size_t size, const char *name, int32_t n_vocab);
 
 /* Check that the tensors a known architecture needs exist with the exact
- * shapes llama.cpp expects (formats.md §2.7, §2.9); sets tie_embeddings,
+ * shapes llama.cpp expects (docs/formats.md §2.7, §2.9); sets tie_embeddings,
  * attn_qkv_bias and attn_qk_norm from what is present. Models of unknown
  * architecture pass unchecked. */
 qt_status qt__model_check_tensors(qt_model *m);

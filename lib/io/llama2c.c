@@ -1,5 +1,5 @@
 /* lib/io/llama2c.c — Karpathy's llama2.c checkpoints and tokenizer.bin
- * (formats.md §6), as a qt_model.
+ * (docs/formats.md §6), as a qt_model.
  *
  * The "legacy" (version 0) .bin has no magic: 7 int32 then float32 arrays.
  * Its size is fully determined by the header, so the header is trusted only

@@ -12,7 +12,7 @@
 
 #include "io_internal.h"
 
-/* safetensors: u64 header length, then a JSON object (formats.md §1.1). */
+/* safetensors: u64 header length, then a JSON object (docs/formats.md §1.1). */
 static bool looks_like_safetensors(const uint8_t *d, size_t size) {
     if (size < 10) return false;
     uint64_t n = qt__ld_u64(d);

@@ -1,5 +1,5 @@
 /* lib/io/safetensors.c — safetensors reader, sharded checkpoints, writer
- * (formats.md §1; reference: huggingface/safetensors tensor.rs `read_metadata`,
+ * (docs/formats.md §1; reference: huggingface/safetensors tensor.rs `read_metadata`,
  * `Metadata::validate`, `prepare`).
  *
  * Every check the reference reader makes is made here, in the same order, and

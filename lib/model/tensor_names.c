@@ -1,4 +1,4 @@
-/* lib/model/tensor_names.c — the GGUF <-> HF tensor-name table (formats.md
+/* lib/model/tensor_names.c — the GGUF <-> HF tensor-name table (docs/formats.md
  * §2.9 GGUF names and ggml shapes, §7.4 HF names; llama.cpp's llama-arch.cpp
  * and convert_hf_to_gguf.py for the correspondence). */
 #include <stdio.h>
@@ -16,7 +16,7 @@
 #define NONE QT_TN_DIM_NONE
 #define KVS QT_TN_DIM_KV_SCALE
 
-/* Other names vLLM accepts for the KV scales (maybe_remap_kv_scale_name, formats.md §4.8):
+/* Other names vLLM accepts for the KV scales (maybe_remap_kv_scale_name, docs/formats.md §4.8):
  * under the projection, or the legacy single kv_scale used for both K and V. */
 static const char *const k_scale_alias[] = {"self_attn.k_proj.k_scale", "self_attn.kv_scale", NULL};
 static const char *const v_scale_alias[] = {"self_attn.v_proj.v_scale", "self_attn.kv_scale", NULL};
@@ -47,7 +47,7 @@ static const qt_tn_info tn_table[] = {
     {QT_TN_PER_LAYER,     "ffn_up.bias",         "mlp.up_proj.bias",               1, {FF, NONE},  QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
     {QT_TN_PER_LAYER,     "ffn_down.weight",     "mlp.down_proj.weight",           2, {FF, E},     QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
     {QT_TN_PER_LAYER,     "ffn_down.bias",       "mlp.down_proj.bias",             1, {E, NONE},   QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
-    /* FP8 KV cache scales of compressed-tensors / vLLM checkpoints (formats.md §4.3, §4.8):
+    /* FP8 KV cache scales of compressed-tensors / vLLM checkpoints (docs/formats.md §4.3, §4.8):
      * dequantization multipliers, [] / [1] per tensor or [n_head_kv] per head. quanta's
      * engine reads them (lib/engine/kv.c); llama.cpp has no use for them, so the GGUF
      * writer leaves them out (qt_gguf_write_drops). */

@@ -1,6 +1,6 @@
 /* lib/model/tensor_names.h — canonical (GGUF) <-> Hugging Face tensor names,
  * expected shapes and Q/K row-permutation roles, as one data table
- * (lib/model/tensor_names.c; formats.md §2.9, §7.4).
+ * (lib/model/tensor_names.c; docs/formats.md §2.9, §7.4).
  *
  * Per-layer rows store only the suffix: GGUF "blk.N.<gguf>", HF
  * "model.layers.N.<hf>". Shapes are ggml-ordered (ne[0] = row length) and
@@ -78,7 +78,7 @@ bool qt__tn_dim_ok(qt_tn_dim d, const qt_hparams *hp, int64_t n);
 /* Is the tensor required for these hyperparameters? */
 bool qt__tn_required(const qt_tn_info *ti, const qt_hparams *hp);
 
-/* Q/K row order between layouts (formats.md §2.10), for `rows` rows of
+/* Q/K row order between layouts (docs/formats.md §2.10), for `rows` rows of
  * `row_bytes` bytes grouped in heads of head_dim rows:
  *   to_pairs:  HF rotate-half order -> llama.cpp pairs order (the converter's permute)
  *   !to_pairs: pairs -> rotate-half (llama2.c's permute_reverse)

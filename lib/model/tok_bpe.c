@@ -1,4 +1,4 @@
-/* lib/model/tok_bpe.c — byte-level BPE as HF tokenizers does it (formats.md §8.1):
+/* lib/model/tok_bpe.c — byte-level BPE as HF tokenizers does it (docs/formats.md §8.1):
  *   1. ill-formed UTF-8 becomes U+FFFD (docs/tokenizers.md), then NFC where the
  *      pre-tokenizer asks (Qwen2);
  *   2. the Split regex (PCRE2, UTF + UCP) cuts the text into words; text

@@ -20,7 +20,7 @@ typedef struct qt__tok_merge {
 /* A byte-level pre-tokenizer, by its GGUF tokenizer.ggml.pre name. */
 typedef struct qt__pretok {
     const char *name;          /* "llama-bpe", "qwen2", "gpt-2" */
-    const char *regex;         /* what PCRE2 compiles (formats.md §8.1), unescaped */
+    const char *regex;         /* what PCRE2 compiles (docs/formats.md §8.1), unescaped */
     const char *hf_split;      /* the tokenizer.json Split pattern as HF writes it; NULL when
                                   ByteLevel(use_regex) carries the pattern (GPT-2) */
     bool nfc;                  /* HF normalizer NFC (Qwen2) */
@@ -77,7 +77,7 @@ const qt__pretok *qt__pretok_by_name(const char *name);
 /* ... and by the HF Split regex (exact text); NULL if unknown. */
 const qt__pretok *qt__pretok_by_regex(const char *regex);
 
-/* GPT-2 byte-level alphabet (formats.md §8.1): byte -> code point, code point -> byte (-1). */
+/* GPT-2 byte-level alphabet (docs/formats.md §8.1): byte -> code point, code point -> byte (-1). */
 uint32_t qt__byte_to_cp(uint8_t b);
 int qt__cp_to_byte(uint32_t cp);
 

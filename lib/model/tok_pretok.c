@@ -1,5 +1,5 @@
 /* lib/model/tok_pretok.c — the pieces of byte-level BPE that are data or pure
- * text handling: the pre-tokenizer table (formats.md §8.1), the GPT-2
+ * text handling: the pre-tokenizer table (docs/formats.md §8.1), the GPT-2
  * byte-level alphabet, UTF-8 decoding and repair. */
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +36,7 @@ typedef struct pretok_row {
     const char *aliases[3];
 } pretok_row;
 
-/* llama.cpp's names (tokenizer.ggml.pre) and its per-name flags (formats.md §2.8):
+/* llama.cpp's names (tokenizer.ggml.pre) and its per-name flags (docs/formats.md §2.8):
  * llama-bpe sets ignore_merges; HF's Qwen2 tokenizer.json asks for NFC. */
 static const pretok_row pretoks[] = {
     {{"llama-bpe", RE_LLAMA3, RE_LLAMA3_HF, false, true}, RE_LLAMA3_HF, {"llama3", "llama-v3", NULL}},
@@ -59,7 +59,7 @@ const qt__pretok *qt__pretok_by_regex(const char *regex) {
     return NULL;
 }
 
-/* GPT-2 bytes_to_unicode (formats.md §8.1): printable Latin-1 bytes stand for
+/* GPT-2 bytes_to_unicode (docs/formats.md §8.1): printable Latin-1 bytes stand for
  * themselves; the other 68, in increasing order, become U+0100 ... U+0143. */
 static bool byte_is_printable(unsigned b) {
     return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);

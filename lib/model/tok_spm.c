@@ -1,5 +1,5 @@
 /* lib/model/tok_spm.c — SentencePiece-style encoding exactly as llama.cpp's
- * llm_tokenizer_spm_session does it (formats.md §8.2):
+ * llm_tokenizer_spm_session does it (docs/formats.md §8.2):
  *   1. optional prefix space, then every ' ' becomes U+2581;
  *   2. start from UTF-8 characters (lengths from the lead byte only, no validation);
  *   3. a max-heap of adjacent pairs whose concatenation is a vocabulary token,

@@ -1,5 +1,5 @@
 /* lib/model/vocab_hf.c — a Hugging Face tokenizer.json (+ tokenizer_config.json)
- * into the model's qt_vocab (formats.md §8.1; the accepted shapes are listed in
+ * into the model's qt_vocab (docs/formats.md §8.1; the accepted shapes are listed in
  * docs/tokenizers.md):
  *   - byte-level BPE (Llama 3, Qwen2/2.5/3, GPT-2): model.vocab, model.merges
  *     ("a b" strings or [a, b] pairs), added_tokens, the Split regex naming the
@@ -397,7 +397,7 @@ static qt_status store_vocab(hf_load *h, const json_t *merges) {
 }
 
 /* BOS/EOS/PAD, add_bos/add_eos and the chat template from tokenizer_config.json,
- * with the defaults llama.cpp applies when the keys are absent (formats.md §2.8). */
+ * with the defaults llama.cpp applies when the keys are absent (docs/formats.md §2.8). */
 static qt_status read_config(hf_load *h, const char *config_path) {
     qt_vocab *v = &h->m->vocab;
     json_t *cfg = NULL;

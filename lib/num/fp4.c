@@ -1,5 +1,5 @@
 /* lib/num/fp4.c — FP4 E2M1, E8M0 scales and the NF4 codebook
- * (formats.md §4.7, §5.4, §5.5).
+ * (docs/formats.md §4.7, §5.4, §5.5).
  */
 #include <math.h>
 #include <string.h>
@@ -59,7 +59,7 @@ const float qt_nf4_codebook[16] = {
 };
 
 /* Nearest code by fp32 distance; an exact tie keeps the lower index (our
- * rule: bitsandbytes' own kernels were not reviewed, formats.md §9). Values
+ * rule: bitsandbytes' own kernels were not reviewed, docs/formats.md §9). Values
  * outside [-1, 1] map to the ends; NaN maps to index 7 (0.0). */
 uint8_t qt_f32_to_nf4(float x) {
     if (isnan(x)) return 7;

@@ -1,4 +1,4 @@
-/* lib/num/fp8.c — FP8 E4M3FN and E5M2 (formats.md §5.1).
+/* lib/num/fp8.c — FP8 E4M3FN and E5M2 (docs/formats.md §5.1).
  *
  * The casts reproduce torch's c10 Float8_e4m3fn / Float8_e5m2 scalar
  * conversions bit for bit, because compressed-tensors and vLLM produce their

@@ -1,4 +1,4 @@
-/* lib/num/half.c — IEEE binary16 and bfloat16 (formats.md §5.2, §5.3).
+/* lib/num/half.c — IEEE binary16 and bfloat16 (docs/formats.md §5.2, §5.3).
  *
  * The fp32 -> fp16 path is the classic exponent-rebias trick ggml uses in
  * software (ggml-impl.h ggml_compute_fp32_to_fp16): scale into the fp16

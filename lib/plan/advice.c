@@ -324,7 +324,7 @@ static void commands_for(qt_plan *p, const qt_plan_row *best) {
         char out[160];
         snprintf(out, sizeof out, "%s-%s.gguf", name, s->gguf_ftype);
         command(p, "quanta quantize -m %s --scheme %s -o %s", m->hf_repo, s->key, out);
-        const bool q8kv = p->req.kv_dtype == QT_KV_INT8;
+        const bool q8kv = p->req.kv_dtype == QT_KV_TYPE_INT8;
         /* llama-server splits -c among -np slots; slots beyond a few dozen (a handful on a
          * host) add little, as decoding batches them. Each slot holds the context. */
         const int64_t max_slots = host_target(p->req.hw) ? LLAMA_SERVER_HOST_SLOTS : LLAMA_SERVER_GPU_SLOTS;
@@ -345,7 +345,7 @@ static void commands_for(qt_plan *p, const qt_plan_row *best) {
                      (long long)p->req.context, e->budget_bytes / e->device_bytes, (long long)seqs);
     if (no_bf16(p->req.hw)) k += snprintf(flags + k, sizeof flags - (size_t)k, " --dtype half");
     if (p->req.n_gpus > 1) k += snprintf(flags + k, sizeof flags - (size_t)k, " --tensor-parallel-size %d", p->req.n_gpus);
-    if (p->req.kv_dtype == QT_KV_FP8) snprintf(flags + k, sizeof flags - (size_t)k, " --kv-cache-dtype fp8");
+    if (p->req.kv_dtype == QT_KV_TYPE_FP8_E4M3) snprintf(flags + k, sizeof flags - (size_t)k, " --kv-cache-dtype fp8");
     if (s->kind == QT_SCHEME_FLOAT16) {
         command(p, "vllm serve %s%s", m->hf_repo, flags);
     } else if (s->runtime == QT_RUNTIME_BNB) {
@@ -399,7 +399,7 @@ static void warnings_for(qt_plan *p) {
     else if (m->n_ctx_train > 0 && m->kind == QT_SPEC_LLM && context_capped(p))
         note(p, "max ctx is capped at the %lld tokens %s was trained for; ask for more with -c (it then needs RoPE scaling)",
              (long long)m->n_ctx_train, m->display);
-    if (p->kv_alt_dtype == QT_KV_FP8)
+    if (p->kv_alt_dtype == QT_KV_TYPE_FP8_E4M3)
         note(p, "An FP8 KV cache needs calibrated k/v scales: without them vLLM uses 1.0 (and says so), which can cost accuracy "
                 "on models with large key/value ranges; calibrate them (llm-compressor kv_cache_scheme) and measure with quanta eval");
     if (p->goal == QT_GOAL_THROUGHPUT && !host_target(hw))
@@ -500,8 +500,8 @@ qt_status qt_plan_make(const qt_estimate_req *req, qt_goal goal, qt_plan *p) {
     if (p->best >= 0) {
         const qt_plan_row *bst = &p->rows[p->best];
         const bool llama = bst->scheme->runtime == QT_RUNTIME_LLAMACPP;
-        qt_kv_dtype alt = llama ? QT_KV_INT8 : QT_KV_FP8;
-        if (p->req.kv_dtype == QT_KV_AUTO || p->req.kv_dtype == QT_KV_BF16 || p->req.kv_dtype == QT_KV_FP16) {
+        qt_kv_type alt = llama ? QT_KV_TYPE_INT8 : QT_KV_TYPE_FP8_E4M3;
+        if (p->req.kv_dtype == QT_KV_TYPE_AUTO || p->req.kv_dtype == QT_KV_TYPE_BF16 || p->req.kv_dtype == QT_KV_TYPE_F16) {
             qt_estimate_req r = p->req;
             r.scheme = bst->scheme;
             r.kv_dtype = alt;

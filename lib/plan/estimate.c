@@ -23,15 +23,15 @@
 /* llama.cpp processes prompts in micro-batches of 512 tokens (n_ubatch). */
 #define LLAMACPP_UBATCH 512
 
-const char *qt_kv_dtype_name(qt_kv_dtype k) {
+const char *qt_kv_dtype_name(qt_kv_type k) {
     switch (k) {
-    case QT_KV_AUTO: return "auto";
-    case QT_KV_BF16: return "bf16";
-    case QT_KV_FP16: return "fp16";
-    case QT_KV_FP8: return "fp8";
-    case QT_KV_INT8: return "int8";
+    case QT_KV_TYPE_AUTO: return "auto";
+    case QT_KV_TYPE_BF16: return "bf16";
+    case QT_KV_TYPE_F16: return "fp16";
+    case QT_KV_TYPE_FP8_E4M3: return "fp8";
+    case QT_KV_TYPE_INT8: return "int8";
+    default: return "?";
     }
-    return "?";
 }
 
 /* KV heads one GPU holds: vLLM splits them over the tensor-parallel ranks and
@@ -90,10 +90,11 @@ static int64_t max_context_for(const qt_model_spec *m, double elt, int tp, doubl
 
 /* Cache element size: "auto" is the model's 16-bit dtype; llama.cpp's 8-bit cache is q8_0
  * (34 bytes per 32 values). */
-static double kv_elt_bytes(qt_kv_dtype k, const qt_scheme_info *s) {
+static double kv_elt_bytes(qt_kv_type k, const qt_scheme_info *s) {
     switch (k) {
-    case QT_KV_FP8: return 1.0;
-    case QT_KV_INT8: return (s && s->runtime == QT_RUNTIME_LLAMACPP) ? 34.0 / 32.0 : 1.0;
+    case QT_KV_TYPE_F32: return 4.0;
+    case QT_KV_TYPE_FP8_E4M3: case QT_KV_TYPE_FP8_E5M2: return 1.0;
+    case QT_KV_TYPE_INT8: return (s && s->runtime == QT_RUNTIME_LLAMACPP) ? 34.0 / 32.0 : 1.0;
     default: return 2.0;
     }
 }

@@ -187,7 +187,7 @@ qt_status qt_plan_json(const qt_plan *p, char **out) {
         json_array_append_new(rows, r);
     }
     json_object_set_new(o, "rows", rows);
-    if (p->kv_alt_dtype != QT_KV_AUTO) {
+    if (p->kv_alt_dtype != QT_KV_TYPE_AUTO) {
         json_t *k = json_object();
         json_object_set_new(k, "kv_dtype", json_string(qt_kv_dtype_name(p->kv_alt_dtype)));
         json_object_set_new(k, "support", json_string(support_name(p->kv_alt_support)));

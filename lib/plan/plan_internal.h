@@ -10,7 +10,7 @@
 
 /* Tensor roles (qt__role) and llama-quantize's type rules are lib/quant/recipe.h's. */
 
-/* One weight tensor of a model shape, named like GGUF (formats.md §2.9) so the
+/* One weight tensor of a model shape, named like GGUF (docs/formats.md §2.9) so the
  * llama.cpp type rules can be applied by name. */
 typedef struct qt__ptensor {
     char name[32];        /* base name without "blk.N.": "attn_v", "ffn_down_exps", "token_embd" */
@@ -32,7 +32,7 @@ qt_status qt__plan_tensors(const qt_model_spec *m, qt__ptensor **out, int *n);
 double qt__tensor_bytes(const qt_scheme_info *s, const qt_model_spec *m, const qt__ptensor *t,
                         double *scale, bool *kept16);
 
-/* llama.cpp's per-tensor type for a GGUF file type (formats.md §3.6). */
+/* llama.cpp's per-tensor type for a GGUF file type (docs/formats.md §3.6). */
 qt_type qt__gguf_tensor_type(const qt_gguf_ftype_info *ft, const qt_model_spec *m, const qt__ptensor *t);
 
 /* Name helpers. */

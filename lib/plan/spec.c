@@ -1,6 +1,6 @@
 /* lib/plan/spec.c — model specs from a preset, a config.json, or a checkpoint.
  *
- * config.json fields and defaults: formats.md §7.1 (transformers'
+ * config.json fields and defaults: docs/formats.md §7.1 (transformers'
  * configuration classes). Beyond the four architectures the engine runs, the
  * planner reads the fields that decide memory for the families in the
  * preset table: Gemma 2 (explicit head_dim, alternating sliding window),
@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "model/arch.h"
 #include "plan_internal.h"
 
 typedef struct cfg {
@@ -49,7 +50,6 @@ static qt_status fill_from_json(const cfg *c, qt_model_spec *m) {
     if (!mt) return qt_error(QT_ERR_FORMAT, "%s: field 'model_type': missing", c->path);
     snprintf(m->arch, sizeof m->arch, "%s", mt);
     m->kind = QT_SPEC_LLM;
-    m->norms_per_layer = 2;
     if ((st = get_int(c, "vocab_size", true, 0, &m->n_vocab))) return st;
     if ((st = get_int(c, "hidden_size", true, 0, &m->n_embd))) return st;
     if ((st = get_int(c, "num_hidden_layers", true, 0, &m->n_layer))) return st;
@@ -69,19 +69,19 @@ static qt_status fill_from_json(const cfg *c, qt_model_spec *m) {
             return qt_error(QT_ERR_FORMAT, "%s: field 'head_dim': missing and hidden_size %% num_attention_heads != 0", c->path);
         m->head_dim = m->n_embd / m->n_head;
     }
-    const bool gemma = !strncmp(mt, "gemma", 5);
-    m->tie_embeddings = get_bool(c, "tie_word_embeddings", gemma);
-    m->attn_bias = !strcmp(mt, "qwen2") || !strcmp(mt, "qwen2_moe") || get_bool(c, "attention_bias", false);
-    m->qk_norm = !strcmp(mt, "qwen3") || !strcmp(mt, "qwen3_moe");
-    if (!strcmp(mt, "gemma2")) m->norms_per_layer = 4;
-    /* Sliding window: Qwen2/3 only when use_sliding_window; Gemma 2 on even layers; Mistral
-     * on every layer. Phi-3's 2047 is not honoured by every runtime: left out (conservative). */
+    /* What the model_type implies beyond its fields: a row of lib/model/arch.c. */
+    const qt__hf_family *fam = qt__hf_family_find(mt);
+    m->tie_embeddings = get_bool(c, "tie_word_embeddings", fam->tie_default);
+    m->attn_bias = fam->attn_bias || get_bool(c, "attention_bias", false);
+    m->qk_norm = fam->qk_norm;
+    m->norms_per_layer = fam->norms_per_layer;
     int64_t sw = 0;
     if ((st = get_int(c, "sliding_window", false, 0, &sw))) return st;
-    if (sw > 0) {
-        if (!strcmp(mt, "gemma2")) m->sliding_window = sw, m->swa_period = 2;
-        else if (!strncmp(mt, "qwen", 4)) { if (get_bool(c, "use_sliding_window", false)) m->sliding_window = sw, m->swa_period = 1; }
-        else if (!strcmp(mt, "mistral") || !strcmp(mt, "mixtral")) m->sliding_window = sw, m->swa_period = 1;
+    const bool swa_on = fam->swa == QT__SWA_ALL || fam->swa == QT__SWA_ALTERNATE ||
+                        (fam->swa == QT__SWA_GATED && get_bool(c, "use_sliding_window", false));
+    if (sw > 0 && swa_on) {
+        m->sliding_window = sw;
+        m->swa_period = fam->swa == QT__SWA_ALTERNATE ? 2 : 1;
     }
     /* Experts: Mixtral names them num_local_experts (width intermediate_size), Qwen3-MoE
      * num_experts + moe_intermediate_size, DeepSeek n_routed_experts + shared experts. */

@@ -1,15 +1,16 @@
 /* lib/plan/tensors.c — a model shape as a list of weight tensors, and what
  * each scheme stores for each of them.
  *
- * Shapes follow the Hugging Face modules (formats.md §7.4) and are named like
- * GGUF tensors (formats.md §2.9) so that llama.cpp's per-tensor type rules
- * (formats.md §3.6) apply by name. Fused checkpoints (Phi-3's qkv_proj and
+ * Shapes follow the Hugging Face modules (docs/formats.md §7.4) and are named like
+ * GGUF tensors (docs/formats.md §2.9) so that llama.cpp's per-tensor type rules
+ * (docs/formats.md §3.6) apply by name. Fused checkpoints (Phi-3's qkv_proj and
  * gate_up_proj) hold the same parameters as the split form used here.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/arch.h"
 #include "plan_internal.h"
 
 typedef struct tlist {
@@ -86,7 +87,7 @@ static void add_mlp(tlist *l, const qt_model_spec *m, int32_t b) {
         return;
     }
     add(l, "ffn_gate_inp", b, QT__ROLE_ROUTER, h, m->n_expert, 1, true);
-    if (!strcmp(m->arch, "deepseek_v3")) /* e_score_correction_bias (noaux_tc routing) */
+    if (qt__hf_family_find(m->arch)->score_bias) /* e_score_correction_bias (noaux_tc routing) */
         add(l, "exp_probs_b", b, QT__ROLE_SMALL, m->n_expert, 1, 1, true);
     add(l, "ffn_gate_exps", b, QT__ROLE_LINEAR, h, m->n_ff_expert, m->n_expert, false);
     add(l, "ffn_up_exps", b, QT__ROLE_LINEAR, h, m->n_ff_expert, m->n_expert, false);
@@ -191,7 +192,7 @@ double qt__tensor_bytes(const qt_scheme_info *s, const qt_model_spec *m, const q
         return n + *scale;
     case QT_SCHEME_GROUP_INT: {
         /* pack-quantized: int32 words along the row; scales (out, groups); zero points packed
-         * along the output dimension (formats.md §4.3); GPTQ's g_idx is one int32 per input. */
+         * along the output dimension (docs/formats.md §4.3); GPTQ's g_idx is one int32 per input. */
         const double groups = s->group ? ceil_div(in, s->group) : 1;
         const double packed = rows * ceil_div(in * s->bits, 32) * 4;
         double extra = rows * groups * s->scale_bytes;
@@ -202,7 +203,7 @@ double qt__tensor_bytes(const qt_scheme_info *s, const qt_model_spec *m, const q
     }
     case QT_SCHEME_MICROFLOAT: {
         /* e2m1 pairs per byte, one 8-bit block scale per `group`; NVFP4 adds the f32 weight
-         * and input global scales per tensor (formats.md §4.3). */
+         * and input global scales per tensor (docs/formats.md §4.3). */
         double extra = rows * ceil_div(in, s->group) * s->scale_bytes;
         if (s->act_float && s->act_bits == 4) extra += 8.0 * (double)t->n_mat;
         *scale = extra;

@@ -1,5 +1,5 @@
 /* lib/quant/ct_float.c — compressed-tensors float weight formats:
- * FP8 E4M3 (float-quantized, formats.md §4.6), NVFP4 and MXFP4
+ * FP8 E4M3 (float-quantized, docs/formats.md §4.6), NVFP4 and MXFP4
  * (nvfp4-/mxfp4-pack-quantized, §4.7), following compressed-tensors'
  * calculate_qparams, generate_gparam, generate_mxfp4_scales and _quantize.
  */

@@ -1,5 +1,5 @@
 /* lib/quant/ct_int.c — compressed-tensors integer weight quantization
- * (formats.md §4.4; compressed-tensors quantization/utils/helpers.py
+ * (docs/formats.md §4.4; compressed-tensors quantization/utils/helpers.py
  * calculate_qparams and lifecycle/forward.py _quantize / _dequantize).
  */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* lib/quant/ct_pack.c — pack-quantized int32 packing (formats.md §4.5;
+/* lib/quant/ct_pack.c — pack-quantized int32 packing (docs/formats.md §4.5;
  * compressed-tensors compressors/pack_quantized/helpers.py pack_to_int32 /
  * unpack_from_int32) and the FP4 nibble packing of §4.7.
  *

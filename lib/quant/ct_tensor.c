@@ -1,6 +1,6 @@
 /* lib/quant/ct_tensor.c — the tensor-level codecs of the compressed-tensors
  * rows of lib/quant/schemes.c: one signature for every format, the stored
- * tensors of formats.md §4.3 out (codes packed, zero points packed along dim
+ * tensors of docs/formats.md §4.3 out (codes packed, zero points packed along dim
  * 0), built on the numeric cores of ct_int.c, ct_pack.c and ct_float.c.
  */
 #include <stdlib.h>

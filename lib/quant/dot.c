@@ -1,7 +1,7 @@
 /* lib/quant/dot.c — scalar reference dot kernels and activation quantizers.
  *
  * Semantics follow llama.cpp's CPU backend (ggml-cpu: vec_dot_* and
- * quantize_row_q8_*), written from the block layouts in formats.md §3.2/§3.4:
+ * quantize_row_q8_*), written from the block layouts in docs/formats.md §3.2/§3.4:
  * per block (or K-quant sub-block) an exact int32 sum of products, then one
  * float multiply by the block scales; the float kernels follow the order
  * described below.
@@ -126,7 +126,7 @@ static inline void block_lanes(float acc[8], const int8_t q[32], const int8_t *y
 }
 
 /* 4-bit values of a q4_0/q4_1 block: low nibbles are elements 0-15, high
- * nibbles 16-31 (formats.md §3.4), minus `offset`. */
+ * nibbles 16-31 (docs/formats.md §3.4), minus `offset`. */
 static inline void q4_values(const uint8_t qs[16], int offset, int8_t q[32]) {
     for (int j = 0; j < 16; j++) {
         q[j] = (int8_t)((qs[j] & 0x0F) - offset);
@@ -164,7 +164,7 @@ static inline uint32_t load_qh(const uint8_t qh[4]) {
     return (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
 }
 
-/* 5-bit values of a q5_0/q5_1 block: nibble | high bit << 4 (formats.md §3.4), minus `offset`. */
+/* 5-bit values of a q5_0/q5_1 block: nibble | high bit << 4 (docs/formats.md §3.4), minus `offset`. */
 static inline void q5_values(const uint8_t qs[16], const uint8_t qh4[4], int offset, int8_t q[32]) {
     const uint32_t qh = load_qh(qh4);
     for (int j = 0; j < 16; j++) {
@@ -206,7 +206,7 @@ float qt__dot_q8_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
     return hsum8(acc);
 }
 
-/* IQ4_NL / IQ4_XS non-linear code book (formats.md §3.4), defined in q_iq4.c. */
+/* IQ4_NL / IQ4_XS non-linear code book (docs/formats.md §3.4), defined in q_iq4.c. */
 
 float qt__dot_iq4_nl_q8_0_ref(const void *vx, const void *vy, int64_t n) {
     const block_iq4_nl *x = vx;
@@ -224,7 +224,7 @@ float qt__dot_iq4_nl_q8_0_ref(const void *vx, const void *vy, int64_t n) {
 }
 
 /* MXFP4: E2M1 code book doubled to integers, so the E8M0 scale is halved
- * (2^(e-128)); formats.md §3.4, §5.5. */
+ * (2^(e-128)); docs/formats.md §3.4, §5.5. */
 static const int8_t kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 float qt__dot_mxfp4_q8_0_ref(const void *vx, const void *vy, int64_t n) {
@@ -311,7 +311,7 @@ float qt__dot_q2_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
     return sum;
 }
 
-/* Q3_K's sixteen 6-bit scales (formats.md §3.4), minus 32. */
+/* Q3_K's sixteen 6-bit scales (docs/formats.md §3.4), minus 32. */
 static void q3_K_scales(const uint8_t s[12], int sc[16]) {
     for (int j = 0; j < 16; j++) {
         const int lo = j < 8 ? (s[j] & 0x0F) : (s[j - 8] >> 4);
@@ -344,7 +344,7 @@ float qt__dot_q3_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
 }
 
 /* One Q4_K/Q5_K super-block against Q8_K: eight 32-element sub-blocks with
- * 6-bit scales and mins (formats.md §3.4); qh is the Q5_K fifth-bit plane or
+ * 6-bit scales and mins (docs/formats.md §3.4); qh is the Q5_K fifth-bit plane or
  * NULL for Q4_K. The mins meet the activations through Q8_K's bsums. */
 static float dot_k4_block(qt_half d, qt_half dmin, const uint8_t scales[12], const uint8_t *qs,
                           const uint8_t *qh, const block_q8_K *y) {
@@ -480,7 +480,7 @@ static void act_q8_1(const float *x, block_q8_1 *y, int64_t n) {
     }
 }
 
-/* quantize_row_q8_K_ref (formats.md §3.4): the signed value of largest
+/* quantize_row_q8_K_ref (docs/formats.md §3.4): the signed value of largest
  * magnitude maps to -127; d stays f32; bsums hold the 16-element sums. */
 static void act_q8_K(const float *x, block_q8_K *y, int64_t n) {
     for (int64_t b = 0; b < n / QK_K; b++, x += QK_K) {

@@ -7,7 +7,7 @@
  * checked wrappers in quant.c guarantee it); imatrix is NULL or n per-column
  * importance weights for this row. Quantizers reproduce llama.cpp's
  * ggml_quantize_chunk byte for byte and dequantizers its to_float bit for bit
- * (formats.md §3.4, §3.5).
+ * (docs/formats.md §3.4, §3.5).
  */
 #ifndef QT_QUANT_KERNELS_H
 #define QT_QUANT_KERNELS_H
@@ -16,7 +16,7 @@
 
 #include "quanta/quant.h"
 
-/* q_plain.c: raw element rows (formats.md §3.5). */
+/* q_plain.c: raw element rows (docs/formats.md §3.5). */
 void qt__quantize_f32(const float *src, void *dst, int64_t n, const float *imatrix);
 void qt__quantize_f16(const float *src, void *dst, int64_t n, const float *imatrix);
 void qt__quantize_bf16(const float *src, void *dst, int64_t n, const float *imatrix);

@@ -1,5 +1,5 @@
 /* lib/quant/q_fp4_tq.c — ggml's MXFP4 (32 x E2M1 + E8M0 scale) and the
- * ternary formats TQ1_0 (1.6875 bpw) and TQ2_0 (2.0625 bpw), formats.md §3.4.
+ * ternary formats TQ1_0 (1.6875 bpw) and TQ2_0 (2.0625 bpw), docs/formats.md §3.4.
  * None of them uses importance weights in ggml.
  */
 #include <math.h>

@@ -1,5 +1,5 @@
 /* lib/quant/q_iq4.c — ggml's non-linear 4-bit formats IQ4_NL (block 32) and
- * IQ4_XS (256 = 8 sub-blocks of 32 with 6-bit sub-scales), formats.md §3.4.
+ * IQ4_XS (256 = 8 sub-blocks of 32 with 6-bit sub-scales), docs/formats.md §3.4.
  *
  * llama-quantize always runs the searching quantizer here (ggml
  * quantize_iq4_nl / quantize_iq4_xs → quantize_row_iq4_nl_impl with ntry 7),

@@ -1,10 +1,10 @@
 /* lib/quant/q_k.c — ggml's K-quants: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
  *
  * Reference quantizers and dequantizers that reproduce llama.cpp's bytes and
- * floats exactly (formats.md §3.2-3.4; ggml src/ggml-quants.c, functions
+ * floats exactly (docs/formats.md §3.2-3.4; ggml src/ggml-quants.c, functions
  * quantize_row_q*_K_ref, quantize_row_q*_K_impl, dequantize_row_q*_K).
  *
- * What bit-exactness rests on (formats.md §3.3):
+ * What bit-exactness rests on (docs/formats.md §3.3):
  *  - rounding is qt__nearest_int (round half to even via 1.5*2^23);
  *  - every multiply/add is a separate fp32 operation (the build uses
  *    -ffp-contract=off) and the expression association below follows ggml's
@@ -27,7 +27,7 @@
 #include "quant_util.h"
 #include "quanta/num.h"
 
-/* Affine-search schedules (formats.md §3.4): the _ref paths use ggml's
+/* Affine-search schedules (docs/formats.md §3.4): the _ref paths use ggml's
  * make_qkx2_quants settings per type, the _impl paths make_qkx3's. */
 static const qt__affine_search Q2_K_REF = {.rmin = -0.5f, .rdelta = 0.1f, .nstep = 15, .use_mad = true};
 static const qt__affine_search Q4_K_REF = {.rmin = -1.0f, .rdelta = 0.1f, .nstep = 20};
@@ -76,7 +76,7 @@ static void unpack_2bit(const uint8_t *qs, uint8_t *L) {
 }
 
 /* Q4_K / Q5_K: 8 six-bit scales and 8 six-bit mins in 12 bytes
- * (formats.md §3.4 "Scale packing"; inverse of qt__get_scale_min_k4). */
+ * (docs/formats.md §3.4 "Scale packing"; inverse of qt__get_scale_min_k4). */
 static void pack_scale_min_k4(const uint8_t *ls, const uint8_t *lm, uint8_t *q) {
     memset(q, 0, K_SCALE_SIZE);
     for (int j = 0; j < QK_K / 32; ++j) {

@@ -1,5 +1,5 @@
 /* lib/quant/q_legacy.c — ggml's 32-element block formats Q4_0, Q4_1, Q5_0,
- * Q5_1, Q8_0 and Q8_1 (formats.md §3.2-§3.4).
+ * Q5_1, Q8_0 and Q8_1 (docs/formats.md §3.2-§3.4).
  *
  * Two quantizers per 4/5-bit type, as in ggml-quants.c:
  *  - without importance weights the "_ref" rounding quantizers (scale from the
@@ -101,7 +101,7 @@ static float affine_block(const float *xb, const float *w, int nmax, bool clamp,
     return d;
 }
 
-/* Fifth bits of 32 5-bit values: bit j of element j / j+16 (formats.md §3.4). */
+/* Fifth bits of 32 5-bit values: bit j of element j / j+16 (docs/formats.md §3.4). */
 static void pack_q5(const uint8_t *L, uint8_t qs[16], uint8_t qh_bytes[4]) {
     uint32_t qh = 0;
     for (int j = 0; j < 16; j++) {

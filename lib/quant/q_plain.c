@@ -1,4 +1,4 @@
-/* lib/quant/q_plain.c — F32, F16 and BF16 rows (formats.md §3.5).
+/* lib/quant/q_plain.c — F32, F16 and BF16 rows (docs/formats.md §3.5).
  *
  * F16 uses ggml's software RNE conversion (identical to F16C for finite
  * values), BF16 ggml's reference row converter (RNE, NaN kept quiet with its

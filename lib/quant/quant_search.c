@@ -1,6 +1,6 @@
 /* lib/quant/quant_search.c — ggml's weighted scale searches (make_qx_quants,
  * make_q3_quants, make_qkx2/3_quants, make_qp_quants in ggml-quants.c;
- * formats.md §3.4 "Helper algorithms"). Contracts in quant_search.h.
+ * docs/formats.md §3.4 "Helper algorithms"). Contracts in quant_search.h.
  *
  * Bit-exactness rests on ggml's evaluation order: every expression keeps
  * ggml's left-to-right association (`w * x * l` is (w*x)*l), each operation

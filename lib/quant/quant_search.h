@@ -3,7 +3,7 @@
  *
  * Pure functions on plain arrays: one group of n values x, optional weights,
  * integer levels out in L, the fitted scale returned. Each one reproduces one
- * of ggml-quants.c's helpers bit for bit (formats.md §3.4 "Helper
+ * of ggml-quants.c's helpers bit for bit (docs/formats.md §3.4 "Helper
  * algorithms"): same candidates, same float expressions in the same order,
  * same tie-breaking. Groups whose largest |x| is below QT_GROUP_MAX_EPS count
  * as all zero.

@@ -13,7 +13,7 @@
  * zero in the scale searches. */
 #define QT_GROUP_MAX_EPS 1e-15f
 
-/* Round to nearest, ties to even, as ggml's nearest_int does (formats.md
+/* Round to nearest, ties to even, as ggml's nearest_int does (docs/formats.md
  * §3.3): adding 1.5*2^23 moves the integer part into the low mantissa bits and
  * the FPU's round-to-nearest-even does the rounding. Valid for |x| <= 4194303;
  * beyond that the result is meaningless, but the same as ggml's (whose range
@@ -75,7 +75,7 @@ static inline void qt__importance_weights(const float *x, const float *qw, float
 }
 
 /* 32 4-bit levels into 16 bytes, element j in the low nibble of byte j and
- * element j+16 in the high nibble (Q4_0/Q4_1/IQ4 layout, formats.md §3.4). */
+ * element j+16 in the high nibble (Q4_0/Q4_1/IQ4 layout, docs/formats.md §3.4). */
 static inline void qt__pack_nibbles32(const uint8_t *L, uint8_t *qs) {
     for (int j = 0; j < 16; j++) qs[j] = (uint8_t)(L[j] | (L[j + 16] << 4));
 }

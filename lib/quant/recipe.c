@@ -1,5 +1,5 @@
 /* lib/quant/recipe.c — llama-quantize's per-tensor type choices
- * (llama-quant.cpp llama_tensor_get_type; formats.md §3.6), for the file types
+ * (llama-quant.cpp llama_tensor_get_type; docs/formats.md §3.6), for the file types
  * whose row in lib/quant/schemes.c says has_rules, and the tensor roles they
  * key on. */
 #include <string.h>

@@ -3,7 +3,7 @@
  * Below plan and quantize alike: the planner predicts a GGUF file's size with
  * these rules and quantization makes the same choices, so the two cannot
  * drift apart. Tensors are named by their GGUF base name without "blk.N."
- * and ".weight" ("attn_v", "ffn_down_exps", "token_embd"; formats.md §2.9).
+ * and ".weight" ("attn_v", "ffn_down_exps", "token_embd"; docs/formats.md §2.9).
  */
 #ifndef QT_QUANT_RECIPE_H
 #define QT_QUANT_RECIPE_H
@@ -15,7 +15,7 @@ typedef enum qt__role {
     QT__ROLE_EMBED = 0,   /* token embedding: a lookup table, kept 16-bit by vLLM/bnb */
     QT__ROLE_OUTPUT,      /* lm_head: ignored by llm-compressor recipes ("ignore": ["lm_head"]) */
     QT__ROLE_LINEAR,      /* quantizable matmul weight */
-    QT__ROLE_ROUTER,      /* MoE gate: kept 16-bit (f32 in GGUF, formats.md §3.6) */
+    QT__ROLE_ROUTER,      /* MoE gate: kept 16-bit (f32 in GGUF, docs/formats.md §3.6) */
     QT__ROLE_SMALL,       /* norms, biases, score-correction biases */
 } qt__role;
 

@@ -4,12 +4,12 @@
  * Formats. GGUF rows take block sizes and bits per weight from the traits
  * table (traits.c), so the two can never disagree; the others compute theirs
  * from their columns: bits + scale_bits / group + zero_bits / group (+ 32 / CH
- * for GPTQ's g_idx). compressed-tensors rows follow formats.md §4.3: scales in
+ * for GPTQ's g_idx). compressed-tensors rows follow docs/formats.md §4.3: scales in
  * the model's 16-bit dtype unless noted, zero points packed at the weight's
  * width along dim 0. "4096-wide rows" (CH) is the stated assumption for
  * per-channel scale overhead (one 16-bit scale per row).
  *
- * GGUF file types: llama.cpp's enum llama_ftype (llama.h; formats.md §3.6).
+ * GGUF file types: llama.cpp's enum llama_ftype (llama.h; docs/formats.md §3.6).
  *
  * Schemes: what the planner ranks. Each names its format row; bits, group,
  * zero bits and g_idx are the format's, filled in once (never written twice).
@@ -130,7 +130,7 @@ static const qt_gguf_ftype_info ftypes[] = {
 #define N_FTYPES ((int)(sizeof ftypes / sizeof ftypes[0]))
 
 /* Scheme rows. The support matrix follows vLLM's quantization hardware table
- * (lib/plan/support.c has the citations); formats.md sections as cited. */
+ * (lib/plan/support.c has the citations); docs/formats.md sections as cited. */
 static const qt_scheme_info schemes[] = {
     /* 16-bit. */
     {.key = "bf16", .aliases = "bfloat16", .title = "BF16 (unquantized)", .kind = QT_SCHEME_FLOAT16,
@@ -140,7 +140,7 @@ static const qt_scheme_info schemes[] = {
      .runtime = QT_RUNTIME_VLLM, .support_row = "fp16", .format = "f16", .simple_bytes = 2, .act_bits = 16,
      .quality = 0, .method = "none",
      .note = "a bf16-trained model can overflow in fp16 (activations beyond 65504); most run fine"},
-    /* 8-bit. compressed-tensors FP8_DYNAMIC / INT8_W8A8 presets (formats.md §4.1): one scale per
+    /* 8-bit. compressed-tensors FP8_DYNAMIC / INT8_W8A8 presets (docs/formats.md §4.1): one scale per
      * output channel (held as f32 by vLLM), activations quantized per token at run time. */
     {.key = "fp8", .aliases = "fp8-w8a8,w8a8-fp8,fp8-dynamic", .title = "FP8 W8A8 (per-channel weights, dynamic per-token activations)",
      .kind = QT_SCHEME_CHANNEL8, .runtime = QT_RUNTIME_VLLM, .support_row = "fp8-w8a8", .format = "w8a8-fp8",
@@ -151,7 +151,7 @@ static const qt_scheme_info schemes[] = {
     {.key = "w8a16", .aliases = "int8-weight-only", .title = "INT8 W8A16 weight-only, group 128 (Marlin)",
      .kind = QT_SCHEME_GROUP_INT, .runtime = QT_RUNTIME_VLLM, .support_row = "marlin", .format = "w8a16-g128",
      .simple_bytes = 1, .scale_bytes = 2, .act_bits = 16, .quality = 1, .method = "gptq"},
-    /* 4-bit integer, group 128, 16-bit scales (formats.md §4.3 pack-quantized). */
+    /* 4-bit integer, group 128, 16-bit scales (docs/formats.md §4.3 pack-quantized). */
     {.key = "w4a16", .aliases = "int4,w4a16-sym", .title = "INT4 W4A16, group 128, symmetric (compressed-tensors, Marlin)",
      .kind = QT_SCHEME_GROUP_INT, .runtime = QT_RUNTIME_VLLM, .support_row = "marlin", .format = "w4a16-g128",
      .simple_bytes = 0.5, .scale_bytes = 2, .act_bits = 16, .quality = 4, .method = "gptq"},
@@ -166,18 +166,18 @@ static const qt_scheme_info schemes[] = {
     {.key = "gptq", .aliases = "gptq-int4", .title = "GPTQ int4, group 128 (GPTQ format: zero points and act-order index)",
      .kind = QT_SCHEME_GROUP_INT, .runtime = QT_RUNTIME_VLLM, .support_row = "gptq", .format = "gptq-g128",
      .simple_bytes = 0.5, .scale_bytes = 2, .act_bits = 16, .quality = 4, .method = "gptq"},
-    /* Microscaling fp4 (formats.md §4.7, §5.5, §5.6). */
+    /* Microscaling fp4 (docs/formats.md §4.7, §5.5, §5.6). */
     {.key = "nvfp4", .aliases = "nvfp4-w4a4", .title = "NVFP4 W4A4 (e2m1, blocks of 16 with an FP8 scale, f32 tensor scale)",
      .kind = QT_SCHEME_MICROFLOAT, .runtime = QT_RUNTIME_VLLM, .support_row = "nvfp4", .format = "nvfp4",
      .simple_bytes = 0.5, .scale_bytes = 1, .act_bits = 4, .act_float = true, .quality = 5, .method = "rtn+calibration"},
     {.key = "mxfp4", .aliases = "mxfp4-w4a16", .title = "MXFP4 (e2m1, blocks of 32 with an E8M0 scale)",
      .kind = QT_SCHEME_MICROFLOAT, .runtime = QT_RUNTIME_VLLM, .support_row = "mxfp4", .format = "mxfp4-ct",
      .simple_bytes = 0.5, .scale_bytes = 1, .act_bits = 16, .quality = 5, .method = "rtn"},
-    /* bitsandbytes 4-bit: blocks of 64 with an f32 absmax (formats.md §5.4); quantized at load. */
+    /* bitsandbytes 4-bit: blocks of 64 with an f32 absmax (docs/formats.md §5.4); quantized at load. */
     {.key = "nf4", .aliases = "bnb-nf4,bitsandbytes,bnb", .title = "bitsandbytes NF4 (blocks of 64, f32 absmax, no double quantization)",
      .kind = QT_SCHEME_NF4, .runtime = QT_RUNTIME_BNB, .support_row = "bitsandbytes", .format = "nf4",
      .simple_bytes = 0.5, .scale_bytes = 4, .act_bits = 16, .quality = 5, .method = "rtn (at load)"},
-    /* GGUF file types: llama.cpp's per-tensor choices (formats.md §3.6) are lib/quant/recipe.c's. */
+    /* GGUF file types: llama.cpp's per-tensor choices (docs/formats.md §3.6) are lib/quant/recipe.c's. */
     {.key = "q8_0", .aliases = "gguf-q8_0", .title = "GGUF Q8_0 (llama.cpp)", .kind = QT_SCHEME_GGUF,
      .runtime = QT_RUNTIME_LLAMACPP, .support_row = "gguf", .format = "q8_0", .simple_bytes = 1, .act_bits = 16,
      .quality = 1, .gguf_ftype = "Q8_0", .method = "rtn"},

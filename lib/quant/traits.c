@@ -1,6 +1,6 @@
 /* lib/quant/traits.c — THE traits table: one row per tensor element type.
  *
- * Sizes are ggml's (formats.md §3.2). Function fields left NULL mean "no codec":
+ * Sizes are ggml's (docs/formats.md §3.2). Function fields left NULL mean "no codec":
  * the checked wrappers in quant.c refuse such types with QT_ERR_UNSUPPORTED.
  * The table is const and holds scalar references only; SIMD kernels are rows
  * of lib/quant/variants.c, resolved once by lib/quant/dispatch.c.

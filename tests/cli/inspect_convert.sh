@@ -73,7 +73,7 @@ expect 0 "$Q" inspect "$TMP/back.gguf"; has out "48 tensors, 292,800 parameters 
 expect 0 "$Q" convert -q "$GGUF" "$TMP/f16.gguf" --outtype f16
 expect 0 "$Q" inspect "$TMP/f16.gguf"; has out "f32: 11 tensors, 704 params; f16: 37 tensors, 292,096 params;"
 # F16/BF16 HF checkpoints (norms included) -> GGUF keeping types: the 11 norms are widened to F32
-# as llama.cpp needs (formats.md §2.9), and GGUF -> HF narrows them back: same safetensors bytes
+# as llama.cpp needs (docs/formats.md §2.9), and GGUF -> HF narrows them back: same safetensors bytes
 for t in f16 bf16; do
     expect 0 "$Q" convert -q "$GGUF" "$TMP/hf_$t" --to hf --outtype $t
     expect 0 "$Q" convert -q "$TMP/hf_$t" "$TMP/hf_$t.gguf"

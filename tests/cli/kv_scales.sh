@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/cli/kv_scales.sh QUANTA SHARED_DIR — FP8 KV cache scales of a vLLM /
 # llm-compressor checkpoint (model.layers.N.self_attn.k_scale / v_scale,
-# formats.md §4.3): `quanta run --kv-scale file` says it uses the file's,
+# docs/formats.md §4.3): `quanta run --kv-scale file` says it uses the file's,
 # `quanta convert` to GGUF leaves them out with a notice (llama.cpp refuses
 # unused tensors), to HF keeps them, and a bad shape is one clear error.
 # The checkpoint: stories260K as an HF directory (quanta convert) plus scales

@@ -3,7 +3,7 @@
  * the 14 test strings, the first 128 tokens of the logits prefix, the greedy
  * prompts, and the token counts of both shared text files.
  *
- * The vocabulary comes from tok512.bin (llama2.c format, formats.md §6.2),
+ * The vocabulary comes from tok512.bin (llama2.c format, docs/formats.md §6.2),
  * converted to the GGUF spelling exactly as llama.cpp's llama2.c converter does
  * (the shared README verifies that conversion is byte-identical to
  * stories260K.gguf's vocabulary). */

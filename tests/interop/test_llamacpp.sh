@@ -8,7 +8,7 @@
 #   4. stories260K.gguf -> GGUF --outtype f16      (loads; continuation compared as well)
 #   5. an F16 and a BF16 HF checkpoint (stories260K written --to hf --outtype f16/bf16, so
 #      its norms are F16/BF16 too) -> GGUF keeping types: the writer must widen norms to
-#      F32 (formats.md §2.9) or llama.cpp stops with "binary_op: unsupported types"
+#      F32 (docs/formats.md §2.9) or llama.cpp stops with "binary_op: unsupported types"
 # Run twice: with the CPU library node-llama-cpp picks for this machine and with
 # its AVX2 library (node_env.sh); each prints which library it loaded. The
 # packages come from the npm_packages setup fixture (npm_setup.sh). Without

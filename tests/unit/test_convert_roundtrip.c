@@ -1,6 +1,6 @@
 /* Round trips through the writers: stories260K.gguf -> HF directory -> GGUF
  * restores every tensor byte for byte (Q/K un-permuted on the way out and
- * re-permuted on the way back, formats.md §2.10) and the vocabulary; the
+ * re-permuted on the way back, docs/formats.md §2.10) and the vocabulary; the
  * intermediate HF Q/K rows really are in rotate-half order. */
 #include "io/io_internal.h"
 #include "qtest.h"

@@ -1,4 +1,4 @@
-/* compressed-tensors weight formats (formats.md §4.4-§4.7): bit-exact
+/* compressed-tensors weight formats (docs/formats.md §4.4-§4.7): bit-exact
  * packing against compressed-tensors' own output, the worked example of
  * §4.5, qparams by hand, round-trip error bounds derived from the math. */
 #include <jansson.h>
@@ -86,7 +86,7 @@ static void test_manifest_vectors(void) {
 }
 
 static void test_worked_packing_example(void) {
-    /* formats.md §4.5 */
+    /* docs/formats.md §4.5 */
     const int8_t q[8] = {-8, -1, 0, 1, 2, 3, 7, -3};
     int32_t word = 0;
     CHECK_OK(qt_ct_pack_rows(q, 1, 8, 4, &word));
@@ -466,7 +466,7 @@ static void test_nvfp4_bounds(void) {
 /* ---- MXFP4 ------------------------------------------------------------------------------ */
 
 static void test_mxfp4(void) {
-    /* round_to_power_2 then 127 + log2 - 2 (formats.md §4.7) */
+    /* round_to_power_2 then 127 + log2 - 2 (docs/formats.md §4.7) */
     CHECK_EQ_INT(qt_ct_mxfp4_scale_exponent(1.0f), 125);
     CHECK_EQ_INT(qt_ct_mxfp4_scale_exponent(1.74f), 125);     /* bf16 1.7421875: mantissa < 1.75 */
     CHECK_EQ_INT(qt_ct_mxfp4_scale_exponent(1.75f), 126);     /* rounds up (ggml would say 125) */

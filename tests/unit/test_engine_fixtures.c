@@ -65,7 +65,7 @@ static qt_model *make(const fx_spec *v, const char *dir, const char *gguf, const
     hf->vocab = *qt_model_vocab(vocab_src); /* borrowed for the write; restored below */
     /* default options: the matrices keep the fixture's own F32/F16/BF16 (activations are
      * converted to the weight type, so another type would change the numbers); the writer
-     * widens F16/BF16 norms and biases to F32 as llama.cpp's converter does (formats.md
+     * widens F16/BF16 norms and biases to F32 as llama.cpp's converter does (docs/formats.md
      * §2.9) -- llama.cpp cannot add or multiply by f16 vectors */
     CHECK_OK(qt_gguf_write(hf, gguf, NULL));
     memset(&hf->vocab, 0, sizeof hf->vocab);

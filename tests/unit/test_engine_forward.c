@@ -1,6 +1,6 @@
 /* The forward pass on small synthetic models of every supported family,
  * against an independent double-precision implementation of the same
- * architecture written from its definition (formats.md §2.7, §2.10, §7.3,
+ * architecture written from its definition (docs/formats.md §2.7, §2.10, §7.3,
  * §7.4): RMSNorm, Q/K/V (+bias), per-head Q/K RMSNorm, RoPE on pairs or
  * halves with linear or llama3 scaling, GQA causal attention, SwiGLU, tied
  * or separate output. Also: batching and threads do not change a bit,
@@ -121,7 +121,7 @@ static void ref_matvec(double *y, const double *W, const double *x, int n_in, in
     }
 }
 
-/* Inverse frequency of pair i, with the scaling rules of formats.md §7.3. */
+/* Inverse frequency of pair i, with the scaling rules of docs/formats.md §7.3. */
 static double ref_freq(const spec *s, int i) {
     double f = pow(10000.0, -2.0 * i / s->n_rot);
     if (s->scaling == QT_ROPE_SCALING_LINEAR) f /= s->rope_factor;

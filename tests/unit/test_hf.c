@@ -218,7 +218,7 @@ static void test_tensor_names(void) {
     CHECK(qt__tn_from_gguf("token_embd.weight", &layer) && qt__tn_from_gguf("rope_freqs.weight", &layer));
 }
 
-/* formats.md §2.10: hd = 8 -> pairs order 0,4,1,5,2,6,3,7; hd = 4 -> 0,2,1,3; the inverse undoes it. */
+/* docs/formats.md §2.10: hd = 8 -> pairs order 0,4,1,5,2,6,3,7; hd = 4 -> 0,2,1,3; the inverse undoes it. */
 static void test_qk_permutation(void) {
     static const int64_t want8[8] = {0, 4, 1, 5, 2, 6, 3, 7}, want4[4] = {0, 2, 1, 3};
     for (int r = 0; r < 8; r++) CHECK_EQ_INT(qt__tn_permuted_row(r, 8, true), want8[r]);
@@ -573,7 +573,7 @@ static void test_written_config(void) {
 
 /* A model whose Q/K rows are in llama.cpp's pairs order (rope_neox false, as
  * from a GGUF llama): the writer must restore HF rotate-half order. The pairs
- * copy is made here from formats.md §2.10 directly, not with the library. */
+ * copy is made here from docs/formats.md §2.10 directly, not with the library. */
 static void test_unpermute_on_write(void) {
     const char *src = tmp_path("perm_src");
     CHECK_EQ_INT(fx_write_hf(src, &fx_llama, 11), 0);

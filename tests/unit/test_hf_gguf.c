@@ -1,10 +1,10 @@
 /* HF directory -> GGUF for every fixture variant (tests/fixtures.h): the
  * hyperparameters survive, the keys have llama.cpp's types, Q/K rows (and
- * biases) of llama/mistral are permuted to pairs order (formats.md §2.10)
+ * biases) of llama/mistral are permuted to pairs order (docs/formats.md §2.10)
  * while qwen2/qwen3 are copied, llama3 rope scaling becomes rope_freqs.weight,
  * real BPE vocabularies become tokenizer.ggml.* keys, F16/BF16 norms and
  * biases are widened to F32 exactly as llama.cpp's converter writes them
- * (formats.md §2.9 "Rules") while matrices keep their type, and
+ * (docs/formats.md §2.9 "Rules") while matrices keep their type, and
  * HF -> GGUF -> HF gives back every HF tensor byte for byte (the HF writer
  * narrows the widened tensors back).
  * The real vocabularies come from npm: this test needs the npm_packages fixture. */

@@ -1,5 +1,5 @@
 /* FP8 KV cache scales of vLLM / llm-compressor (compressed-tensors) checkpoints
- * (formats.md §4.3, §4.8): model.layers.N.self_attn.k_scale / v_scale ([], [1] or
+ * (docs/formats.md §4.3, §4.8): model.layers.N.self_attn.k_scale / v_scale ([], [1] or
  * [num_kv_heads]), vLLM's k_proj.k_scale / v_proj.v_scale and the legacy single
  * kv_scale are read as blk.N.attn_k_scale / attn_v_scale; the engine uses them
  * as they are in the file; the GGUF writer leaves them out (llama.cpp refuses
@@ -335,7 +335,7 @@ static void test_writers_and_config(void) {
     }
     qt_model_free(m);
 
-    /* config.json of llm-compressor's KV-cache-only recipe (formats.md §4.1) */
+    /* config.json of llm-compressor's KV-cache-only recipe (docs/formats.md §4.1) */
     snprintf(path, sizeof path, "%s/config.json", dir);
     char *text = NULL;
     size_t len;

@@ -81,7 +81,7 @@ static void test_stories_bin_matches_reference_gguf(void) {
         const char *s;
         CHECK_OK(qt_gguf_get_str(g, "general.architecture", &s));
         CHECK_EQ_STR(s, "llama");
-        /* llama.cpp's strict key types (formats.md §2.5) */
+        /* llama.cpp's strict key types (docs/formats.md §2.5) */
         CHECK_EQ_INT(qt_gguf_find(g, "llama.block_count")->type, QT_GGUF_UINT32);
         CHECK_EQ_INT(qt_gguf_find(g, "llama.attention.head_count_kv")->type, QT_GGUF_UINT32);
         CHECK_EQ_INT(qt_gguf_find(g, "llama.attention.layer_norm_rms_epsilon")->type, QT_GGUF_FLOAT32);

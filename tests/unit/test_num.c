@@ -1,4 +1,4 @@
-/* Number formats (formats.md §5): every fp16, bf16 and fp8 code point, ties,
+/* Number formats (docs/formats.md §5): every fp16, bf16 and fp8 code point, ties,
  * subnormals, overflow, saturation; fp32->fp16 against F16C hardware.
  *
  * The oracle below is independent of lib/num: it rounds in double with
@@ -101,7 +101,7 @@ static void test_fp16_rounding_boundaries(void) {
             }
     }
     CHECK_EQ_INT(bad, 0);
-    /* formats.md §5.3 */
+    /* docs/formats.md §5.3 */
     CHECK_EQ_INT(qt_f32_to_fp16(1.0f), 0x3C00);
     CHECK_EQ_INT(qt_f32_to_fp16(65504.0f), 0x7BFF);
     CHECK_EQ_INT(qt_f32_to_fp16(65519.99f), 0x7BFF);
@@ -190,7 +190,7 @@ static void test_bf16(void) {
             fprintf(stderr, "  bf16(%a) = 0x%04x, want 0x%04x\n", (double)x, qt_f32_to_bf16(x), bf16_encode_oracle(x));
     }
     CHECK_EQ_INT(bad, 0);
-    CHECK_EQ_INT(qt_f32_to_bf16(1.0f), 0x3F80);                     /* formats.md §5.2 */
+    CHECK_EQ_INT(qt_f32_to_bf16(1.0f), 0x3F80);                     /* docs/formats.md §5.2 */
     CHECK_EQ_INT(qt_f32_to_bf16(float_of(0x3F808000u)), 0x3F80);    /* tie, even stays */
     CHECK_EQ_INT(qt_f32_to_bf16(float_of(0x3F818000u)), 0x3F82);    /* tie, odd goes up */
     CHECK_EQ_INT(qt_f32_to_bf16(float_of(0x3F808001u)), 0x3F81);
@@ -225,7 +225,7 @@ static uint8_t code_of(double v, double (*decode)(uint8_t), bool negative) {
     return 0xEE; /* not found: makes the comparison fail */
 }
 
-/* torch semantics (formats.md §5.1): E4M3FN has no Inf, anything that rounds
+/* torch semantics (docs/formats.md §5.1): E4M3FN has no Inf, anything that rounds
  * past 448 (x >= 464 exclusive of the tie) is NaN 0x7F|sign. */
 static uint8_t e4m3_encode_oracle(float x, bool saturate) {
     const uint8_t sign = signbit(x) ? 0x80 : 0;
@@ -317,7 +317,7 @@ static void test_fp8_rounding_boundaries(void) {
 }
 
 static void test_fp8_worked_examples(void) {
-    /* formats.md §5.1 */
+    /* docs/formats.md §5.1 */
     CHECK_EQ_INT(qt_f32_to_e4m3(1.0f), 0x38);
     CHECK_EQ_INT(qt_f32_to_e4m3(-2.0f), 0xC0);
     CHECK_EQ_INT(qt_f32_to_e4m3(0.3f), 0x2A);
@@ -364,7 +364,7 @@ static void test_e2m1(void) {
         CHECK(v == ((c & 8) ? -mags[c & 7] : mags[c & 7]));
         CHECK_EQ_INT(qt_f32_to_e2m1(v), (c == 8) ? 0 : c); /* -0.0 has torch.sign 0: code 0 */
     }
-    /* nearest with ties to the even mantissa (formats.md §4.7), checked
+    /* nearest with ties to the even mantissa (docs/formats.md §4.7), checked
      * against a brute-force search on a fine grid */
     int bad = 0;
     for (int i = -8 * 256; i <= 8 * 256; i++) {

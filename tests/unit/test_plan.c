@@ -71,7 +71,7 @@ static void test_halving_kv_doubles_concurrency(void) {
     qt_estimate a, b;
     qt_estimate_req r = seed_req("int8");
     CHECK_OK(qt_plan_estimate(&r, &a));
-    r.kv_dtype = QT_KV_FP8;
+    r.kv_dtype = QT_KV_TYPE_FP8_E4M3;
     CHECK_OK(qt_plan_estimate(&r, &b));
     CHECK_EQ_INT((long long)b.kv_bytes_per_token, 28672);
     CHECK_NEAR(b.concurrency_frac, 2 * a.concurrency_frac, 1e-9);
@@ -92,7 +92,7 @@ static void test_llama70b_kv_for_eight_long_requests(void) {
     CHECK_OK(qt_plan_estimate(&r, &e));
     CHECK_EQ_INT((long long)e.kv_bytes_per_token, 327680);
     CHECK_EQ_INT((long long)e.kv_required_bytes, 85899345920LL); /* "85.9 GB" (= 80 GiB) */
-    r.kv_dtype = QT_KV_FP8;
+    r.kv_dtype = QT_KV_TYPE_FP8_E4M3;
     CHECK_OK(qt_plan_estimate(&r, &e));
     CHECK_EQ_INT((long long)e.kv_required_bytes, 42949672960LL); /* "42.9 GB" */
 }
@@ -156,7 +156,7 @@ static void test_realistic_w4a16_differs_by_16bit_parts_and_scales(void) {
 }
 
 static void test_realistic_gguf_q4_k_m_follows_llama_cpp(void) {
-    /* llama.cpp Q4_K_M for Qwen2.5-7B (formats.md §3.6): token_embd Q4_K (144 B / 256),
+    /* llama.cpp Q4_K_M for Qwen2.5-7B (docs/formats.md §3.6): token_embd Q4_K (144 B / 256),
      * output Q6_K (210 B / 256), attn_v and ffn_down Q6_K in the 14 use_more_bits layers of 28,
      * the rest Q4_K; norms and biases f32.
      *   token_embd 544,997,376 x 144/256 =   306,561,024
@@ -290,7 +290,7 @@ static void test_plan_t4_weights_are_the_constraint(void) {
     CHECK(turing);
     CHECK(p.n_commands == 2 && strstr(p.commands[0], "quanta quantize") && strstr(p.commands[1], "--dtype half"));
     /* KV advice: an 8-bit cache roughly doubles the sequences */
-    CHECK_EQ_INT(p.kv_alt_dtype, QT_KV_FP8);
+    CHECK_EQ_INT(p.kv_alt_dtype, QT_KV_TYPE_FP8_E4M3);
     CHECK(p.kv_alt.concurrency >= 2 * b->est.concurrency - 1);
 }
 

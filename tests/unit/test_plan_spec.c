@@ -57,7 +57,7 @@ static void test_config_qwen3_head_dim(void) {
 
 static void test_config_defaults_and_families(void) {
     /* Qwen2: q/k/v biases always; head_dim = hidden / heads; sliding window off unless
-     * use_sliding_window (formats.md §7.1) */
+     * use_sliding_window (docs/formats.md §7.1) */
     const char *q2 = write_tmp("q2.json",
         "{\"model_type\": \"qwen2\", \"vocab_size\": 152064, \"hidden_size\": 3584, \"intermediate_size\": 18944,"
         " \"num_hidden_layers\": 28, \"num_attention_heads\": 28, \"num_key_value_heads\": 4,"

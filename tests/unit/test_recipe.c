@@ -5,6 +5,7 @@
 #include "quanta.h"
 #include "plan/plan_internal.h"
 #include "quant/recipe.h"
+#include "model/arch.h"
 
 static int n_dims_of(const qt__ptensor *t) { return t->out > 1 ? 2 : 1; }
 
@@ -60,7 +61,38 @@ static void test_q4_k_m_rules(void) {
     CHECK_EQ_INT(qt__recipe_gguf_type(qt_gguf_ftype_find("Q3_K_S"), &m, &t), QT_TYPE_Q3_K);
 }
 
+/* The AWQ/SmoothQuant folding pairs of every engine architecture name tensors a
+ * model of that layout has (the planner's list for a dense preset). */
+static void test_smooth_pairs_name_real_tensors(void) {
+    const qt_model_spec *m = NULL;
+    for (int i = 0; i < qt_plan_preset_count() && !m; i++) {
+        const qt_model_spec *p = qt_plan_preset_get(i);
+        if (p->kind == QT_SPEC_LLM && !strcmp(p->arch, "llama") && p->n_expert == 0) m = p;
+    }
+    CHECK(m != NULL);
+    if (!m) return;
+    qt__ptensor *t;
+    int n;
+    CHECK_OK(qt__plan_tensors(m, &t, &n));
+    for (int a = QT_ARCH_LLAMA; a < QT_ARCH_COUNT; a++) {
+        const qt_arch_info *ai = qt__arch_info((qt_arch)a);
+        CHECK(ai && ai->smooth);
+        int pairs = 0;
+        for (const qt__smooth_pair *p = ai->smooth; p->from; p++, pairs++)
+            for (int k = -1; k < 3; k++) {
+                const char *name = k < 0 ? p->from : p->to[k];
+                if (!name) continue;
+                bool found = false;
+                for (int j = 0; j < n && !found; j++) found = !strcmp(t[j].name, name);
+                CHECK_MSG(found, "%s: folding pair names '%s', which a llama model does not have", ai->hf_class, name);
+            }
+        CHECK_EQ_INT(pairs, 4);
+    }
+    free(t);
+}
+
 int main(void) {
+    QT_RUN(test_smooth_pairs_name_real_tensors);
     QT_RUN(test_roles_match_planner);
     QT_RUN(test_q4_k_m_rules);
     return qt_test_finish("test_recipe");

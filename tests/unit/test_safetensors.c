@@ -1,4 +1,4 @@
-/* safetensors reader, checkpoints and writer (formats.md §1). */
+/* safetensors reader, checkpoints and writer (docs/formats.md §1). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <sys/stat.h>
@@ -46,7 +46,7 @@ static const char *tmp_path(const char *name) {
     return b;
 }
 
-/* formats.md §1.5: one F16 tensor w = [1.0, -2.0], byte for byte. */
+/* docs/formats.md §1.5: one F16 tensor w = [1.0, -2.0], byte for byte. */
 static const uint8_t worked_example[68] = {
     0x38, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x7b, 0x22, 0x77, 0x22, 0x3a, 0x7b, 0x22, 0x64, 0x74,
     0x79, 0x70, 0x65, 0x22, 0x3a, 0x22, 0x46, 0x31, 0x36, 0x22, 0x2c, 0x22, 0x73, 0x68, 0x61, 0x70, 0x65,

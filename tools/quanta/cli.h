@@ -52,7 +52,7 @@ int write_text_file(const char *path, const char *text);
  * int8, as the engine has them; q8_0 is refused by the engine with the nearest
  * it has. cli_kv_plan maps a name to the planner's cache sizes (auto, q8_0 ok). */
 int cli_kv_engine(const char *verb, const char *opt, const char *name);
-int cli_kv_plan(const char *verb, const char *name, qt_kv_dtype *out);
+int cli_kv_plan(const char *verb, const char *name, qt_kv_type *out);
 /* One scheme vocabulary (scheme keys, aliases, `quanta formats` names), with suggestions. */
 int cli_scheme(const char *verb, const char *name, const qt_scheme_info **out);
 

@@ -85,23 +85,19 @@ int cli_kv_engine(const char *verb, const char *opt, const char *name) {
     return CLI_OK;
 }
 
-int cli_kv_plan(const char *verb, const char *name, qt_kv_dtype *out) {
-    qt_kv_type t;
-    if (!strcasecmp(name, "auto")) { *out = QT_KV_AUTO; return CLI_OK; }
+int cli_kv_plan(const char *verb, const char *name, qt_kv_type *out) {
+    if (!strcasecmp(name, "auto")) { *out = QT_KV_TYPE_AUTO; return CLI_OK; }
     /* llama.cpp's block cache is what the planner means by an 8-bit cache on llama.cpp */
-    if (!strcasecmp(name, "q8_0") || !strcasecmp(name, "q8")) { *out = QT_KV_INT8; return CLI_OK; }
-    if (qt_kv_type_parse(name, &t) != QT_OK)
+    if (!strcasecmp(name, "q8_0") || !strcasecmp(name, "q8")) { *out = QT_KV_TYPE_INT8; return CLI_OK; }
+    if (qt_kv_type_parse(name, out) != QT_OK)
         return cli_usage(verb, "--kv-dtype: '%s' is not one of auto, f16 (fp16), bf16, fp8 (fp8-e4m3, fp8-e5m2), int8, q8_0",
                          name);
-    switch (t) {
-    case QT_KV_TYPE_F16: *out = QT_KV_FP16; return CLI_OK;
-    case QT_KV_TYPE_BF16: *out = QT_KV_BF16; return CLI_OK;
-    case QT_KV_TYPE_FP8_E4M3: case QT_KV_TYPE_FP8_E5M2: *out = QT_KV_FP8; return CLI_OK;
-    case QT_KV_TYPE_INT8: *out = QT_KV_INT8; return CLI_OK;
-    default:
+    if (*out == QT_KV_TYPE_F32)
         return cli_usage(verb, "--kv-dtype %s: serving engines keep 16- or 8-bit caches; the planner sizes auto, f16, bf16, "
                                "fp8, int8 and q8_0", name);
-    }
+    /* both fp8 flavours take one byte; vLLM's "fp8" cache is E4M3 */
+    if (*out == QT_KV_TYPE_FP8_E5M2) *out = QT_KV_TYPE_FP8_E4M3;
+    return CLI_OK;
 }
 
 int cli_scheme(const char *verb, const char *name, const qt_scheme_info **out) {

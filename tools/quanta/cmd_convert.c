@@ -1,7 +1,7 @@
 /* `quanta convert IN OUT [--outtype f32|f16|bf16]`: between GGUF, Hugging Face
  * directories and llama2.c checkpoints. Tensor bytes are kept unless
  * --outtype asks for another type; Q/K rows are permuted between HF order
- * and llama.cpp's order as each format requires (formats.md §2.10). */
+ * and llama.cpp's order as each format requires (docs/formats.md §2.10). */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>

@@ -25,7 +25,7 @@ static void help(void) {
            "exit status: 0 ok, 1 unreadable or malformed input, 2 usage error\n");
 }
 
-/* llama_ftype names (formats.md §3.6), for general.file_type. */
+/* llama_ftype names (docs/formats.md §3.6), for general.file_type. */
 static const char *ftype_name(uint32_t ft) {
     static const char *const names[] = {
         [0] = "ALL_F32", [1] = "MOSTLY_F16", [2] = "MOSTLY_Q4_0", [3] = "MOSTLY_Q4_1", [7] = "MOSTLY_Q8_0",

@@ -223,11 +223,11 @@ static void print_advice(const qt_plan *p) {
     } else {
         printf("recommended        nothing fits this target at this load\n");
     }
-    if (p->kv_alt_dtype != QT_KV_AUTO && p->best >= 0) {
+    if (p->kv_alt_dtype != QT_KV_TYPE_AUTO && p->best >= 0) {
         const qt_estimate *base = &p->rows[p->best].est, *alt = &p->kv_alt;
         printf("KV cache           an 8-bit cache (%s) halves KV bytes per token (%s -> %s): %lld -> %lld sequences,\n"
                "                   max context %s -> %s tokens. %s%s\n",
-               p->kv_alt_dtype == QT_KV_FP8 ? "fp8" : "q8_0", fmt_count(base->kv_bytes_per_token, a, sizeof a),
+               p->kv_alt_dtype == QT_KV_TYPE_FP8_E4M3 ? "fp8" : "q8_0", fmt_count(base->kv_bytes_per_token, a, sizeof a),
                fmt_count(alt->kv_bytes_per_token, b, sizeof b), (long long)base->concurrency, (long long)alt->concurrency,
                fmt_count((double)base->max_context, c, sizeof c), fmt_count((double)alt->max_context, d, sizeof d),
                p->kv_alt_support == QT_SUPPORT_NO ? "NOT AVAILABLE: " : "", p->kv_alt_reason);

@@ -1,0 +1,87 @@
+/* lib/engine/layerwise.c — the model one decoder layer at a time over a batch of
+ * sequences (quanta/engine.h, "layer by layer"): the seam calibration and
+ * layer-wise quantization run on. Each sequence's hidden states live here
+ * between layers; running layer il for a sequence loads them into the engine's
+ * residual stream at position 0 and writes layer il's KV rows 0..n_tok-1, which
+ * only layer il's attention reads, so sequences never see each other.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+struct qt_layerwise {
+    qt_engine_ctx *e;
+    int32_t n_seq, n_tok;
+    int32_t next;               /* the layer run_layer runs next */
+    float *hidden;              /* (n_seq, n_tok, n_embd) residual stream of every sequence */
+};
+
+qt_status qt_layerwise_new(qt_engine_ctx *e, const int32_t *tokens, int32_t n_seq, int32_t n_tok, qt_layerwise **out) {
+    *out = NULL;
+    if (n_seq < 1 || n_tok < 1 || n_tok > e->n_batch)
+        return qt_error(QT_ERR_ARG, "layerwise: %d sequences of %d tokens (need at least 1 of 1..%d, the batch size)",
+                        n_seq, n_tok, e->n_batch);
+    if (e->kvf->scaled)
+        return qt_error(QT_ERR_UNSUPPORTED, "layerwise: KV cache %s is scaled; use f32, f16 or bf16", e->kvf->name);
+    for (int64_t i = 0; i < (int64_t)n_seq * n_tok; i++)
+        if (tokens[i] < 0 || tokens[i] >= e->hp.n_vocab)
+            return qt_error(QT_ERR_RANGE, "layerwise: token %d at %lld is not in the vocabulary (%d)", tokens[i],
+                            (long long)i, e->hp.n_vocab);
+    qt_layerwise *lw = calloc(1, sizeof *lw);
+    const size_t seq_floats = (size_t)n_tok * e->hp.n_embd;
+    if (lw) lw->hidden = malloc((size_t)n_seq * seq_floats * sizeof(float));
+    if (!lw || !lw->hidden) {
+        free(lw);
+        return qt_error(QT_ERR_NOMEM, "layerwise: out of memory for %d x %d hidden states", n_seq, n_tok);
+    }
+    *lw = (qt_layerwise){e, n_seq, n_tok, 0, lw->hidden};
+    for (int32_t s = 0; s < n_seq; s++) {
+        qt__engine_embed(e, tokens + (size_t)s * n_tok, n_tok);
+        memcpy(lw->hidden + s * seq_floats, e->x, seq_floats * sizeof(float));
+    }
+    *out = lw;
+    return QT_OK;
+}
+
+qt_status qt_layerwise_run_layer(qt_layerwise *lw, qt_linear_observer observer, void *user) {
+    qt_engine_ctx *e = lw->e;
+    if (lw->next >= e->hp.n_layer) return qt_error(QT_ERR_ARG, "layerwise: all %d layers have run", e->hp.n_layer);
+    const size_t seq_floats = (size_t)lw->n_tok * e->hp.n_embd;
+    e->observer = observer;
+    e->observer_user = user;
+    for (int32_t s = 0; s < lw->n_seq; s++) {
+        if (qt_cancelled()) {
+            e->observer = NULL;
+            return qt_error(QT_ERR_INTERRUPTED, "layerwise: interrupted");
+        }
+        float *h = lw->hidden + s * seq_floats;
+        memcpy(e->x, h, seq_floats * sizeof(float));
+        e->n_past = 0;
+        qt__engine_layer(e, lw->next, lw->n_tok);
+        memcpy(h, e->x, seq_floats * sizeof(float));
+    }
+    e->observer = NULL;
+    e->observer_user = NULL;
+    e->n_past = 0; /* the cache holds no whole sequence: the engine starts afresh */
+    lw->next++;
+    return QT_OK;
+}
+
+int32_t qt_layerwise_next_layer(const qt_layerwise *lw) { return lw->next; }
+
+qt_status qt_layerwise_logits(qt_layerwise *lw, float *logits) {
+    qt_engine_ctx *e = lw->e;
+    if (lw->next < e->hp.n_layer)
+        return qt_error(QT_ERR_ARG, "layerwise: logits after all %d layers (%d run)", e->hp.n_layer, lw->next);
+    const size_t seq_floats = (size_t)lw->n_tok * e->hp.n_embd;
+    for (int32_t s = 0; s < lw->n_seq; s++)
+        qt__engine_logits(e, lw->hidden + s * seq_floats, lw->n_tok, logits + (size_t)s * lw->n_tok * e->hp.n_vocab);
+    return QT_OK;
+}
+
+void qt_layerwise_free(qt_layerwise *lw) {
+    if (!lw) return;
+    free(lw->hidden);
+    free(lw);
+}
