@@ -123,17 +123,23 @@ static inline uint32_t load_u32(const uint8_t p[4]) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* One q4_1/q5_1 block (qh NULL for q4_1) into the 8-lane accumulator and the mins sum */
+static inline void block_1(qt_half d, qt_half m, const uint8_t *qs, const uint8_t *qh, const block_q8_1 *y,
+                           __m256 *acc, float *mins) {
+    *mins = fmaf(_cvtsh_ss(m), _cvtsh_ss(y->s), *mins);
+    __m256i q = nibbles32(qs);
+    if (qh) q = _mm256_or_si256(q, qt__bits_to_0x10(load_u32(qh)));
+    const __m256 dd = _mm256_set1_ps(_cvtsh_ss(d) * _cvtsh_ss(y->d));
+    const __m256i qy = _mm256_loadu_si256((const __m256i *)y->qs);
+    *acc = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(qt__lane_sums_u8(q, qy)), *acc);
+}
+
 float qt__dot_q4_1_q8_1_avx2(const void *vx, const void *vy, int64_t n) {
     const block_q4_1 *x = vx;
     const block_q8_1 *y = vy;
     __m256 acc = _mm256_setzero_ps();
     float mins = 0.0f;
-    for (int64_t b = 0; b < n / QK4_1; b++) {
-        mins = fmaf(_cvtsh_ss(x[b].m), _cvtsh_ss(y[b].s), mins);
-        const __m256 d = _mm256_set1_ps(_cvtsh_ss(x[b].d) * _cvtsh_ss(y[b].d));
-        const __m256i qy = _mm256_loadu_si256((const __m256i *)y[b].qs);
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(qt__lane_sums_u8(nibbles32(x[b].qs), qy)), acc);
-    }
+    for (int64_t b = 0; b < n / QK4_1; b++) block_1(x[b].d, x[b].m, x[b].qs, NULL, &y[b], &acc, &mins);
     return hsum8(acc) + mins;
 }
 
@@ -155,13 +161,7 @@ float qt__dot_q5_1_q8_1_avx2(const void *vx, const void *vy, int64_t n) {
     const block_q8_1 *y = vy;
     __m256 acc = _mm256_setzero_ps();
     float mins = 0.0f;
-    for (int64_t b = 0; b < n / QK5_1; b++) {
-        mins = fmaf(_cvtsh_ss(x[b].m), _cvtsh_ss(y[b].s), mins);
-        const __m256 d = _mm256_set1_ps(_cvtsh_ss(x[b].d) * _cvtsh_ss(y[b].d));
-        const __m256i q = _mm256_or_si256(nibbles32(x[b].qs), qt__bits_to_0x10(load_u32(x[b].qh)));
-        const __m256i qy = _mm256_loadu_si256((const __m256i *)y[b].qs);
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(qt__lane_sums_u8(q, qy)), acc);
-    }
+    for (int64_t b = 0; b < n / QK5_1; b++) block_1(x[b].d, x[b].m, x[b].qs, x[b].qh, &y[b], &acc, &mins);
     return hsum8(acc) + mins;
 }
 
