@@ -101,7 +101,9 @@ int main(int argc, char **argv) {
     printf("  \"config\": {\"rows\": %lld, \"cols\": %d, \"prefill_batch\": %d, \"reps\": %d},\n  \"types\": [\n",
            (long long)rows, COLS, BATCH, reps);
     /* the scalar references, then every dot variant of lib/quant/variants.c that runs here */
-    const qt_type types[] = {QT_TYPE_F32, QT_TYPE_F16, QT_TYPE_Q8_0, QT_TYPE_Q4_0};
+    const qt_type types[] = {QT_TYPE_F32,  QT_TYPE_F16,  QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q4_1,   QT_TYPE_Q5_0,
+                             QT_TYPE_Q5_1, QT_TYPE_Q2_K, QT_TYPE_Q3_K, QT_TYPE_Q4_K, QT_TYPE_Q5_K,   QT_TYPE_Q6_K,
+                             QT_TYPE_IQ4_NL, QT_TYPE_IQ4_XS};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         kernels k[QT__CPU_LEVEL_COUNT] = {{"scalar", qt__traits_ref(types[ti])->vec_dot, qt__traits_ref(types[ti])->vec_dot_gemm}};
         int nk = 1;

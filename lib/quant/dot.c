@@ -208,19 +208,37 @@ float qt__dot_q8_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
 
 /* IQ4_NL / IQ4_XS non-linear code book (docs/formats.md §3.4), defined in q_iq4.c. */
 
+static inline void iq4_nl_values(const uint8_t qs[16], int8_t q[32]) {
+    for (int j = 0; j < 16; j++) {
+        q[j] = qt__kvalues_iq4nl[qs[j] & 0x0F];
+        q[j + 16] = qt__kvalues_iq4nl[qs[j] >> 4];
+    }
+}
+
+/* llama.cpp's x86 kernel takes the blocks in pairs, even blocks into one
+ * 8-lane accumulator and odd ones into another, adds the two lane by lane
+ * before hsum8, and adds a last unpaired block as one int32 sum with one FMA. */
 float qt__dot_iq4_nl_q8_0_ref(const void *vx, const void *vy, int64_t n) {
     const block_iq4_nl *x = vx;
     const block_q8_0 *y = vy;
-    float acc[8] = {0};
-    for (int64_t b = 0; b < n / QK4_NL; b++) {
-        int8_t q[32];
-        for (int j = 0; j < 16; j++) {
-            q[j] = qt__kvalues_iq4nl[x[b].qs[j] & 0x0F];
-            q[j + 16] = qt__kvalues_iq4nl[x[b].qs[j] >> 4];
+    const int64_t nb = n / QK4_NL;
+    float acc[2][8] = {{0}};
+    int64_t b = 0;
+    int8_t q[32];
+    for (; b + 1 < nb; b += 2)
+        for (int p = 0; p < 2; p++) {
+            iq4_nl_values(x[b + p].qs, q);
+            block_lanes(acc[p], q, y[b + p].qs, h2f(y[b + p].d) * h2f(x[b + p].d));
         }
-        block_lanes(acc, q, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
+    for (int l = 0; l < 8; l++) acc[0][l] = acc[0][l] + acc[1][l];
+    float sum = hsum8(acc[0]);
+    if (b < nb) {
+        iq4_nl_values(x[b].qs, q);
+        int32_t s = 0;
+        for (int e = 0; e < 32; e++) s += q[e] * y[b].qs[e];
+        sum = fmaf(h2f(y[b].d) * h2f(x[b].d), (float)s, sum);
     }
-    return hsum8(acc);
+    return sum;
 }
 
 /* MXFP4: E2M1 code book doubled to integers, so the E8M0 scale is halved
@@ -293,22 +311,42 @@ float qt__dot_q2_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
 }
 
 /* ---- 256-element K-quant super-blocks against q8_K ------------------------------ */
+/*
+ * The float order of llama.cpp's x86 kernels (ggml-cpu/arch/x86/quants.c, the
+ * AVX2 paths, which its AVX-512 builds run too). Per super-block, eight int32
+ * lanes: lane l sums, each times its sub-block scale, the products of the
+ * elements e with (e % 32) / 4 == l (maddubs + madd over 32-byte vectors).
+ * Integer sums are exact, so only that split matters. Each lane goes to float
+ * once per super-block and accumulates with one FMA by d = d_y * d_x; hsum8 at
+ * the end. Where the mins go differs by format (below). dot_k_avx2.c computes
+ * the same bits.
+ */
+static inline int k_lane(int e) { return (e % 32) / 4; }
 
+static inline void k_lanes(float acc[8], float d, const int32_t lanes[8]) {
+    for (int l = 0; l < 8; l++) acc[l] = fmaf(d, (float)lanes[l], acc[l]);
+}
+
+/* Q2_K: the mins enter the same accumulator first, lane l holding 16-element
+ * sub-blocks 2l and 2l+1 (min times Q8_K's bsum), with -d_y * dmin. */
 float qt__dot_q2_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
     const block_q2_K *x = vx;
     const block_q8_K *y = vy;
-    float sum = 0.0f;
+    float acc[8] = {0};
     for (int64_t b = 0; b < n / QK_K; b++) {
-        int32_t isum = 0, msum = 0;
+        const float d = y[b].d * h2f(x[b].d), dmin = -y[b].d * h2f(x[b].dmin);
+        int32_t mins[8], lanes[8] = {0};
+        for (int l = 0; l < 8; l++)
+            mins[l] = (x[b].scales[2 * l] >> 4) * y[b].bsums[2 * l] + (x[b].scales[2 * l + 1] >> 4) * y[b].bsums[2 * l + 1];
+        k_lanes(acc, dmin, mins);
         for (int e = 0; e < QK_K; e++) {
             const int h = e / 128, k = (e % 128) / 32, l = e % 32;
             const int q = (x[b].qs[32 * h + l] >> (2 * k)) & 3;
-            isum += (x[b].scales[e / 16] & 0x0F) * q * y[b].qs[e];
+            lanes[k_lane(e)] += (x[b].scales[e / 16] & 0x0F) * q * y[b].qs[e];
         }
-        for (int j = 0; j < QK_K / 16; j++) msum += (x[b].scales[j] >> 4) * y[b].bsums[j];
-        sum += y[b].d * h2f(x[b].d) * (float)isum - y[b].d * h2f(x[b].dmin) * (float)msum;
+        k_lanes(acc, d, lanes);
     }
-    return sum;
+    return hsum8(acc);
 }
 
 /* Q3_K's sixteen 6-bit scales (docs/formats.md §3.4), minus 32. */
@@ -323,111 +361,114 @@ static void q3_K_scales(const uint8_t s[12], int sc[16]) {
 float qt__dot_q3_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
     const block_q3_K *x = vx;
     const block_q8_K *y = vy;
-    float sum = 0.0f;
+    float acc[8] = {0};
     for (int64_t b = 0; b < n / QK_K; b++) {
         int sc[16];
         q3_K_scales(x[b].scales, sc);
-        int32_t isum = 0;
-        for (int j = 0; j < 16; j++) {
-            int32_t sub = 0;
-            for (int e = 16 * j; e < 16 * j + 16; e++) {
-                const int h = e / 128, k = (e % 128) / 32, l = e % 32;
-                const int q2 = (x[b].qs[32 * h + l] >> (2 * k)) & 3;
-                const int high = (x[b].hmask[l] >> (4 * h + k)) & 1;
-                sub += (q2 - (high ? 0 : 4)) * y[b].qs[e];
-            }
-            isum += sc[j] * sub;
+        int32_t lanes[8] = {0};
+        for (int e = 0; e < QK_K; e++) {
+            const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+            const int q2 = (x[b].qs[32 * h + l] >> (2 * k)) & 3;
+            const int high = (x[b].hmask[l] >> (4 * h + k)) & 1;
+            lanes[k_lane(e)] += sc[e / 16] * (q2 - (high ? 0 : 4)) * y[b].qs[e];
         }
-        sum += h2f(x[b].d) * y[b].d * (float)isum;
+        k_lanes(acc, y[b].d * h2f(x[b].d), lanes);
     }
-    return sum;
+    return hsum8(acc);
 }
 
 /* One Q4_K/Q5_K super-block against Q8_K: eight 32-element sub-blocks with
  * 6-bit scales and mins (docs/formats.md §3.4); qh is the Q5_K fifth-bit plane or
- * NULL for Q4_K. The mins meet the activations through Q8_K's bsums. */
-static float dot_k4_block(qt_half d, qt_half dmin, const uint8_t scales[12], const uint8_t *qs,
-                          const uint8_t *qh, const block_q8_K *y) {
-    int32_t isum = 0, msum = 0;
+ * NULL for Q4_K. lanes[] as above; mins[k] = the min terms of sub-blocks 2k
+ * and 2k+1 (min times the 32-element sum of Q8_K's bsums). */
+static void k4_block(const uint8_t scales[12], const uint8_t *qs, const uint8_t *qh, const block_q8_K *y,
+                     int32_t lanes[8], int32_t mins[4]) {
+    for (int l = 0; l < 8; l++) lanes[l] = 0;
+    for (int k = 0; k < 4; k++) mins[k] = 0;
     for (int j = 0; j < 8; j++) {
         uint8_t sc, m;
         qt__get_scale_min_k4(j, scales, &sc, &m);
         const int c = j / 2, shift = 4 * (j % 2);
-        int32_t sub = 0;
         for (int l = 0; l < 32; l++) {
             int q = (qs[32 * c + l] >> shift) & 0x0F;
             if (qh) q |= ((qh[l] >> j) & 1) << 4;
-            sub += q * y->qs[32 * j + l];
+            lanes[l / 4] += sc * q * y->qs[32 * j + l];
         }
-        isum += sc * sub;
-        msum += m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+        mins[j / 2] += m * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
     }
-    return h2f(d) * y->d * (float)isum - h2f(dmin) * y->d * (float)msum;
 }
 
+/* Q4_K: the mins in a 4-lane accumulator of their own, FMA by -d_y * dmin,
+ * reduced (0+2) + (1+3) and added after hsum8. */
 float qt__dot_q4_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
     const block_q4_K *x = vx;
     const block_q8_K *y = vy;
-    float sum = 0.0f;
-    for (int64_t b = 0; b < n / QK_K; b++) sum += dot_k4_block(x[b].d, x[b].dmin, x[b].scales, x[b].qs, NULL, &y[b]);
-    return sum;
+    float acc[8] = {0}, accm[4] = {0};
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const float d = y[b].d * h2f(x[b].d), dmin = -y[b].d * h2f(x[b].dmin);
+        int32_t lanes[8], mins[4];
+        k4_block(x[b].scales, x[b].qs, NULL, &y[b], lanes, mins);
+        for (int k = 0; k < 4; k++) accm[k] = fmaf(dmin, (float)mins[k], accm[k]);
+        k_lanes(acc, d, lanes);
+    }
+    return hsum8(acc) + ((accm[0] + accm[2]) + (accm[1] + accm[3]));
 }
 
+/* Q5_K: the mins as one int32 per super-block into a scalar, FMA by -d_y * dmin. */
 float qt__dot_q5_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
     const block_q5_K *x = vx;
     const block_q8_K *y = vy;
-    float sum = 0.0f;
-    for (int64_t b = 0; b < n / QK_K; b++) sum += dot_k4_block(x[b].d, x[b].dmin, x[b].scales, x[b].qs, x[b].qh, &y[b]);
-    return sum;
+    float acc[8] = {0}, summs = 0.0f;
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const float d = y[b].d * h2f(x[b].d), dmin = -y[b].d * h2f(x[b].dmin);
+        int32_t lanes[8], mins[4];
+        k4_block(x[b].scales, x[b].qs, x[b].qh, &y[b], lanes, mins);
+        summs = fmaf(dmin, (float)(mins[0] + mins[1] + mins[2] + mins[3]), summs);
+        k_lanes(acc, d, lanes);
+    }
+    return hsum8(acc) + summs;
 }
 
+/* Q6_K: codes 0..63 in the lanes, the -32 offset through Q8_K's bsums: lane l
+ * less 32 * (scale * bsum) of 16-element sub-blocks 2l and 2l+1. */
 float qt__dot_q6_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
     const block_q6_K *x = vx;
     const block_q8_K *y = vy;
-    float sum = 0.0f;
+    float acc[8] = {0};
     for (int64_t b = 0; b < n / QK_K; b++) {
-        int32_t sub[16] = {0};
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = x[b].ql + 64 * h, *qh = x[b].qh + 32 * h;
-            const int8_t *q8 = y[b].qs + 128 * h;
-            int32_t *s = sub + 8 * h;
-            for (int l = 0; l < 32; l++) {
-                const int q1 = ((ql[l] & 0x0F) | ((qh[l] >> 0) & 3) << 4) - 32;
-                const int q2 = ((ql[l + 32] & 0x0F) | ((qh[l] >> 2) & 3) << 4) - 32;
-                const int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
-                const int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
-                s[l / 16 + 0] += q1 * q8[l];
-                s[l / 16 + 2] += q2 * q8[l + 32];
-                s[l / 16 + 4] += q3 * q8[l + 64];
-                s[l / 16 + 6] += q4 * q8[l + 96];
-            }
+        const int8_t *sc = x[b].scales;
+        int32_t lanes[8];
+        for (int l = 0; l < 8; l++) lanes[l] = -32 * (sc[2 * l] * y[b].bsums[2 * l] + sc[2 * l + 1] * y[b].bsums[2 * l + 1]);
+        for (int e = 0; e < QK_K; e++) {
+            const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+            const uint8_t ql = x[b].ql[64 * h + 32 * (k % 2) + l];
+            const int q = ((k < 2 ? ql : ql >> 4) & 0x0F) | ((x[b].qh[32 * h + l] >> (2 * k)) & 3) << 4;
+            lanes[k_lane(e)] += sc[e / 16] * q * y[b].qs[e];
         }
-        int32_t isum = 0;
-        for (int j = 0; j < 16; j++) isum += x[b].scales[j] * sub[j];
-        sum += h2f(x[b].d) * y[b].d * (float)isum;
+        k_lanes(acc, y[b].d * h2f(x[b].d), lanes);
     }
-    return sum;
+    return hsum8(acc);
 }
 
 float qt__dot_iq4_xs_q8_K_ref(const void *vx, const void *vy, int64_t n) {
     const block_iq4_xs *x = vx;
     const block_q8_K *y = vy;
-    float sum = 0.0f;
+    float acc[8] = {0};
     for (int64_t b = 0; b < n / QK_K; b++) {
-        int32_t isum = 0;
+        int32_t lanes[8] = {0};
         for (int ib = 0; ib < QK_K / 32; ib++) {
             const int ls = ((x[b].scales_l[ib / 2] >> (4 * (ib % 2))) & 0x0F) |
                            ((x[b].scales_h >> (2 * ib)) & 3) << 4;
             const uint8_t *qs = x[b].qs + 16 * ib;
             const int8_t *q8 = y[b].qs + 32 * ib;
-            int32_t sub = 0;
-            for (int j = 0; j < 16; j++)
-                sub += qt__kvalues_iq4nl[qs[j] & 0x0F] * q8[j] + qt__kvalues_iq4nl[qs[j] >> 4] * q8[j + 16];
-            isum += (ls - 32) * sub;
+            for (int j = 0; j < 16; j++) {
+                lanes[j / 4] += (ls - 32) * qt__kvalues_iq4nl[qs[j] & 0x0F] * q8[j];
+                lanes[4 + j / 4] += (ls - 32) * qt__kvalues_iq4nl[qs[j] >> 4] * q8[j + 16];
+            }
         }
-        sum += h2f(x[b].d) * y[b].d * (float)isum;
+        k_lanes(acc, h2f(x[b].d) * y[b].d, lanes);
     }
-    return sum;
+    return hsum8(acc);
 }
 
 float qt__dot_tq2_0_q8_K_ref(const void *vx, const void *vy, int64_t n) {

@@ -11,7 +11,8 @@
  * (or sub-block), which is what makes llama.cpp's quantized-model numbers
  * differ from a float dot of the dequantized weights.
  *
- * `_ref` kernels are the scalar references; dot_avx2.c holds SIMD variants,
+ * `_ref` kernels are the scalar references, in the float order of llama.cpp's
+ * x86 kernels; dot_avx2.c and dot_k_avx2.c hold SIMD variants,
  * rows of lib/quant/variants.c (tests compare the two). AVX-512 variants of
  * the f32/f16 kernels were measured no faster (bench_dot: memory-bound decode
  * slower with 64-byte unaligned loads) and are not kept.
@@ -83,6 +84,18 @@ float qt__gemm_f32_avx2(const void *x, const void *y, int64_t n);
 float qt__gemm_f16_avx2(const void *x, const void *y, int64_t n);
 float qt__dot_q8_0_q8_0_avx2(const void *x, const void *y, int64_t n);
 float qt__dot_q4_0_q8_0_avx2(const void *x, const void *y, int64_t n);
+/* 32-element blocks (dot_avx2.c) */
+float qt__dot_q4_1_q8_1_avx2(const void *x, const void *y, int64_t n);
+float qt__dot_q5_0_q8_0_avx2(const void *x, const void *y, int64_t n);
+float qt__dot_q5_1_q8_1_avx2(const void *x, const void *y, int64_t n);
+float qt__dot_iq4_nl_q8_0_avx2(const void *x, const void *y, int64_t n);
+/* K-quant super-blocks (dot_k_avx2.c) */
+float qt__dot_q2_K_q8_K_avx2(const void *x, const void *y, int64_t n);
+float qt__dot_q3_K_q8_K_avx2(const void *x, const void *y, int64_t n);
+float qt__dot_q4_K_q8_K_avx2(const void *x, const void *y, int64_t n);
+float qt__dot_q5_K_q8_K_avx2(const void *x, const void *y, int64_t n);
+float qt__dot_q6_K_q8_K_avx2(const void *x, const void *y, int64_t n);
+float qt__dot_iq4_xs_q8_K_avx2(const void *x, const void *y, int64_t n);
 #endif
 
 #endif

@@ -1,5 +1,5 @@
-/* lib/quant/simd_x86.h — pieces shared by simd_avx2.c and simd_avx512.c
- * (both compiled with at least AVX2; include nowhere else). Static inline, so
+/* lib/quant/simd_x86.h — pieces shared by simd_avx2.c, simd_avx512.c and
+ * dot_k_avx2.c (all compiled with at least AVX2; include in no other file). Static inline, so
  * each file compiles them with its own ISA flags. Same contract as simd.h:
  * operation for operation the scalar reference.
  */

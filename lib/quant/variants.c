@@ -19,6 +19,17 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_Q4_K, QT__CPU_AVX2, .to_float = qt__dequantize_q4_K_avx2},
     {QT_TYPE_Q6_K, QT__CPU_AVX2, .to_float = qt__dequantize_q6_K_avx2},
     {QT_TYPE_COUNT, QT__CPU_AVX2, .ct_int4_row = qt__ct_int4_row_avx2},
+    /* AVX2 dot kernels of the other block formats (dot_avx2.c, dot_k_avx2.c) */
+    {QT_TYPE_Q4_1, QT__CPU_AVX2, .vec_dot = qt__dot_q4_1_q8_1_avx2},
+    {QT_TYPE_Q5_0, QT__CPU_AVX2, .vec_dot = qt__dot_q5_0_q8_0_avx2},
+    {QT_TYPE_Q5_1, QT__CPU_AVX2, .vec_dot = qt__dot_q5_1_q8_1_avx2},
+    {QT_TYPE_IQ4_NL, QT__CPU_AVX2, .vec_dot = qt__dot_iq4_nl_q8_0_avx2},
+    {QT_TYPE_Q2_K, QT__CPU_AVX2, .vec_dot = qt__dot_q2_K_q8_K_avx2},
+    {QT_TYPE_Q3_K, QT__CPU_AVX2, .vec_dot = qt__dot_q3_K_q8_K_avx2},
+    {QT_TYPE_Q4_K, QT__CPU_AVX2, .vec_dot = qt__dot_q4_K_q8_K_avx2},
+    {QT_TYPE_Q5_K, QT__CPU_AVX2, .vec_dot = qt__dot_q5_K_q8_K_avx2},
+    {QT_TYPE_Q6_K, QT__CPU_AVX2, .vec_dot = qt__dot_q6_K_q8_K_avx2},
+    {QT_TYPE_IQ4_XS, QT__CPU_AVX2, .vec_dot = qt__dot_iq4_xs_q8_K_avx2},
     /* AVX-512 F + BW + VL */
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .to_float = qt__dequantize_q4_0_avx512},
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .to_float = qt__dequantize_q8_0_avx512},

@@ -7,6 +7,8 @@
  * float rounding. The activation quantizers are checked against their
  * definitions (llama.cpp's CPU quantize_row_q8_0/q8_1/q8_K). */
 #include <math.h>
+#include <stddef.h>
+#include <string.h>
 
 #include "quant/dot.h"
 #include "qtest.h"
@@ -103,7 +105,8 @@ static void test_act_q8_0_definition(void) {
     float x[64];
     fill(x, 64, 3.0f);
     x[5] = 0.0f;
-    x[40] = -7.25f; /* block 1's extreme, negative */
+    x[37] = 1.0f;   /* fill()'s outlier slot in block 1 (up to 12), tamed so that */
+    x[40] = -7.25f; /* block 1's extreme, negative, whatever the generator's state */
     block_q8_0 q[2];
     CHECK(qt__act_quantize(QT_TYPE_Q8_0, x, q, 64));
     for (int b = 0; b < 2; b++) {
@@ -220,7 +223,9 @@ static void test_f32_dot_order(void) {
  * every branch (64-element steps, 16/8-element tail chunks, the fused
  * remainder, n % 16 != 0 fallbacks). */
 static void check_pair(qt_type t, qt_vec_dot_fn ref, qt_vec_dot_fn simd, const char *what) {
-    const int64_t sizes[] = {32, 64, 172, 256, 4096, 8, 40, 61, 16, 24, 79, 95, 127, 191};
+    /* ... and block counts 1, 2, 3, 5, 7, 9, 16 (odd counts: iq4_nl pairs its blocks) */
+    const int64_t sizes[] = {32, 64, 172, 256, 4096, 8, 40, 61, 16, 24, 79, 95, 127, 191,
+                             96, 160, 224, 288, 512, 768, 1280, 1792, 2304};
     float *x = malloc(4096 * sizeof *x), *y = malloc(4096 * sizeof *y);
     uint8_t *xq = malloc(4096 * 4), *yq = malloc(4096 * 4);
     const qt_type_traits *tr = qt_type_get(t), *vt = qt_type_get(tr->vec_dot_type);
@@ -239,6 +244,53 @@ static void check_pair(qt_type t, qt_vec_dot_fn ref, qt_vec_dot_fn simd, const c
     free(x); free(y); free(xq); free(yq);
 }
 
+/* Where the f16 scales of a block sit, so that random bytes make a block with
+ * finite scales; types not listed are not filled at random. */
+static int half_offsets(qt_type t, size_t off[2]) {
+    switch (t) {
+    case QT_TYPE_Q4_0: case QT_TYPE_Q5_0: case QT_TYPE_Q8_0: case QT_TYPE_IQ4_NL: case QT_TYPE_IQ4_XS:
+        off[0] = 0; return 1;
+    case QT_TYPE_Q4_1: case QT_TYPE_Q5_1: case QT_TYPE_Q4_K: case QT_TYPE_Q5_K:
+        off[0] = 0; off[1] = 2; return 2;
+    case QT_TYPE_Q2_K: off[0] = offsetof(block_q2_K, d); off[1] = offsetof(block_q2_K, dmin); return 2;
+    case QT_TYPE_Q3_K: off[0] = offsetof(block_q3_K, d); return 1;
+    case QT_TYPE_Q6_K: off[0] = offsetof(block_q6_K, d); return 1;
+    default: return 0;
+    }
+}
+
+/* Random weight bytes (every code, scale and min pattern, q8_0's -128 too)
+ * against quantized activations: each integer variant still gives its
+ * reference's bits. */
+static void check_random_blocks(qt_type t, qt_vec_dot_fn ref, qt_vec_dot_fn simd, const char *what) {
+    const qt_type_traits *tr = qt_type_get(t), *vt = qt_type_get(tr->vec_dot_type);
+    size_t off[2];
+    const int nh = half_offsets(t, off);
+    if (!nh) return;
+    const int64_t sizes[] = {32, 96, 224, 256, 768, 2304};
+    float y[2304];
+    uint8_t *xq = malloc(qt_row_size(t, 2304)), *yq = malloc(qt_row_size(vt->type, 2304));
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const int64_t n = sizes[s];
+        if (n % tr->block_elems) continue;
+        const size_t bytes = qt_row_size(t, n), nb = (size_t)(n / tr->block_elems), bsize = bytes / nb;
+        for (int rep = 0; rep < 20; rep++) {
+            for (size_t i = 0; i < bytes; i++) xq[i] = (uint8_t)(frand() * 128.0f + 128.0f);
+            for (size_t b = 0; b < nb; b++)
+                for (int h = 0; h < nh; h++) {
+                    const qt_half v = qt_f32_to_fp16(0.05f * frand());
+                    memcpy(xq + b * bsize + off[h], &v, sizeof v);
+                }
+            fill(y, n, 0.5f + rep);
+            CHECK(qt__act_quantize(vt->type, y, yq, n));
+            const float a = ref(xq, yq, n), b = simd(xq, yq, n);
+            CHECK_MSG(memcmp(&a, &b, sizeof a) == 0, "%s random blocks n=%lld: reference %.9g, %s %.9g", tr->name,
+                      (long long)n, (double)a, what, (double)b);
+        }
+    }
+    free(xq); free(yq);
+}
+
 /* Every vec_dot / vec_dot_gemm variant of lib/quant/variants.c equals its reference
  * (a gemm variant's reference is the row's vec_dot_gemm, or vec_dot where it has none). */
 static void test_dot_variants_equal_reference(void) {
@@ -252,7 +304,10 @@ static void test_dot_variants_equal_reference(void) {
             continue;
         }
         CHECK_MSG(!v->vec_dot || r->vec_dot, "%s %s: a vec_dot variant without a reference", r->name, level);
-        if (v->vec_dot && r->vec_dot) check_pair(v->type, r->vec_dot, v->vec_dot, level);
+        if (v->vec_dot && r->vec_dot) {
+            check_pair(v->type, r->vec_dot, v->vec_dot, level);
+            check_random_blocks(v->type, r->vec_dot, v->vec_dot, level);
+        }
         if (v->vec_dot_gemm) check_pair(v->type, r->vec_dot_gemm ? r->vec_dot_gemm : r->vec_dot, v->vec_dot_gemm, level);
         ran++;
     }

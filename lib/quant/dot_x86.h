@@ -1,0 +1,42 @@
+/* lib/quant/dot_x86.h — pieces shared by the x86 dot kernel files
+ * (dot_avx2.c, dot_k_avx2.c; include only in files compiled with AVX2).
+ * Static inline, so each file compiles them with its own ISA flags.
+ */
+#ifndef QT_QUANT_DOT_X86_H
+#define QT_QUANT_DOT_X86_H
+
+#include <immintrin.h>
+
+/* high half + low half, then (0+2) + (1+3): dot.c's hsum8 (llama.cpp's hsum_float_8) */
+static inline float qt__hsum8_avx(__m256 a) {
+    __m128 t = _mm_add_ps(_mm256_extractf128_ps(a, 1), _mm256_castps256_ps128(a));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_movehdup_ps(t));
+    return _mm_cvtss_f32(t);
+}
+
+/* Eight int32 lanes, lane l = sum of x[e]*y[e] over e = 4l..4l+3, x and y
+ * signed bytes with |x| <= 127 or y != -128: |x| times y signed by x,
+ * adjacent pairs to i16 (no saturation: 2 * 128 * 127 < 2^15), then pairs to i32. */
+static inline __m256i qt__lane_sums_i8(__m256i x, __m256i y) {
+    const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+/* The same for x unsigned bytes (0..63 here: 2 * 63 * 127 < 2^15). */
+static inline __m256i qt__lane_sums_u8(__m256i x, __m256i y) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), _mm256_set1_epi16(1));
+}
+
+/* 32 bits to 32 bytes: byte i = 0x10 if bit i of the 32-bit word is set, else 0
+ * (Q5_0/Q5_1 fifth bits). */
+static inline __m256i qt__bits_to_0x10(uint32_t bits) {
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits),
+                                               _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL,
+                                                                  0x0303030303030303LL));
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+#endif
