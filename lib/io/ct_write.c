@@ -253,7 +253,8 @@ static qt_status quant_entries(ct_writer *w, int32_t i) {
     qt_status s = QT_OK;
     qt_ct_tensor_sizes z = {0};
     if (w->fmt && (s = qt_format_tensor_sizes(w->fmt, R, C, &z)) != QT_OK)
-        return qt_error(s, "%s: %s (scheme %s)", p->hf, qt_last_error(), sc->key);
+        return qt_error(s, "%s (%s): %s (scheme %s; --keep '%s' leaves it 16-bit)", p->hf, p->src->name, qt_last_error(),
+                        sc->key, p->src->name);
     if (sc->w == W_FP8_BLOCK) {
         const int64_t br = (R + FP8_BLOCK - 1) / FP8_BLOCK, bc = (C + FP8_BLOCK - 1) / FP8_BLOCK;
         if ((s = push_entry(w, i, P_WEIGHT, ".weight", QT_ST_F8_E4M3, 2, R, C)) == QT_OK)
