@@ -150,6 +150,7 @@ typedef struct ct_writer {
     int32_t n_e, cap_e;
     int32_t last_weight;         /* ptensor whose codes are cached, -1 */
     float *fbuf;                 /* one f32 matrix */
+    qt_threadpool *pool;         /* NULL: one thread */
     int32_t n_warn;
     int32_t n_quant, n_kept;
     int32_t n_done;              /* quantized tensors written (progress) */
@@ -409,6 +410,55 @@ static void qres_free_small(qres *r) {
     r->small_valid = false;
 }
 
+/* Row chunks quantized in parallel: every scheme's scales are per row, per
+ * 128-row block or shared (given), so chunks of 128 rows are independent and
+ * the bytes do not depend on the thread count. */
+#define CHUNK_ROWS 128
+
+typedef struct qjob {
+    const ct_writer *w;
+    const ptensor *p;
+    int64_t per_row;              /* scales per row (int, fp8 channel, fp4); 0 for tensor/block */
+    int8_t *q, *zp;               /* int: codes, zero points (unpacked) */
+    float *fs;                    /* float scales */
+    uint8_t *out8, *codes8;       /* fp8 codes / fp4 packed, fp4 scale codes */
+    qt_status *status;            /* per chunk */
+} qjob;
+
+static qt_status quantize_chunk(const qjob *j, int64_t r0, int64_t r1) {
+    const ct_writer *w = j->w;
+    const ct_scheme *sc = w->sc;
+    const int64_t C = j->p->cols, n = r1 - r0;
+    const float *x = w->fbuf + r0 * C;
+    switch (sc->w) {
+    case W_INT: {
+        const qt_ct_int_args a = {.bits = sc->bits, .symmetric = sc->symmetric,
+                                  .strategy = sc->group_size ? QT_CT_GROUP : QT_CT_CHANNEL,
+                                  .group_size = sc->group_size, .dtype = w->cdt};
+        return qt_ct_int_quantize(x, n, C, &a, j->q + r0 * C, j->fs + r0 * j->per_row, j->zp ? j->zp + r0 * j->per_row : NULL);
+    }
+    case W_FP8:
+        if (sc->a == A_FP8_TENSOR_STATIC) return qt_ct_fp8_quantize_scaled(x, n, C, j->p->shared, w->cdt, j->out8 + r0 * C);
+        return qt_ct_fp8_quantize(x, n, C, QT_CT_CHANNEL, w->cdt, j->out8 + r0 * C, j->fs + r0);
+    case W_FP8_BLOCK:
+        return qt_ct_fp8_block_quantize(x, n, C, FP8_BLOCK, FP8_BLOCK, w->cdt, j->out8 + r0 * C,
+                                        j->fs + (r0 / FP8_BLOCK) * ((C + FP8_BLOCK - 1) / FP8_BLOCK));
+    case W_NVFP4:
+        return qt_ct_nvfp4_quantize_gs(x, n, C, w->cdt, j->p->shared, j->out8 + r0 * C / 2, j->codes8 + r0 * j->per_row);
+    case W_MXFP4: return qt_ct_mxfp4_quantize(x, n, C, j->out8 + r0 * C / 2, j->codes8 + r0 * j->per_row);
+    }
+    return QT_OK;
+}
+
+static void quantize_range(void *ctx, int64_t begin, int64_t end, int thread_index) {
+    (void)thread_index;
+    const qjob *j = ctx;
+    for (int64_t k = begin; k < end; k++) {
+        const int64_t r0 = k * CHUNK_ROWS, r1 = r0 + CHUNK_ROWS < j->p->rows ? r0 + CHUNK_ROWS : j->p->rows;
+        j->status[k] = quantize_chunk(j, r0, r1);
+    }
+}
+
 static qt_status quantize_tensor(ct_writer *w, int32_t i) {
     ptensor *p = &w->t[i];
     qres *r = &p->r;
@@ -424,45 +474,53 @@ static qt_status quantize_tensor(ct_writer *w, int32_t i) {
     qres_free_small(r);
     r->weight = NULL;
     const ct_scheme *sc = w->sc;
-    qt_ct_tensor_sizes z = {0};
-    int64_t n_scales = 0;
-    if (sc->w == W_FP8_BLOCK) {
-        n_scales = ((R + FP8_BLOCK - 1) / FP8_BLOCK) * ((C + FP8_BLOCK - 1) / FP8_BLOCK);
-        z.weight_bytes = R * C;
-    } else {
-        if ((s = qt_format_tensor_sizes(w->fmt, R, C, &z)) != QT_OK) return s;
-        n_scales = z.n_scales;
+    const bool fp4 = sc->w == W_NVFP4 || sc->w == W_MXFP4, packed = sc->w == W_INT && !strcmp(sc->ct_format, "pack-quantized");
+    int64_t n_scales = 0, weight_bytes = R * C, per_row = 0;
+    if (sc->w == W_FP8_BLOCK) n_scales = ((R + FP8_BLOCK - 1) / FP8_BLOCK) * ((C + FP8_BLOCK - 1) / FP8_BLOCK);
+    else if (sc->w == W_FP8) n_scales = sc->a == A_FP8_TENSOR_STATIC ? 1 : R, per_row = 1;
+    else if (sc->w == W_INT) per_row = sc->group_size ? C / sc->group_size : 1, n_scales = R * per_row;
+    else per_row = C / sc->group_size, weight_bytes = R * C / 2;
+    if (packed) weight_bytes = R * qt_ct_packed_len(C, sc->bits) * 4;
+    const int64_t n_chunks = (R + CHUNK_ROWS - 1) / CHUNK_ROWS;
+    qjob j = {.w = w, .p = p, .per_row = per_row};
+    j.fs = malloc((size_t)(n_scales ? n_scales : 1) * sizeof *j.fs);
+    j.status = calloc((size_t)n_chunks, sizeof *j.status);
+    r->weight = malloc((size_t)weight_bytes);
+    r->scale = malloc((size_t)(fp4 ? R * per_row : n_scales * 2) + 1);
+    if (sc->w == W_INT) {
+        j.q = packed ? malloc((size_t)(R * C)) : r->weight;
+        if (!sc->symmetric) j.zp = malloc((size_t)n_scales);
     }
-    float *fs = malloc((size_t)(n_scales ? n_scales : 1) * sizeof *fs);
-    r->weight = malloc((size_t)z.weight_bytes);
-    r->scale = malloc((size_t)(n_scales ? n_scales * 2 : z.scale_code_bytes) + 1);
-    if (z.zero_point_bytes) r->zp = malloc((size_t)z.zero_point_bytes);
-    if (!fs || !r->weight || !r->scale || (z.zero_point_bytes && !r->zp)) {
-        free(fs);
-        return qt_error(QT_ERR_NOMEM, "%s: out of memory quantizing %s", w->dir, p->hf);
-    }
-    switch (sc->w) {
-    case W_INT: {
-        qt_ct_tensors out = {.weight = r->weight, .scales = fs, .zero_points = r->zp};
-        s = w->fmt->quantize(w->fmt, w->fbuf, R, C, w->cdt, &out);
-        break;
-    }
-    case W_FP8:
-        if (sc->a == A_FP8_TENSOR_STATIC) {
-            fs[0] = p->shared;
-            s = qt_ct_fp8_quantize_scaled(w->fbuf, R, C, p->shared, w->cdt, r->weight);
-        } else {
-            qt_ct_tensors out = {.weight = r->weight, .scales = fs};
-            s = w->fmt->quantize(w->fmt, w->fbuf, R, C, w->cdt, &out);
+    j.out8 = r->weight;
+    j.codes8 = r->scale;
+    bool ok = j.fs && j.status && r->weight && r->scale && (sc->w != W_INT || (j.q && (sc->symmetric || j.zp)));
+    if (!ok) s = qt_error(QT_ERR_NOMEM, "%s: out of memory quantizing %s", w->dir, p->hf);
+    if (s == QT_OK) {
+        qt_parallel_for(w->pool, n_chunks, quantize_range, &j);
+        for (int64_t k = 0; k < n_chunks && s == QT_OK; k++) {
+            if (j.status[k] == QT_OK) continue;
+            /* the first failing chunk, in order, again on this thread: its message is thread-local */
+            const int64_t r0 = k * CHUNK_ROWS;
+            s = quantize_chunk(&j, r0, r0 + CHUNK_ROWS < R ? r0 + CHUNK_ROWS : R);
+            if (s == QT_OK) s = j.status[k];
+            s = qt_error(s, "%s (%s): %s", p->hf, p->src->name, qt_last_error());
         }
-        break;
-    case W_FP8_BLOCK: s = qt_ct_fp8_block_quantize(w->fbuf, R, C, FP8_BLOCK, FP8_BLOCK, w->cdt, r->weight, fs); break;
-    case W_NVFP4: s = qt_ct_nvfp4_quantize_gs(w->fbuf, R, C, w->cdt, p->shared, r->weight, r->scale); break;
-    case W_MXFP4: s = qt_ct_mxfp4_quantize(w->fbuf, R, C, r->weight, r->scale); break;
     }
-    if (s == QT_OK && n_scales && sc->w != W_NVFP4 && sc->w != W_MXFP4) store_scales(w, fs, n_scales, r->scale);
-    free(fs);
-    if (s != QT_OK) return qt_error(s, "%s: %s", p->hf, qt_last_error());
+    if (s == QT_OK && sc->w == W_FP8 && sc->a == A_FP8_TENSOR_STATIC) j.fs[0] = p->shared;
+    if (s == QT_OK && packed) s = qt_ct_pack_rows(j.q, R, C, sc->bits, r->weight);
+    if (s == QT_OK && packed && j.zp) {
+        if (!(r->zp = malloc((size_t)(qt_ct_packed_len(R, sc->bits) * per_row * 4)))) s = qt_error(QT_ERR_NOMEM, "%s: out of memory", w->dir);
+        else s = qt_ct_pack_cols(j.zp, R, per_row, sc->bits, r->zp);
+    } else if (s == QT_OK && j.zp) {
+        r->zp = j.zp; /* int-quantized: int8 zero points as they are */
+        j.zp = NULL;
+    }
+    if (s == QT_OK && !fp4) store_scales(w, j.fs, n_scales, r->scale);
+    if (packed) free(j.q);
+    free(j.zp);
+    free(j.fs);
+    free(j.status);
+    if (s != QT_OK) return s;
     r->weight_valid = r->small_valid = true;
     w->last_weight = i;
     return QT_OK;
@@ -782,6 +840,7 @@ static void writer_free(ct_writer *w) {
     free(w->entries);
     free(w->fbuf);
     free(w->files);
+    qt_threadpool_free(w->pool);
 }
 
 static qt_status writer_init(ct_writer *w, const qt_model *m, const char *scheme, const char *dir, const qt_ct_export_opts *o) {
@@ -799,6 +858,11 @@ static qt_status writer_init(ct_writer *w, const qt_model *m, const char *scheme
     if (w->sc->format_row && !(w->fmt = qt_format_find(w->sc->format_row)))
         return qt_error(QT_ERR_UNSUPPORTED, "scheme %s: format row '%s' missing", w->sc->key, w->sc->format_row);
     return plan(w);
+}
+
+static qt_status writer_threads(ct_writer *w) {
+    const int n = w->o.n_threads > 0 ? w->o.n_threads : qt_default_threads();
+    return n > 1 ? qt_threadpool_create(n, &w->pool) : QT_OK;
 }
 
 static qt_status fill_estimate(const ct_writer *w, qt_ct_export_estimate *e) {
@@ -852,6 +916,7 @@ qt_status qt_ct_export(const qt_model *m, const char *scheme, const char *out_di
     bool created = false;
     if (s == QT_OK) s = config_json(&w, &config);
     if (s == QT_OK && !(recipe = recipe_yaml(&w))) s = qt_error(QT_ERR_NOMEM, "%s: out of memory", out_dir);
+    if (s == QT_OK) s = writer_threads(&w);
     if (s == QT_OK) s = shared_scales(&w);
     if (s == QT_OK) s = qt__hf_prepare_dir(m, out_dir, w.o.force, &created);
     if (s == QT_OK) s = write_weights(&w);

@@ -520,8 +520,9 @@ static void test_deterministic(void) {
     qt_model *m = source(&spec, "src");
     if (!m) { CHECK(m != NULL); return; }
     const char *a = tmp_path("det_a"), *b = tmp_path("det_b");
-    CHECK_OK(qt_ct_export(m, "w4a16-asym", a, NULL, NULL));
-    qt_ct_export_opts o = {.n_threads = 2};
+    qt_ct_export_opts o1 = {.n_threads = 1};
+    CHECK_OK(qt_ct_export(m, "w4a16-asym", a, &o1, NULL));
+    qt_ct_export_opts o = {.n_threads = 3};
     CHECK_OK(qt_ct_export(m, "w4a16-asym", b, &o, NULL));
     const char *files[] = {"model.safetensors", "config.json", "recipe.yaml"};
     for (int i = 0; i < 3; i++) {
@@ -664,6 +665,32 @@ static void test_read_back_and_run(void) {
     qt_model_free(src);
 }
 
+/* A NaN in a weight: one message naming the tensor, no output directory. */
+static void test_nan_weight(void) {
+    const char *src = tmp_path("nan_src");
+    mkdir(src, 0755);
+    CHECK_EQ_INT(fx_write_hf(src, &spec, 5), 0);
+    char p[1200];
+    snprintf(p, sizeof p, "%s/model.safetensors", src);
+    qt_safetensors *st;
+    CHECK_OK(qt_st_open(p, &st));
+    const qt_st_tensor *t = st ? qt_st_find(st, "model.layers.1.mlp.up_proj.weight") : NULL;
+    CHECK(t != NULL);
+    uint64_t off = t ? t->file_offset + 2 * (200 * 128 + 5) : 0; /* row 200: the second 128-row chunk */
+    if (st) qt_st_close(st);
+    FILE *f = fopen(p, "r+b");
+    const uint16_t nan = 0x7FC0;
+    CHECK(f && fseek(f, (long)off, SEEK_SET) == 0 && fwrite(&nan, 2, 1, f) == 1);
+    if (f) fclose(f);
+    qt_model *m = NULL;
+    CHECK_OK(qt_model_open(src, &m));
+    if (!m) return;
+    qt_ct_export_opts o = {.n_threads = 2};
+    CHECK_STATUS_MSG(qt_ct_export(m, "w4a16", tmp_path("nan_out"), &o, NULL), QT_ERR_RANGE, "blk.1.ffn_up.weight");
+    CHECK(access(tmp_path("nan_out"), F_OK) != 0);
+    qt_model_free(m);
+}
+
 int main(void) {
     QT_RUN(test_w4a16);
     QT_RUN(test_w4a16_asym);
@@ -677,6 +704,7 @@ int main(void) {
     QT_RUN(test_sharded_and_keep);
     QT_RUN(test_refusals);
     QT_RUN(test_deterministic);
+    QT_RUN(test_nan_weight);
     QT_RUN(test_read_back_and_run);
     return qt_test_finish("test_ct_export");
 }
