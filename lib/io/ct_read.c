@@ -50,7 +50,8 @@ qt_status qt__ct_layout_parse(const char *cfg_path, const json_t *qc, qt__ct_lay
         const char *fmt = json_string_value(json_object_get(g, "format"));
         if (!fmt) fmt = json_string_value(json_object_get(qc, "format"));
         if (!json_is_object(w) || !fmt)
-            return qt_error(QT_ERR_FORMAT, "%s: field 'quantization_config.config_groups.%s': no weights or format", cfg_path, key);
+            return qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config.config_groups.%s': no weights arguments or "
+                            "format (only weight-quantized compressed-tensors checkpoints are read)", cfg_path, key);
         snprintf(out->format, sizeof out->format, "%s", fmt);
         out->bits = (int)json_integer_value(json_object_get(w, "num_bits"));
         const char *type = json_string_value(json_object_get(w, "type"));

@@ -53,7 +53,8 @@ static qt_status refuse_quantized(const char *cfg_path, qt__ct_layout *ct) {
     bool kv_only = method && !strcmp(method, "compressed-tensors") && json_is_object(json_object_get(qc, "kv_cache_scheme")) &&
                    (!groups || json_is_null(groups) || (json_is_object(groups) && json_object_size(groups) == 0));
     memset(ct, 0, sizeof *ct);
-    if (method && !strcmp(method, "compressed-tensors") && !kv_only) {
+    const bool ct_weights = method && !strcmp(method, "compressed-tensors") && json_is_object(groups) && json_object_size(groups) > 0;
+    if (ct_weights) {
         s = qt__ct_layout_parse(cfg_path, qc, ct);
     } else if (qc && !json_is_null(qc) && !kv_only) {
         s = qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config': quantized checkpoints (quant_method \"%s\") "
