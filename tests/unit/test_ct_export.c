@@ -691,6 +691,51 @@ static void test_nan_weight(void) {
     qt_model_free(m);
 }
 
+/* From a GGUF (stories260K: llama.cpp's pairs row order, f32, SentencePiece
+ * vocabulary): the checkpoint gets HF row order and a tokenizer.json, reads
+ * back with the same vocabulary, and the engine's logits stay near the
+ * original's. An HF input's generation_config.json is copied byte for byte. */
+static void test_from_gguf_and_side_files(void) {
+    qt_model *g = NULL;
+    CHECK_OK(qt_model_open(qt_test_shared("models/stories260K.gguf"), &g));
+    if (!g) return;
+    const char *dir = tmp_path("stories_fp8");
+    export_ok(g, "fp8-dynamic", dir, NULL);
+    qt_model *ct = NULL;
+    CHECK_OK(qt_model_open(dir, &ct));
+    if (ct) {
+        CHECK_EQ_INT(qt_model_vocab(ct)->n_tokens, qt_model_vocab(g)->n_tokens);
+        const int32_t tok[8] = {1, 403, 407, 261, 378, 365, 280, 306};
+        float *a = logits_of(g, tok, 8), *b = logits_of(ct, tok, 8);
+        if (a && b) {
+            const double c = cosine(a, b, 8 * 512);
+            fprintf(stderr, "  stories260K fp8-dynamic logits cosine %.6f\n", c);
+            CHECK_MSG(c > 0.95, "cosine %.5f", c);
+        }
+        free(a);
+        free(b);
+        qt_model_free(ct);
+    }
+    /* w4a16 refuses stories260K's 64-wide rows, naming the layer and the way out */
+    CHECK_STATUS_MSG(qt_ct_export(g, "w4a16", tmp_path("stories_w4"), NULL, NULL), QT_ERR_SHAPE, "--keep 'blk.0.attn_q.weight'");
+    qt_model_free(g);
+
+    qt_model *m = source(&spec, "src");
+    if (!m) return;
+    char p[1200];
+    snprintf(p, sizeof p, "%s/generation_config.json", tmp_path("src"));
+    const char *gen = "{\n  \"bos_token_id\": 1,\n  \"do_sample\": true,\n  \"temperature\": 0.6\n}\n";
+    CHECK_EQ_INT(fx_write_file(p, gen, strlen(gen)), 0);
+    const char *out = tmp_path("side");
+    export_ok(m, "w8a16", out, NULL);
+    snprintf(p, sizeof p, "%s/generation_config.json", out);
+    size_t n;
+    char *got = qt_test_read(p, &n);
+    CHECK(got && n == strlen(gen) && memcmp(got, gen, n) == 0);
+    free(got);
+    qt_model_free(m);
+}
+
 int main(void) {
     QT_RUN(test_w4a16);
     QT_RUN(test_w4a16_asym);
@@ -705,6 +750,7 @@ int main(void) {
     QT_RUN(test_refusals);
     QT_RUN(test_deterministic);
     QT_RUN(test_nan_weight);
+    QT_RUN(test_from_gguf_and_side_files);
     QT_RUN(test_read_back_and_run);
     return qt_test_finish("test_ct_export");
 }
