@@ -76,6 +76,10 @@ static const ct_scheme schemes[] = {
 };
 #define N_SCHEMES ((int)(sizeof schemes / sizeof schemes[0]))
 #define FP8_BLOCK 128 /* FP8_BLOCK block_structure [128, 128] */
+/* quantization_config.version: the compressed-tensors release line whose
+ * serialisation this follows (QuantizationArgs with scale_dtype / zp_dtype,
+ * transform_config). vLLM does not read it. */
+#define CT_VERSION "0.12.2"
 
 static bool in_list(const char *list, const char *name) {
     size_t n = strlen(name);
@@ -207,14 +211,16 @@ static void check_kernel(ct_writer *w, const ptensor *p) {
         if (k % 128) warn(w, "%s: input size %lld is not divisible by 128; vLLM's Marlin (gptq_marlin) kernel will refuse it", p->hf, (long long)k);
         if (k % w->sc->group_size) warn(w, "%s: input size %lld is not divisible by the group size %d; Marlin will refuse it", p->hf, (long long)k, w->sc->group_size);
         break;
-    case K_CUTLASS_INT8: /* cutlass_scaled_mm: 16-byte aligned int8 operands */
+    case K_CUTLASS_INT8: /* csrc/quantization/cutlass_w8a8/scaled_mm_entry.cu: c.stride(0) % 16 (N) and
+                          * b.stride(1) % 16 (K), "16 Byte Alignment" */
     case K_FP8:
         if (n % 16 || k % 16) warn(w, "%s: shape [%lld, %lld] is not a multiple of 16; vLLM's CUTLASS scaled_mm kernel will refuse it", p->hf, (long long)n, (long long)k);
         break;
     case K_FP8_BLOCK: /* fp8_utils.py validate_fp8_block_shape: fused shards whole blocks */
         if (n % FP8_BLOCK || k % FP8_BLOCK) warn(w, "%s: shape [%lld, %lld] is not a multiple of the 128x128 block; vLLM's block FP8 kernel will refuse it", p->hf, (long long)n, (long long)k);
         break;
-    case K_FP4: /* Marlin FP4 (non-Blackwell) has Marlin's rules; CUTLASS FP4 needs K % 32 */
+    case K_FP4: /* off Blackwell vLLM runs FP4 weights through Marlin (marlin_utils_fp4.py calls
+                 * check_marlin_supports_shape): Marlin's N % 64, K % 128 */
         if (n % 64 || k % 128) warn(w, "%s: shape [%lld, %lld]: output not divisible by 64 or input by 128; vLLM's Marlin FP4 kernel will refuse it", p->hf, (long long)n, (long long)k);
         break;
     }
@@ -736,7 +742,7 @@ static json_t *quant_config(const ct_writer *w) {
     return json_pack("{s:s, s:s, s:s, s:n, s:{s:o}, s:o, s:n, s:{}, s:{}, s:s, s:o}", "quant_method", "compressed-tensors",
                      "format", w->sc->ct_format, "quantization_status", "compressed", "global_compression_ratio",
                      "config_groups", "group_0", grp, "ignore", ignore_list(w), "kv_cache_scheme", "sparsity_config",
-                     "transform_config", "version", "0.12.2", "quanta", prov);
+                     "transform_config", "version", CT_VERSION, "quanta", prov);
 }
 
 /* config.json = the HF writer's text (sorted keys, 2-space indent, as
