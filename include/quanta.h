@@ -18,6 +18,7 @@
 #include "quanta/llama2c.h"
 #include "quanta/safetensors.h"
 #include "quanta/hf.h"
+#include "quanta/quantize_ct.h"
 #include "quanta/plan.h"
 #include "quanta/engine.h"
 #include "quanta/quantize.h"

@@ -118,6 +118,21 @@ QT_API qt_status qt_ct_fp8_quantize(const float *w, int64_t rows, int64_t cols, 
 QT_API qt_status qt_ct_fp8_dequantize(const uint8_t *q, const float *scales, int64_t rows, int64_t cols,
                                qt_ct_strategy strategy, qt_ct_dtype dt, float *out);
 
+/* Per-tensor FP8 with a given scale (llm-compressor shares one scale across
+ * the shards vLLM fuses, q/k/v and gate/up: the largest shard's). */
+QT_API qt_status qt_ct_fp8_quantize_scaled(const float *w, int64_t rows, int64_t cols, float scale,
+                                    qt_ct_dtype dt, uint8_t *q);
+/* The per-tensor scale qt_ct_fp8_quantize would pick: amax/448 in the dtype. */
+QT_API float qt_ct_fp8_tensor_scale(const float *w, int64_t n, qt_ct_dtype dt);
+
+/* FP8 block strategy (FP8_BLOCK preset, DeepSeek-V3 style): one scale per
+ * bh x bw block, scales (ceil(rows/bh), ceil(cols/bw)) row-major; edge blocks
+ * are partial. scale = amax(block)/448, q = e4m3(x/scale). */
+QT_API qt_status qt_ct_fp8_block_quantize(const float *w, int64_t rows, int64_t cols, int64_t bh, int64_t bw,
+                                   qt_ct_dtype dt, uint8_t *q, float *scales);
+QT_API qt_status qt_ct_fp8_block_dequantize(const uint8_t *q, const float *scales, int64_t rows, int64_t cols,
+                                     int64_t bh, int64_t bw, qt_ct_dtype dt, float *out);
+
 /* ---- NVFP4 (docs/formats.md §4.7, §5.6) ---------------------------------------- *
  * global_scale = 448*6/amax(tensor) (the stored reciprocal: weight_global_scale);
  * per 16 columns: scale = e4m3(amax_group/6 * global_scale) (weight_scale, raw
@@ -127,6 +142,13 @@ QT_API qt_status qt_ct_fp8_dequantize(const uint8_t *q, const float *scales, int
 #define QT_CT_NVFP4_GROUP 16
 QT_API qt_status qt_ct_nvfp4_quantize(const float *w, int64_t rows, int64_t cols, qt_ct_dtype dt,
                                uint8_t *packed, uint8_t *scales, float *global_scale);
+/* The global scale qt_ct_nvfp4_quantize picks for a tensor of this amax
+ * (448*6/amax in the dtype). Fused shards share the smallest one. */
+QT_API float qt_ct_nvfp4_global_scale(float amax, qt_ct_dtype dt);
+QT_API float qt_ct_amax(const float *w, int64_t n, qt_ct_dtype dt); /* max |round_dtype(w)| */
+/* NVFP4 with a given global scale. */
+QT_API qt_status qt_ct_nvfp4_quantize_gs(const float *w, int64_t rows, int64_t cols, qt_ct_dtype dt,
+                                  float global_scale, uint8_t *packed, uint8_t *scales);
 QT_API qt_status qt_ct_nvfp4_dequantize(const uint8_t *packed, const uint8_t *scales, float global_scale,
                                  int64_t rows, int64_t cols, float *out);
 

@@ -30,4 +30,12 @@ const qt_hf_defaults *qt__hf_defaults(qt_arch arch);
  * Python's repr of that decimal ("1e-05", "500000.0", "0.5"). */
 void qt__hf_format_float(float v, char *buf, size_t cap);
 
+/* Pieces of the HF directory writer (hf_write.c) that the compressed-tensors
+ * exporter (ct_write.c) shares: config.json text for a model written in
+ * `dtype`, tokenizer.json / tokenizer_config.json texts (NULL, NULL: no
+ * vocabulary) and the output-directory rule. */
+qt_status qt__hf_config_text(const qt_model *m, qt_type dtype, char **out);
+qt_status qt__hf_tokenizer_texts(const qt_model *m, char **tok, char **cfg);
+qt_status qt__hf_prepare_dir(const qt_model *m, const char *dir, bool force, bool *created);
+
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ct_read.h"
 #include "hf_internal.h"
 #include "model/model_internal.h"
 #include "model/tensor_names.h"
@@ -33,9 +34,10 @@ static void shape_text(const int64_t *dims, int32_t n, bool reverse, char *buf, 
     if (off < cap) snprintf(buf + off, cap - off, "]");
 }
 
-/* Quantized HF checkpoints (compressed-tensors, GPTQ, AWQ, bitsandbytes) have
- * tensors our model cannot hold; say so up front rather than per tensor. */
-static qt_status refuse_quantized(const char *cfg_path) {
+/* Quantized HF checkpoints other than compressed-tensors (GPTQ, AWQ,
+ * bitsandbytes) have tensors our model cannot hold; say so up front rather
+ * than per tensor. compressed-tensors weights are dequantized on load (ct_read.c). */
+static qt_status refuse_quantized(const char *cfg_path, qt__ct_layout *ct) {
     char *text;
     size_t len;
     qt_status s = qt_read_file(cfg_path, &text, &len);
@@ -50,7 +52,11 @@ static qt_status refuse_quantized(const char *cfg_path) {
     json_t *groups = qc ? json_object_get(qc, "config_groups") : NULL;
     bool kv_only = method && !strcmp(method, "compressed-tensors") && json_is_object(json_object_get(qc, "kv_cache_scheme")) &&
                    (!groups || json_is_null(groups) || (json_is_object(groups) && json_object_size(groups) == 0));
-    if (qc && !json_is_null(qc) && !kv_only) {
+    memset(ct, 0, sizeof *ct);
+    const bool ct_weights = method && !strcmp(method, "compressed-tensors") && json_is_object(groups) && json_object_size(groups) > 0;
+    if (ct_weights) {
+        s = qt__ct_layout_parse(cfg_path, qc, ct);
+    } else if (qc && !json_is_null(qc) && !kv_only) {
         s = qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config': quantized checkpoints (quant_method \"%s\") "
                      "cannot be read; only unquantized F32/F16/BF16 checkpoints are", cfg_path, method ? method : "?");
     }
@@ -59,12 +65,14 @@ static qt_status refuse_quantized(const char *cfg_path) {
 }
 
 /* Every tensor of the checkpoint must have a known name, layer and dtype. */
-static qt_status check_names(const qt_model *m, const qt_st_checkpoint *ck) {
+static qt_status check_names(const qt_model *m, const qt_st_checkpoint *ck, const qt__ct_layout *ct) {
     for (int32_t i = 0; i < qt_st_checkpoint_n_tensors(ck); i++) {
         int32_t file, layer;
         const qt_st_tensor *t = qt_st_checkpoint_tensor(ck, i, &file);
         const char *fp = qt_st_path(qt_st_checkpoint_file(ck, file));
-        const qt_tn_info *ti = qt__tn_from_hf(t->name, &layer);
+        char base[QT_MAX_NAME + 64];
+        const bool ct_piece = ct->active && qt__ct_piece_base(t->name, base, sizeof base);
+        const qt_tn_info *ti = qt__tn_from_hf(ct_piece ? base : t->name, &layer);
         if (!ti)
             return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': not a tensor of the %s architecture that quanta knows", fp,
                             t->name, m->hp.arch_name);
@@ -72,6 +80,7 @@ static qt_status check_names(const qt_model *m, const qt_st_checkpoint *ck) {
             return qt_error(QT_ERR_FORMAT, "%s: tensor '%s': layer %d but config.json has num_hidden_layers %d", fp, t->name,
                             layer, m->hp.n_layer);
         qt_type type;
+        if (ct_piece || (ct->active && (t->dtype == QT_ST_I8 || t->dtype == QT_ST_F8_E4M3))) continue; /* ct_read.c checks */
         if (qt_st_dtype_to_type(t->dtype, &type) != QT_OK)
             return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': field 'dtype': %s has no quanta tensor type (F32, F16, "
                             "BF16 expected)", fp, t->name, qt_st_dtype_name(t->dtype));
@@ -144,7 +153,23 @@ static qt_status find_row_tensor(const qt_model *m, const qt_st_checkpoint *ck, 
 }
 
 /* Canonical order: table rows before the blocks, each block in table order, rows after. */
-static qt_status add_tensors(qt_model *m, const qt_st_checkpoint *ck) {
+/* A quantized Linear of a compressed-tensors checkpoint, dequantized. */
+static qt_status add_ct_tensor(qt_model *m, const qt_st_checkpoint *ck, const qt__ct_layout *ct, const qt_tn_info *ti,
+                               int32_t layer, bool *found) {
+    *found = false;
+    if (!ct->active || ti->n_dims != 2 || !ti->gguf) return QT_OK;
+    char hf[QT_MAX_NAME + 32];
+    qt__tn_hf_name(ti, layer, hf, sizeof hf);
+    qt_tensor out;
+    memset(&out, 0, sizeof out);
+    qt_status s = qt__ct_load_module(m, ct, ck, hf, qt__tn_dim(ti->ne[1], &m->hp), qt__tn_dim(ti->ne[0], &m->hp), &out, found);
+    if (s != QT_OK || !*found) return s;
+    if (!qt__tn_gguf_name(ti, layer, out.name, sizeof out.name))
+        return qt_error(QT_ERR_INTERNAL, "%s: tensor '%s': canonical name does not fit", m->path, hf);
+    return qt__model_add_tensor(m, &out);
+}
+
+static qt_status add_tensors(qt_model *m, const qt_st_checkpoint *ck, const qt__ct_layout *ct) {
     int32_t n_rows;
     const qt_tn_info *table = qt__tn_table(&n_rows);
     for (int place = QT_TN_BEFORE_LAYERS; place <= QT_TN_AFTER_LAYERS; place++) {
@@ -155,7 +180,13 @@ static qt_status add_tensors(qt_model *m, const qt_st_checkpoint *ck) {
                 if ((int)ti->place != place || !ti->hf) continue;
                 int32_t layer = place == QT_TN_PER_LAYER ? l : -1, file;
                 const qt_st_tensor *t;
-                qt_status s = find_row_tensor(m, ck, ti, layer, &t, &file);
+                bool done;
+                qt_status s = add_ct_tensor(m, ck, ct, ti, layer, &done);
+                if (s != QT_OK || done) {
+                    if (s != QT_OK) return s;
+                    continue;
+                }
+                s = find_row_tensor(m, ck, ti, layer, &t, &file);
                 if (s != QT_OK) return s;
                 if (!t) {
                     char hf[QT_MAX_NAME + 32];
@@ -217,15 +248,16 @@ qt_status qt__read_hf_dir(qt_model *m, const char *dir) {
     char cfg[4096];
     if ((size_t)snprintf(cfg, sizeof cfg, "%s/config.json", dir) >= sizeof cfg)
         return qt_error(QT_ERR_ARG, "%s: path too long", dir);
+    qt__ct_layout ct;
     qt_status s = qt_hf_read_config(cfg, &m->hp);
-    if (s == QT_OK) s = refuse_quantized(cfg);
+    if (s == QT_OK) s = refuse_quantized(cfg, &ct);
     if (s != QT_OK) return s;
 
     qt_st_checkpoint *ck;
     if ((s = qt_st_checkpoint_open(dir, &ck)) != QT_OK) return s;
     m->reader_state = ck;
     m->reader_free = (void (*)(void *))qt_st_checkpoint_close;
-    if ((s = check_names(m, ck)) != QT_OK) return s;
-    if ((s = add_tensors(m, ck)) != QT_OK) return s;
+    if ((s = check_names(m, ck, &ct)) != QT_OK) return s;
+    if ((s = add_tensors(m, ck, &ct)) != QT_OK) return s;
     return read_vocab(m, dir);
 }

@@ -518,24 +518,34 @@ static qt_status stage_json(hf_writer *w, const char *name, json_t *j) {
     return s;
 }
 
-static qt_status stage_tokenizer(hf_writer *w) {
-    const qt_vocab *v = &w->m->vocab;
+/* tokenizer.json and tokenizer_config.json as JSON trees (*tok NULL: no vocabulary). */
+static qt_status tokenizer_trees(const qt_model *m, json_t **tok, json_t **cfg) {
+    const qt_vocab *v = &m->vocab;
+    *tok = *cfg = NULL;
     if (v->kind == QT_VOCAB_NONE) return QT_OK;
     int32_t n = written_tokens(v);
-    if (n > w->m->hp.n_vocab)
-        return qt_error(QT_ERR_SHAPE, "%s: %d tokens but the embedding has %d rows", w->m->path, n, w->m->hp.n_vocab);
-    json_t *tok = NULL;
+    if (n > m->hp.n_vocab)
+        return qt_error(QT_ERR_SHAPE, "%s: %d tokens but the embedding has %d rows", m->path, n, m->hp.n_vocab);
     qt_status s = QT_OK;
     if (v->kind == QT_VOCAB_SPM) {
         for (int32_t i = 0; v->scores && i < n; i++)
             if (!isfinite(v->scores[i]))
-                return qt_error(QT_ERR_RANGE, "%s: token %d has a non-finite score", w->m->path, i);
-        tok = spm_tokenizer(v, n);
+                return qt_error(QT_ERR_RANGE, "%s: token %d has a non-finite score", m->path, i);
+        *tok = spm_tokenizer(v, n);
     } else {
-        s = bpe_tokenizer(w->m, v, n, &tok);
+        s = bpe_tokenizer(m, v, n, tok);
     }
-    if (s == QT_OK) s = stage_json(w, "tokenizer.json", tok);
-    if (s == QT_OK) s = stage_json(w, "tokenizer_config.json", tokenizer_config(w->m));
+    if (s == QT_OK) *cfg = tokenizer_config(m);
+    return s;
+}
+
+static qt_status stage_tokenizer(hf_writer *w) {
+    json_t *tok, *cfg;
+    qt_status s = tokenizer_trees(w->m, &tok, &cfg);
+    if (s != QT_OK || (!tok && !cfg)) return s;
+    s = stage_json(w, "tokenizer.json", tok);
+    if (s == QT_OK) s = stage_json(w, "tokenizer_config.json", cfg);
+    else json_decref(cfg);
     return s;
 }
 
@@ -606,4 +616,46 @@ qt_status qt_hf_write(const qt_model *m, const char *dir, const qt_hf_write_opts
     free(w.plan);
     free(w.entries);
     return s;
+}
+
+/* ---- for other HF-directory writers (lib/io/ct_write.c) ----------------------------- */
+
+qt_status qt__hf_config_text(const qt_model *m, qt_type dtype, char **out) {
+    hf_writer w;
+    memset(&w, 0, sizeof w);
+    w.m = m;
+    w.dir = m->path;
+    w.opts.convert_types = true;
+    w.opts.outtype = dtype;
+    qt_status s = plan_tensors(&w);
+    if (s == QT_OK) s = config_text(&w, out);
+    free(w.plan);
+    free(w.entries);
+    return s;
+}
+
+static char *json_text(json_t *j) {
+    char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) : NULL;
+    json_decref(j);
+    return text;
+}
+
+qt_status qt__hf_tokenizer_texts(const qt_model *m, char **tok, char **cfg) {
+    json_t *t, *c;
+    *tok = *cfg = NULL;
+    qt_status s = tokenizer_trees(m, &t, &c);
+    if (s != QT_OK || (!t && !c)) return s;
+    *tok = json_text(t);
+    *cfg = json_text(c);
+    if (!*tok || !*cfg) {
+        free(*tok);
+        free(*cfg);
+        *tok = *cfg = NULL;
+        return qt_error(QT_ERR_FORMAT, "%s: cannot encode the tokenizer (a token is not valid UTF-8)", m->path);
+    }
+    return QT_OK;
+}
+
+qt_status qt__hf_prepare_dir(const qt_model *m, const char *dir, bool force, bool *created) {
+    return prepare_dir(m, dir, force, created);
 }

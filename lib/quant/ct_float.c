@@ -73,6 +73,68 @@ qt_status qt_ct_fp8_dequantize(const uint8_t *q, const float *scales, int64_t ro
     return QT_OK;
 }
 
+float qt_ct_fp8_tensor_scale(const float *w, int64_t n, qt_ct_dtype dt) {
+    float sc = qt_ct_round_dtype(amax_of(w, n, 1, dt) / fp8_max, dt);
+    return sc == 0.0f ? qt_ct_dtype_eps(dt) : sc;
+}
+
+qt_status qt_ct_fp8_quantize_scaled(const float *w, int64_t rows, int64_t cols, float scale, qt_ct_dtype dt,
+                                    uint8_t *q) {
+    const char *what = "compressed-tensors fp8 quantization";
+    qt_status s = check_fp8(what, rows, cols, QT_CT_TENSOR, dt, w, q, q);
+    if (s != QT_OK) return s;
+    if (!(scale > 0.0f) || !isfinite(scale)) return qt_error(QT_ERR_RANGE, "%s: scale %g must be positive", what, scale);
+    if ((s = qt__ct_check_finite(what, w, rows, cols)) != QT_OK) return s;
+    for (int64_t i = 0; i < rows * cols; i++)
+        q[i] = qt_f32_to_e4m3_sat(qt_ct_round_dtype(qt_ct_round_dtype(w[i], dt) / scale, dt));
+    return QT_OK;
+}
+
+static qt_status check_block(const char *what, int64_t rows, int64_t cols, int64_t bh, int64_t bw, qt_ct_dtype dt,
+                             const void *a, const void *b, const void *c) {
+    qt_status s = qt__ct_check_shape(what, rows, cols);
+    if (s != QT_OK) return s;
+    if (bh <= 0 || bw <= 0) return qt_error(QT_ERR_ARG, "%s: block %lldx%lld must be positive", what, (long long)bh, (long long)bw);
+    if (!a || !b || !c) return qt_error(QT_ERR_ARG, "%s: missing input or output buffer", what);
+    return check_dtype(what, dt);
+}
+
+qt_status qt_ct_fp8_block_quantize(const float *w, int64_t rows, int64_t cols, int64_t bh, int64_t bw,
+                                   qt_ct_dtype dt, uint8_t *q, float *scales) {
+    const char *what = "compressed-tensors fp8 block quantization";
+    qt_status s = check_block(what, rows, cols, bh, bw, dt, w, q, scales);
+    if (s != QT_OK) return s;
+    if ((s = qt__ct_check_finite(what, w, rows, cols)) != QT_OK) return s;
+    const int64_t nbr = (rows + bh - 1) / bh, nbc = (cols + bw - 1) / bw;
+    for (int64_t br = 0; br < nbr; br++)
+        for (int64_t bc = 0; bc < nbc; bc++) {
+            const int64_t r1 = br * bh + bh < rows ? br * bh + bh : rows, c1 = bc * bw + bw < cols ? bc * bw + bw : cols;
+            float m = 0.0f;
+            for (int64_t r = br * bh; r < r1; r++) {
+                const float a = amax_of(w + r * cols + bc * bw, c1 - bc * bw, 1, dt);
+                if (a > m) m = a;
+            }
+            float sc = qt_ct_round_dtype(m / fp8_max, dt);
+            if (sc == 0.0f) sc = qt_ct_dtype_eps(dt);
+            scales[br * nbc + bc] = sc;
+            for (int64_t r = br * bh; r < r1; r++)
+                for (int64_t c = bc * bw; c < c1; c++)
+                    q[r * cols + c] = qt_f32_to_e4m3_sat(qt_ct_round_dtype(qt_ct_round_dtype(w[r * cols + c], dt) / sc, dt));
+        }
+    return QT_OK;
+}
+
+qt_status qt_ct_fp8_block_dequantize(const uint8_t *q, const float *scales, int64_t rows, int64_t cols, int64_t bh,
+                                     int64_t bw, qt_ct_dtype dt, float *out) {
+    qt_status s = check_block("compressed-tensors fp8 block dequantization", rows, cols, bh, bw, dt, q, scales, out);
+    if (s != QT_OK) return s;
+    const int64_t nbc = (cols + bw - 1) / bw;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            out[r * cols + c] = qt_ct_round_dtype(qt_e4m3_to_f32(q[r * cols + c]) * scales[(r / bh) * nbc + c / bw], dt);
+    return QT_OK;
+}
+
 /* ---- FP4 shared checks ------------------------------------------------------------ */
 
 static qt_status check_fp4(const char *what, int64_t rows, int64_t cols, int64_t group,
@@ -88,6 +150,15 @@ static qt_status check_fp4(const char *what, int64_t rows, int64_t cols, int64_t
 
 /* ---- NVFP4 ------------------------------------------------------------------------- */
 
+float qt_ct_amax(const float *w, int64_t n, qt_ct_dtype dt) { return amax_of(w, n, 1, dt); }
+
+/* generate_gparam: 448*6 / max(amax, tiny), computed against the weight
+ * tensor (so rounded to its dtype), then kept as fp32. */
+float qt_ct_nvfp4_global_scale(float amax, qt_ct_dtype dt) {
+    if (amax < 0x1.0p-126f) amax = 0x1.0p-126f;
+    return qt_ct_round_dtype(fp8_max * fp4_max / amax, dt);
+}
+
 qt_status qt_ct_nvfp4_quantize(const float *w, int64_t rows, int64_t cols, qt_ct_dtype dt,
                                uint8_t *packed, uint8_t *scales, float *global_scale) {
     const char *what = "compressed-tensors nvfp4 quantization";
@@ -96,14 +167,18 @@ qt_status qt_ct_nvfp4_quantize(const float *w, int64_t rows, int64_t cols, qt_ct
     if (!global_scale) return qt_error(QT_ERR_ARG, "%s: missing global scale output", what);
     if ((s = check_dtype(what, dt)) != QT_OK) return s;
     if ((s = qt__ct_check_finite(what, w, rows, cols)) != QT_OK) return s;
+    *global_scale = qt_ct_nvfp4_global_scale(amax_of(w, rows * cols, 1, dt), dt);
+    return qt_ct_nvfp4_quantize_gs(w, rows, cols, dt, *global_scale, packed, scales);
+}
 
-    /* generate_gparam: 448*6 / max(amax, tiny), computed against the weight
-     * tensor (so rounded to its dtype), then kept as fp32. */
-    float amax = amax_of(w, rows * cols, 1, dt);
-    if (amax < 0x1.0p-126f) amax = 0x1.0p-126f;
-    const float gs = qt_ct_round_dtype(fp8_max * fp4_max / amax, dt);
-    *global_scale = gs;
-
+qt_status qt_ct_nvfp4_quantize_gs(const float *w, int64_t rows, int64_t cols, qt_ct_dtype dt,
+                                  float gs, uint8_t *packed, uint8_t *scales) {
+    const char *what = "compressed-tensors nvfp4 quantization";
+    qt_status s = check_fp4(what, rows, cols, QT_CT_NVFP4_GROUP, w, packed, scales);
+    if (s != QT_OK) return s;
+    if ((s = check_dtype(what, dt)) != QT_OK) return s;
+    if (!(gs > 0.0f) || !isfinite(gs)) return qt_error(QT_ERR_RANGE, "%s: global scale %g must be positive", what, gs);
+    if ((s = qt__ct_check_finite(what, w, rows, cols)) != QT_OK) return s;
     const int64_t groups = cols / QT_CT_NVFP4_GROUP;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t g = 0; g < groups; g++) {

@@ -1,0 +1,103 @@
+/* quanta/quantize_ct.h — a model -> a compressed-tensors checkpoint for vLLM,
+ * written as llm-compressor writes it (formats.md §4; lib/io/ct_write.c).
+ *
+ * Schemes (llm-compressor's preset in brackets, compressed-tensors format):
+ *   w4a16       [W4A16]       int4 symmetric, group 128           pack-quantized
+ *   w4a16-asym  [W4A16_ASYM]  int4 + int4 zero points, group 128  pack-quantized
+ *   w8a16       [W8A16]       int8 symmetric, group 128           pack-quantized
+ *   w8a8-int8   [W8A8]        int8 per channel, int8 per-token dynamic activations   int-quantized
+ *   fp8-dynamic [FP8_DYNAMIC] E4M3 per channel, E4M3 per-token dynamic activations  float-quantized
+ *               (alias fp8)
+ *   fp8-static  [FP8]         E4M3 per tensor + static per-tensor input_scale (needs input_amax)
+ *   fp8-block   [FP8_BLOCK]   E4M3 128x128 blocks, dynamic per-group-128 activations
+ *   nvfp4       [NVFP4A16, or NVFP4 with input_amax]  E2M1, E4M3 scale per 16, f32 global scale
+ *   mxfp4       [MXFP4A16]    E2M1, E8M0 scale per 32             mxfp4-pack-quantized
+ *
+ * What is quantized: every 2-D linear weight of the blocks (q/k/v/o, gate/up/down)
+ * whose canonical (GGUF) name matches no `keep` regex. Embeddings, lm_head
+ * (listed in `ignore`), norms and biases stay in the model dtype (bf16, or f16
+ * when the input's embeddings are f16); tied embeddings stay tied (no lm_head
+ * tensor). q/k/v and gate/up share NVFP4 global scales and FP8 per-tensor
+ * scales, as llm-compressor does for the shards vLLM fuses.
+ *
+ * Scale arithmetic is compressed-tensors' (ct.h): minmax observer, round half
+ * to even, every intermediate rounded to the model dtype.
+ */
+#ifndef QUANTA_QUANTIZE_CT_H
+#define QUANTA_QUANTIZE_CT_H
+
+#include "core.h"
+#include "model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* transformers' default max_shard_size "5GB" (5 * 10^9 bytes). */
+#define QT_CT_DEFAULT_SHARD_BYTES 5000000000ull
+
+typedef struct qt_ct_export_opts {
+    bool force;                    /* write into a non-empty directory */
+    int n_threads;                 /* 0: qt_default_threads(); output identical at any count */
+    const char *const *keep;       /* NULL-terminated PCRE2 regexes on canonical names
+                                      (blk.3.ffn_down.weight); matches stay 16-bit */
+    uint64_t max_shard_bytes;      /* 0: QT_CT_DEFAULT_SHARD_BYTES; shards + index above it */
+    qt_progress progress;          /* "quantizing" per tensor */
+    const char *command;           /* provenance: the command line (NULL: none) */
+    /* Activation absmax at the input of a linear (canonical name), from
+     * calibration; needed by fp8-static, and turns nvfp4 into W4A4. NULL: none. */
+    float (*input_amax)(void *ctx, const char *name);
+    void *input_amax_ctx;
+    /* Each vLLM kernel shape problem (layer + kernel + rule). NULL: not reported
+     * (the count is still returned in the estimate). */
+    void (*warn)(void *ctx, const char *message);
+    void *warn_ctx;
+} qt_ct_export_opts;
+
+/* One tensor of the source as it will be written. */
+typedef struct qt_ct_export_tensor {
+    char name[128];                /* canonical name */
+    char hf_name[192];             /* HF module or tensor name */
+    const char *kind;              /* the format row ("w4a16-g128", ...) or "bf16"/"f16" */
+    uint64_t bytes;                /* every stored tensor it becomes, data bytes */
+    int64_t n_elements;
+} qt_ct_export_tensor;
+
+typedef struct qt_ct_export_estimate {
+    const char *scheme;            /* the canonical scheme key */
+    const char *preset;            /* llm-compressor preset: "W4A16", ... */
+    const char *format;            /* compressed-tensors format string */
+    uint64_t tensor_bytes;         /* sum of all safetensors data sections (= index total_size) */
+    int32_t n_shards;
+    int32_t n_quantized, n_kept;
+    int32_t n_warnings;            /* vLLM kernel shape problems */
+    double bits_per_weight;        /* tensor bytes * 8 / elements of the source tensors */
+    int32_t n_tensors;
+    qt_ct_export_tensor *tensors;  /* (n_tensors); qt_ct_export_estimate_free */
+} qt_ct_export_estimate;
+
+/* The scheme key for a name or alias (case-insensitive), NULL if unknown. */
+QT_API const char *qt_ct_scheme_canonical(const char *name);
+/* Number of schemes and their keys (for --help). */
+QT_API int qt_ct_scheme_count(void);
+QT_API const char *qt_ct_scheme_key(int i);
+
+/* What qt_ct_export would write, exactly, without quantizing or writing. */
+QT_API qt_status qt_ct_export_estimate_plan(const qt_model *m, const char *scheme, const qt_ct_export_opts *o,
+                                            qt_ct_export_estimate *out);
+QT_API void qt_ct_export_estimate_free(qt_ct_export_estimate *e);
+
+/* Writes out_dir/config.json (with quantization_config), the safetensors
+ * (model.safetensors, or shards + model.safetensors.index.json),
+ * recipe.yaml, tokenizer files (copied unchanged from an HF input, written
+ * from the vocabulary otherwise) and generation_config.json (copied). The
+ * directory rule is qt_hf_write's: created if missing, empty unless force,
+ * never the input; files go to temporaries, renamed when all are complete.
+ * est may be NULL; otherwise it gets the plan (as qt_ct_export_estimate_plan). */
+QT_API qt_status qt_ct_export(const qt_model *m, const char *scheme, const char *out_dir, const qt_ct_export_opts *o,
+                              qt_ct_export_estimate *est);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

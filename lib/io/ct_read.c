@@ -1,0 +1,211 @@
+/* lib/io/ct_read.c — reading compressed-tensors checkpoints (formats.md §4):
+ * quantization_config's weight arguments, and each quantized Linear's stored
+ * tensors (weight_packed / weight + weight_scale [+ weight_zero_point,
+ * weight_global_scale]) dequantized on load into an f32 "<module>.weight",
+ * with the compressed-tensors dequantizers of ct.h. quanta's engine has no
+ * compressed-tensors kernel yet, so this is how it runs these checkpoints.
+ */
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ct_read.h"
+#include "model/model_internal.h"
+#include "quanta/num.h"
+
+static const char *const suffixes[] = {".weight_packed", ".weight_scale", ".weight_zero_point", ".weight_shape",
+                                       ".weight_global_scale", ".input_scale", ".input_global_scale", ".input_zero_point",
+                                       ".weight_g_idx"};
+
+bool qt__ct_piece_base(const char *name, char *base, size_t cap) {
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t k = strlen(suffixes[i]);
+        if (n > k && !strcmp(name + n - k, suffixes[i])) {
+            snprintf(base, cap, "%.*s.weight", (int)(n - k), name);
+            return true;
+        }
+    }
+    return false;
+}
+
+static qt_ct_strategy strategy_of(const char *s) {
+    return !s ? QT_CT_TENSOR : !strcmp(s, "channel") ? QT_CT_CHANNEL : !strcmp(s, "group") || !strcmp(s, "tensor_group")
+           ? QT_CT_GROUP : QT_CT_TENSOR;
+}
+
+qt_status qt__ct_layout_parse(const char *cfg_path, const json_t *qc, qt__ct_layout *out) {
+    memset(out, 0, sizeof *out);
+    json_t *groups = json_object_get(qc, "config_groups");
+    if (!json_is_object(groups) || json_object_size(groups) == 0) return QT_OK; /* KV-cache only */
+    if (json_object_size(groups) != 1)
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config.config_groups': %zu groups; only one is read",
+                        cfg_path, json_object_size(groups));
+    const char *key;
+    json_t *g;
+    json_object_foreach(groups, key, g) {
+        json_t *w = json_object_get(g, "weights");
+        const char *fmt = json_string_value(json_object_get(g, "format"));
+        if (!fmt) fmt = json_string_value(json_object_get(qc, "format"));
+        if (!json_is_object(w) || !fmt)
+            return qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config.config_groups.%s': no weights arguments or "
+                            "format (only weight-quantized compressed-tensors checkpoints are read)", cfg_path, key);
+        snprintf(out->format, sizeof out->format, "%s", fmt);
+        out->bits = (int)json_integer_value(json_object_get(w, "num_bits"));
+        const char *type = json_string_value(json_object_get(w, "type"));
+        out->is_float = type && !strcmp(type, "float");
+        out->symmetric = !json_is_false(json_object_get(w, "symmetric"));
+        const char *st = json_string_value(json_object_get(w, "strategy"));
+        out->block = st && !strcmp(st, "block");
+        out->strategy = strategy_of(st);
+        out->group_size = json_integer_value(json_object_get(w, "group_size"));
+        json_t *bs = json_object_get(w, "block_structure");
+        out->bh = json_integer_value(json_array_get(bs, 0));
+        out->bw = json_integer_value(json_array_get(bs, 1));
+        static const char *const known[] = {"pack-quantized", "int-quantized", "naive-quantized", "float-quantized",
+                                            "nvfp4-pack-quantized", "mxfp4-pack-quantized"};
+        bool ok = false;
+        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) ok |= !strcmp(fmt, known[i]);
+        if (!ok) return qt_error(QT_ERR_UNSUPPORTED, "%s: compressed-tensors format '%s' is not read (pack-quantized, "
+                                 "int-quantized, float-quantized, nvfp4-pack-quantized, mxfp4-pack-quantized)", cfg_path, fmt);
+        if (out->bits < 1 || out->bits > 8 || (out->block && (out->bh <= 0 || out->bw <= 0)) ||
+            (out->strategy == QT_CT_GROUP && out->group_size <= 0))
+            return qt_error(QT_ERR_FORMAT, "%s: group '%s': weights num_bits %d / strategy %s / group_size %lld are not valid",
+                            cfg_path, key, out->bits, st ? st : "?", (long long)out->group_size);
+    }
+    out->active = true;
+    return QT_OK;
+}
+
+/* A scale tensor of any float dtype -> f32 (n values expected). */
+static qt_status scales_f32(const char *fp, const qt_st_tensor *t, int64_t n, float *out, qt_ct_dtype *dt) {
+    int64_t have = 1;
+    for (int32_t d = 0; d < t->n_dims; d++) have *= t->shape[d];
+    if (have != n)
+        return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': %lld scales, expected %lld", fp, t->name, (long long)have, (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        const uint8_t *p = (const uint8_t *)t->data;
+        switch (t->dtype) {
+        case QT_ST_BF16: { uint16_t v; memcpy(&v, p + 2 * i, 2); out[i] = qt_bf16_to_f32(v); *dt = QT_CT_BF16; break; }
+        case QT_ST_F16: { uint16_t v; memcpy(&v, p + 2 * i, 2); out[i] = qt_fp16_to_f32(v); *dt = QT_CT_F16; break; }
+        case QT_ST_F32: memcpy(&out[i], p + 4 * i, 4); *dt = QT_CT_F32; break;
+        default: return qt_error(QT_ERR_FORMAT, "%s: tensor '%s': scale dtype %s (BF16, F16 or F32 expected)", fp, t->name,
+                                 qt_st_dtype_name(t->dtype));
+        }
+    }
+    return QT_OK;
+}
+
+static const qt_st_tensor *piece(const qt_st_checkpoint *ck, const char *module, const char *suffix) {
+    char name[QT_MAX_NAME + 64];
+    snprintf(name, sizeof name, "%s%s", module, suffix);
+    return qt_st_checkpoint_find(ck, name, NULL);
+}
+
+static qt_status expect(const char *fp, const qt_st_tensor *t, const char *module, const char *suffix, qt_st_dtype dt,
+                        int64_t bytes) {
+    if (!t) return qt_error(QT_ERR_FORMAT, "%s: tensor '%s%s' missing", fp, module, suffix);
+    if (t->dtype != dt)
+        return qt_error(QT_ERR_FORMAT, "%s: tensor '%s': dtype %s, expected %s", fp, t->name, qt_st_dtype_name(t->dtype),
+                        qt_st_dtype_name(dt));
+    if (bytes >= 0 && (int64_t)(t->end - t->begin) != bytes)
+        return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': %llu bytes, expected %lld", fp, t->name,
+                        (unsigned long long)(t->end - t->begin), (long long)bytes);
+    return QT_OK;
+}
+
+static qt_status dequant(const qt__ct_layout *L, const char *fp, const qt_st_checkpoint *ck, const char *module,
+                         int64_t R, int64_t C, float *out) {
+    const qt_st_tensor *ws = piece(ck, module, ".weight_scale");
+    qt_status s = QT_OK;
+    qt_ct_dtype dt = QT_CT_BF16;
+    if (!strcmp(L->format, "nvfp4-pack-quantized") || !strcmp(L->format, "mxfp4-pack-quantized")) {
+        const bool nv = L->format[0] == 'n';
+        const int64_t g = nv ? QT_CT_NVFP4_GROUP : QT_CT_MXFP4_GROUP;
+        if (C % g) return qt_error(QT_ERR_SHAPE, "%s: %s: %lld columns are not whole groups of %lld", fp, module, (long long)C, (long long)g);
+        const qt_st_tensor *wp = piece(ck, module, ".weight_packed"), *gs = piece(ck, module, ".weight_global_scale");
+        if ((s = expect(fp, wp, module, ".weight_packed", QT_ST_U8, R * C / 2)) != QT_OK) return s;
+        if ((s = expect(fp, ws, module, ".weight_scale", nv ? QT_ST_F8_E4M3 : QT_ST_U8, R * C / g)) != QT_OK) return s;
+        if (!nv) return qt_ct_mxfp4_dequantize(wp->data, ws->data, R, C, out);
+        if ((s = expect(fp, gs, module, ".weight_global_scale", QT_ST_F32, 4)) != QT_OK) return s;
+        float gsv;
+        memcpy(&gsv, gs->data, 4);
+        return qt_ct_nvfp4_dequantize(wp->data, ws->data, gsv, R, C, out);
+    }
+    int64_t n_scales = L->block ? ((R + L->bh - 1) / L->bh) * ((C + L->bw - 1) / L->bw)
+                       : L->strategy == QT_CT_TENSOR ? 1 : L->strategy == QT_CT_CHANNEL ? R
+                       : (C % L->group_size ? -1 : R * (C / L->group_size));
+    if (n_scales < 0) return qt_error(QT_ERR_SHAPE, "%s: %s: %lld columns are not whole groups of %lld", fp, module, (long long)C, (long long)L->group_size);
+    if (!ws) return qt_error(QT_ERR_FORMAT, "%s: tensor '%s.weight_scale' missing", fp, module);
+    float *sc = malloc((size_t)n_scales * sizeof *sc);
+    int8_t *q = malloc((size_t)(R * C)), *zp = NULL;
+    if (!sc || !q) { free(sc); free(q); return qt_error(QT_ERR_NOMEM, "%s: out of memory", fp); }
+    s = scales_f32(fp, ws, n_scales, sc, &dt);
+    const qt_ct_int_args a = {.bits = L->bits, .symmetric = L->symmetric, .strategy = L->strategy,
+                              .group_size = L->group_size, .dtype = dt};
+    if (s == QT_OK && L->is_float) {
+        const qt_st_tensor *w = piece(ck, module, ".weight");
+        if ((s = expect(fp, w, module, ".weight", QT_ST_F8_E4M3, R * C)) == QT_OK)
+            s = L->block ? qt_ct_fp8_block_dequantize(w->data, sc, R, C, L->bh, L->bw, dt, out)
+                         : qt_ct_fp8_dequantize(w->data, sc, R, C, L->strategy, dt, out);
+    } else if (s == QT_OK) {
+        const bool packed = !strcmp(L->format, "pack-quantized");
+        const qt_st_tensor *w = piece(ck, module, packed ? ".weight_packed" : ".weight");
+        s = expect(fp, w, module, packed ? ".weight_packed" : ".weight", packed ? QT_ST_I32 : QT_ST_I8,
+                   packed ? R * qt_ct_packed_len(C, L->bits) * 4 : R * C);
+        if (s == QT_OK) s = packed ? qt_ct_unpack_rows(w->data, R, C, L->bits, q) : (memcpy(q, w->data, (size_t)(R * C)), QT_OK);
+        if (s == QT_OK && !L->symmetric) {
+            const qt_st_tensor *z = piece(ck, module, ".weight_zero_point");
+            const int64_t per_row = n_scales / R;
+            if (!(zp = malloc((size_t)n_scales))) s = qt_error(QT_ERR_NOMEM, "%s: out of memory", fp);
+            if (s == QT_OK) s = expect(fp, z, module, ".weight_zero_point", packed ? QT_ST_I32 : QT_ST_I8,
+                                       packed ? qt_ct_packed_len(R, L->bits) * per_row * 4 : n_scales);
+            if (s == QT_OK) s = packed ? qt_ct_unpack_cols(z->data, R, per_row, L->bits, zp) : (memcpy(zp, z->data, (size_t)n_scales), QT_OK);
+        }
+        if (s == QT_OK) s = qt_ct_int_dequantize(q, sc, zp, R, C, &a, out);
+    }
+    free(sc);
+    free(q);
+    free(zp);
+    return s;
+}
+
+qt_status qt__ct_load_module(qt_model *m, const qt__ct_layout *L, const qt_st_checkpoint *ck, const char *weight_name,
+                             int64_t rows, int64_t cols, qt_tensor *out, bool *found) {
+    *found = false;
+    char module[QT_MAX_NAME + 32];
+    snprintf(module, sizeof module, "%s", weight_name);
+    char *dot = strrchr(module, '.');
+    if (dot) *dot = 0;
+    const qt_st_tensor *w = qt_st_checkpoint_find(ck, weight_name, NULL);
+    const qt_st_tensor *ws = piece(ck, module, ".weight_scale");
+    if (!ws || (w && w->dtype != QT_ST_I8 && w->dtype != QT_ST_F8_E4M3)) return QT_OK; /* a dense tensor */
+    *found = true;
+    const char *fp = m->path;
+    const qt_st_tensor *shape = piece(ck, module, ".weight_shape");
+    if (shape) {
+        int64_t sh[2];
+        if (shape->dtype != QT_ST_I64 || shape->end - shape->begin != 16)
+            return qt_error(QT_ERR_FORMAT, "%s: tensor '%s': weight_shape must be I64 [2]", fp, shape->name);
+        memcpy(sh, shape->data, sizeof sh);
+        if (sh[0] != rows || sh[1] != cols)
+            return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': [%lld, %lld] but config.json implies [%lld, %lld]", fp, shape->name,
+                            (long long)sh[0], (long long)sh[1], (long long)rows, (long long)cols);
+    }
+    float *buf = qt__model_alloc(m, (size_t)(rows * cols) * sizeof *buf);
+    if (!buf) return QT_ERR_NOMEM;
+    qt_status s = dequant(L, fp, ck, module, rows, cols, buf);
+    if (s != QT_OK) return s;
+    out->type = QT_TYPE_F32;
+    out->n_dims = 2;
+    out->ne[0] = cols;
+    out->ne[1] = rows;
+    out->ne[2] = out->ne[3] = 1;
+    out->nbytes = (size_t)(rows * cols) * sizeof *buf;
+    out->data = buf;
+    out->source = -1;
+    out->offset = 0;
+    return QT_OK;
+}

@@ -1,0 +1,30 @@
+/* lib/io/ct_read.h — compressed-tensors checkpoints for the HF reader (ct_read.c). */
+#ifndef QT_IO_CT_READ_H
+#define QT_IO_CT_READ_H
+
+#include <jansson.h>
+
+#include "quanta/ct.h"
+#include "quanta/model.h"
+#include "quanta/safetensors.h"
+
+/* The weights' QuantizationArgs of the one config group. */
+typedef struct qt__ct_layout {
+    bool active;              /* quantized weights present */
+    char format[32];          /* "pack-quantized", ... */
+    int bits;
+    bool is_float, symmetric, block;
+    qt_ct_strategy strategy;
+    int64_t group_size, bh, bw;
+} qt__ct_layout;
+
+/* quantization_config (qc) -> layout; inactive for KV-cache-only configs. */
+qt_status qt__ct_layout_parse(const char *cfg_path, const json_t *qc, qt__ct_layout *out);
+/* "<module>.weight_scale" etc. -> "<module>.weight"; false for other names. */
+bool qt__ct_piece_base(const char *name, char *base, size_t cap);
+/* If weight_name ("<module>.weight", [rows, cols]) is stored quantized, dequantize
+ * it into an owned f32 tensor (*found true; out's name is left to the caller). */
+qt_status qt__ct_load_module(qt_model *m, const qt__ct_layout *L, const qt_st_checkpoint *ck, const char *weight_name,
+                             int64_t rows, int64_t cols, qt_tensor *out, bool *found);
+
+#endif
