@@ -21,5 +21,6 @@
 #include "quanta/plan.h"
 #include "quanta/engine.h"
 #include "quanta/eval.h"
+#include "quanta/quantize.h"
 
 #endif
