@@ -127,14 +127,20 @@ static int parse(int argc, char **argv, args *a) {
         else if (!a->out) a->out = s;
         else return cli_usage(VERB, "too many arguments ('%s')", s);
     }
-    if (!a->in || (!a->out && !a->dry_run)) return cli_usage(VERB, "need IN and OUT");
+    if (!a->in || (!a->out && !a->dry_run)) return cli_usage(VERB, "need IN and OUT (OUT may be left out with --dry-run)");
     if (!a->scheme) return cli_usage(VERB, "need --scheme (e.g. --scheme q4_k_m)");
     a->o.overrides = a->over;
     a->o.keep = a->keep;
     return CLI_OK;
 }
 
-/* The command as typed, for quanta.command_line. */
+/* The command as typed, for quanta.command_line, without the options that cannot
+ * change the file (--dry-run, --json, -q, --force, --threads): a dry run then
+ * predicts the file to the byte, and every thread count writes the same file. */
+static bool no_effect(const char *a) {
+    return !strcmp(a, "--dry-run") || !strncmp(a, "--json", 6) || cli_is_quiet(a) || !strcmp(a, "--force");
+}
+
 static char *command_line(int argc, char **argv) {
     size_t n = strlen("quanta") + 1;
     for (int i = 0; i < argc; i++) n += strlen(argv[i]) + 3;
@@ -142,6 +148,8 @@ static char *command_line(int argc, char **argv) {
     if (!s) return NULL;
     strcpy(s, "quanta");
     for (int i = 0; i < argc; i++) {
+        if (no_effect(argv[i])) continue;
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) { i++; continue; }
         strcat(s, " ");
         bool quote = strpbrk(argv[i], " \t'\"$\\*?[]|&;<>()") != NULL;
         if (quote) strcat(s, "'");
