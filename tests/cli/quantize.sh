@@ -127,5 +127,15 @@ for sig in INT TERM; do
     ok no_temps "$d"
 done
 
+# ---- the planner prints a command that runs ----------------------------------------------
+expect "plan a CPU target" 0 "" "$q" plan --model "$stories" --gpu cpu -q
+cmd=$(grep -m1 "^  quanta quantize " "$tmp/out" | sed "s/^  quanta //")
+ok test -n "$cmd"
+if [ -n "$cmd" ]; then
+    (cd "$tmp" && eval "\"$q\" $cmd -q") && pass=$((pass + 1)) || { echo "FAIL: printed command: quanta $cmd"; fail=$((fail + 1)); }
+    out=$(echo "$cmd" | awk "{print \$3}")
+    ok test -s "$tmp/$out"
+fi
+
 echo "quantize: $pass passed, $fail failed"
 [ $fail -eq 0 ]
