@@ -35,7 +35,12 @@ typedef struct run_ctx {
     int64_t rows_per_slice;   /* ne[1] */
     double (*err)[2];         /* per chunk: sum (w - q)^2, sum w^2 */
     qt_status status;         /* first failure (set under no lock: any failure code will do) */
+    bool drop;                /* the tensors point into a read-only file mapping (GGUF input):
+                                 their pages may be dropped; never an owned buffer, which
+                                 MADV_DONTNEED would zero */
 } run_ctx;
+
+static void drop_range(const void *p, size_t n);
 
 static void quantize_chunk(void *vctx, int64_t begin, int64_t end, int ti) {
     run_ctx *c = vctx;
@@ -64,15 +69,17 @@ static void quantize_chunk(void *vctx, int64_t begin, int64_t end, int ti) {
         }
         c->err[ch][0] = e2;
         c->err[ch][1] = w2;
+        if (c->drop) drop_range((const uint8_t *)c->src->data + (size_t)r0 * src_row, (size_t)(r1 - r0) * src_row);
     }
 }
 
-/* Drop the pages of a tensor's input (a mapped file reads them back if needed). */
-static void drop_pages(const qt_tensor *t) {
+/* Drop the whole pages inside [p, p + n) of the mapped input: a file mapping
+ * reads them back if they are touched again, so this only bounds residency. */
+static void drop_range(const void *p, size_t n) {
     const long pg = sysconf(_SC_PAGESIZE);
-    if (pg <= 0 || !t->data || t->nbytes < (size_t)pg) return;
-    uintptr_t a = ((uintptr_t)t->data + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-    uintptr_t b = ((uintptr_t)t->data + t->nbytes) & ~((uintptr_t)pg - 1);
+    if (pg <= 0 || !p || n < (size_t)pg) return;
+    uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+    uintptr_t b = ((uintptr_t)p + n) & ~((uintptr_t)pg - 1);
     if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
@@ -87,6 +94,8 @@ static qt_type hook_type(void *user, const qt_tensor *t) {
     int32_t i = plan_index(c->p, t);
     return i < 0 ? QT_TYPE_COUNT : c->p->tensors[i].type;
 }
+
+static void drop_pages(const qt_tensor *t) { drop_range(t->data, t->nbytes); }
 
 static qt_status convert(run_ctx *c, qt_quantize_tensor *q, const qt_tensor *t, qt_type type, void *dst) {
     qt__qplan_priv *pv = c->p->priv;
@@ -142,7 +151,7 @@ static qt_status hook_data(void *user, const qt_tensor *t, qt_type type, void *d
         /* not in the plan (a generated tensor): one thread */
         s = qt_error(QT_ERR_INTERNAL, "%s: tensor '%s' is not in the plan", qt_model_path(c->m), t->name);
     }
-    drop_pages(t);
+    if (c->drop) drop_pages(t);
     return s;
 }
 
@@ -197,7 +206,7 @@ static void free_scratch(run_ctx *c) {
 
 qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quantize_opts *o, qt_quantize_plan *p,
                              uint64_t *size_only) {
-    run_ctx c = {.m = m, .p = p};
+    run_ctx c = {.m = m, .p = p, .drop = qt_model_gguf(m) != NULL};
     qt_status s = QT_OK;
     if (!size_only) {
         c.n_threads = o->threads > 0 ? o->threads : qt_default_threads();
