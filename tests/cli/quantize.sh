@@ -71,6 +71,15 @@ expect "dry run table" 0 "blk.0.ffn_down.weight" "$q" quantize "$stories" --dry-
 ok has err "fallback: llama-quantize refuses"
 ok has err "peak memory (estimated)"
 
+# ---- the planner's weight bytes == the bytes quantize writes (one copy of the rules) ------
+for m in "$stories" "$tiny"; do
+    for s in q8_0 q6_k q5_k_m q4_k_m q4_0; do
+        "$q" estimate --model "$m" --scheme $s --memory 16GB --json >"$tmp/est.json" 2>/dev/null
+        "$q" quantize "$m" --dry-run --scheme $s --json="$tmp/dq.json" -q
+        ok test "$(sed -n 's/^ *"weights_bytes": \([0-9]*\).*/\1/p' "$tmp/est.json" | head -1)" = "$(json_int tensor_bytes "$tmp/dq.json")"
+    done
+done
+
 # ---- options -----------------------------------------------------------------------------
 expect "--tensor-type" 0 "" "$q" quantize "$tiny" "$tmp/tt.gguf" --scheme q4_k_m --tensor-type 'ffn_down=q8_0' \
     --tensor-type 'blk\.[0-3]\.attn_q=q6_K' --output-tensor-type q8_0 --json="$tmp/tt.json" -q
