@@ -48,27 +48,27 @@ typedef struct qt_imatrix qt_imatrix;
 /* Map and parse a file of either format (GGUF when it starts with "GGUF",
  * legacy otherwise). Malformed, truncated or inconsistent files give one
  * QT_ERR_FORMAT message naming the file, the field and the problem. */
-qt_status qt_imatrix_open(const char *path, qt_imatrix **out);
+QT_API qt_status qt_imatrix_open(const char *path, qt_imatrix **out);
 /* The same on bytes in memory (they must outlive the result); `name` is used
  * in messages. */
-qt_status qt_imatrix_parse(const void *data, size_t size, const char *name, qt_imatrix **out);
-void qt_imatrix_close(qt_imatrix *im);
+QT_API qt_status qt_imatrix_parse(const void *data, size_t size, const char *name, qt_imatrix **out);
+QT_API void qt_imatrix_close(qt_imatrix *im);
 
-const char *qt_imatrix_name(const qt_imatrix *im);
-qt_imatrix_format qt_imatrix_format_of(const qt_imatrix *im);
-int64_t qt_imatrix_chunk_count(const qt_imatrix *im);  /* chunks the statistics cover (0: not recorded) */
-int64_t qt_imatrix_chunk_size(const qt_imatrix *im);   /* tokens per chunk; 0 for legacy files (not recorded) */
-int64_t qt_imatrix_n_datasets(const qt_imatrix *im);
-const char *qt_imatrix_dataset(const qt_imatrix *im, int64_t i);
+QT_API const char *qt_imatrix_name(const qt_imatrix *im);
+QT_API qt_imatrix_format qt_imatrix_format_of(const qt_imatrix *im);
+QT_API int64_t qt_imatrix_chunk_count(const qt_imatrix *im);  /* chunks the statistics cover (0: not recorded) */
+QT_API int64_t qt_imatrix_chunk_size(const qt_imatrix *im);   /* tokens per chunk; 0 for legacy files (not recorded) */
+QT_API int64_t qt_imatrix_n_datasets(const qt_imatrix *im);
+QT_API const char *qt_imatrix_dataset(const qt_imatrix *im, int64_t i);
 
 /* Entries in file order; find by weight tensor name (NULL when absent). */
-int64_t qt_imatrix_n_entries(const qt_imatrix *im);
-const qt_imatrix_entry *qt_imatrix_entry_at(const qt_imatrix *im, int64_t i);
-const qt_imatrix_entry *qt_imatrix_find(const qt_imatrix *im, const char *name);
+QT_API int64_t qt_imatrix_n_entries(const qt_imatrix *im);
+QT_API const qt_imatrix_entry *qt_imatrix_entry_at(const qt_imatrix *im, int64_t i);
+QT_API const qt_imatrix_entry *qt_imatrix_find(const qt_imatrix *im, const char *name);
 
 /* The stored values of an entry (e->n_values floats): GGUF in_sum2, legacy
  * values. */
-void qt_imatrix_values(const qt_imatrix *im, const qt_imatrix_entry *e, float *out);
+QT_API void qt_imatrix_values(const qt_imatrix *im, const qt_imatrix_entry *e, float *out);
 
 /* The importance weights for weight tensor `name` with rows of n_cols
  * elements and n_experts experts (1 for a dense weight): n_cols * n_experts
@@ -78,7 +78,7 @@ void qt_imatrix_values(const qt_imatrix *im, const qt_imatrix_entry *e, float *o
  * collects none for token_embd.weight, nor for output.weight without
  * --process-output); QT_ERR_SHAPE naming the file and the tensor when the
  * entry's columns or experts do not match. */
-qt_status qt_imatrix_get(const qt_imatrix *im, const char *name, int64_t n_cols, int64_t n_experts, float *weights);
+QT_API qt_status qt_imatrix_get(const qt_imatrix *im, const char *name, int64_t n_cols, int64_t n_experts, float *weights);
 
 /* ---- writer (GGUF format) -------------------------------------------------- */
 
@@ -100,7 +100,7 @@ typedef struct qt_imatrix_info {
 /* Write a GGUF imatrix file as llama-imatrix does: the four metadata keys in
  * its order, entries sorted by name (byte order), T.in_sum2 then T.counts for
  * each, alignment 32. Atomic: a failed write leaves nothing at `path`. */
-qt_status qt_imatrix_write(const char *path, const qt_imatrix_stat *stats, int64_t n_stats, const qt_imatrix_info *info);
+QT_API qt_status qt_imatrix_write(const char *path, const qt_imatrix_stat *stats, int64_t n_stats, const qt_imatrix_info *info);
 
 #ifdef __cplusplus
 }
