@@ -42,6 +42,7 @@ rows=(
     "tokenize|-m $model -p hi|"
     "inspect|$model|"
     "convert|$model @OUT@.gguf|"
+    "quantize|$model @OUT@.gguf --scheme q8_0 --force|"
     "plan|--model qwen2.5-7b --gpu t4|c kp"
     "estimate|--model qwen2.5-7b --scheme int8 --gpu t4|c kp"
     "hw|--gpu t4|"
@@ -49,6 +50,12 @@ rows=(
     "perplexity|-m $model -f $text -c 64 --chunks 1|c ke"
     "eval|--base $model --candidate $model -f $text -c 64 --chunks 1|c ke"
 )
+# the table covers every verb `quanta --help` lists
+"$q" --help | awk '/^verbs:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on = 0}' >"$tmp/verbs"
+[ "$(wc -l <"$tmp/verbs")" -ge 10 ] && pass=$((pass + 1)) || { echo "FAIL: quanta --help lists too few verbs"; fail=$((fail + 1)); }
+while read -r verb; do
+    printf '%s\n' "${rows[@]}" | grep -q "^$verb|" && pass=$((pass + 1)) || { echo "FAIL: verb $verb has no row in tests/cli/vocab.sh"; fail=$((fail + 1)); }
+done <"$tmp/verbs"
 for row in "${rows[@]}"; do
     IFS='|' read -r verb args fam <<<"$row"
     # each run gets its own OUT (convert refuses nothing here, but never reuses a name)
