@@ -14,6 +14,19 @@
 #include "model/arch.h"
 #include "plan_internal.h"
 
+/* The transformer's shape, from a config's or a checkpoint's hyperparameters
+ * (n_head >= 1; kv heads and head_dim may be 0 in a checkpoint: derived). */
+static void set_shape(const qt_hparams *hp, qt_model_spec *m) {
+    m->n_vocab = hp->n_vocab;
+    m->n_embd = hp->n_embd;
+    m->n_layer = hp->n_layer;
+    m->n_head = hp->n_head;
+    m->n_head_kv = hp->n_head_kv > 0 ? hp->n_head_kv : hp->n_head;
+    m->head_dim = hp->head_dim > 0 ? hp->head_dim : hp->n_embd / hp->n_head;
+    m->n_ff = hp->n_ff;
+    m->n_ctx_train = hp->n_ctx_train;
+}
+
 /* The spec of any family the planner sizes, from the one config.json reader
  * (lib/io/hf_config.c): its shape fields are required, not class defaults. */
 static qt_status fill_from_config(const qt_hf_config *c, qt_model_spec *m) {
@@ -23,14 +36,7 @@ static qt_status fill_from_config(const qt_hf_config *c, qt_model_spec *m) {
     qt_hparams hp;
     qt_status st = qt__hf_config_dims(c, NULL, &hp);
     if (st) return st;
-    m->n_vocab = hp.n_vocab;
-    m->n_embd = hp.n_embd;
-    m->n_layer = hp.n_layer;
-    m->n_head = hp.n_head;
-    m->n_head_kv = hp.n_head_kv;
-    m->n_ff = hp.n_ff;
-    m->n_ctx_train = hp.n_ctx_train;
-    m->head_dim = hp.head_dim; /* its own field for Qwen3 and Gemma (hidden / heads would be wrong) */
+    set_shape(&hp, m); /* head_dim is its own field for Qwen3 and Gemma (hidden / heads would be wrong) */
     /* What the model_type implies beyond its fields: a row of lib/model/arch.c. */
     const qt__hf_family *fam = qt__hf_family_find(c->model_type);
     m->tie_embeddings = qt__hf_bool_or(c->tie_word_embeddings, fam->tie_default);
@@ -143,14 +149,7 @@ qt_status qt_plan_spec_from_model(const qt_model *mdl, qt_model_spec *out) {
     snprintf(out->hf_repo, sizeof out->hf_repo, "%.95s", path);
     snprintf(out->source, sizeof out->source, "%.223s", path);
     snprintf(out->arch, sizeof out->arch, "%s", hp->arch_name[0] ? hp->arch_name : "llama");
-    out->n_vocab = hp->n_vocab;
-    out->n_embd = hp->n_embd;
-    out->n_layer = hp->n_layer;
-    out->n_head = hp->n_head;
-    out->n_head_kv = hp->n_head_kv > 0 ? hp->n_head_kv : hp->n_head;
-    out->head_dim = hp->head_dim > 0 ? hp->head_dim : hp->n_embd / hp->n_head;
-    out->n_ff = hp->n_ff;
-    out->n_ctx_train = hp->n_ctx_train;
+    set_shape(hp, out);
     out->tie_embeddings = hp->tie_embeddings;
     out->attn_bias = hp->attn_qkv_bias;
     out->qk_norm = hp->attn_qk_norm;
