@@ -9,19 +9,6 @@ stories="$shared/models/stories260K.gguf"
 tiny="$shared/models/tiny256-random.gguf"
 ref="$shared/reference/llamacpp-quantize"
 
-has() { grep -qF -- "$2" "$tmp/$1"; }
-expect() { # name, exit, stderr needle ('' none), command...
-    local name="$1" want="$2" needle="$3"
-    shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local got=$?
-    if [ "$got" = "$want" ] && { [ -z "$needle" ] || has err "$needle"; }; then pass=$((pass + 1)); else
-        echo "FAIL $name: exit $got (want $want)${needle:+, stderr should contain '$needle'}"
-        head -c 1500 "$tmp/out"; head -c 1500 "$tmp/err"
-        fail=$((fail + 1))
-    fi
-}
-ok() { if "$@"; then pass=$((pass + 1)); else echo "FAIL: $*"; fail=$((fail + 1)); fi; }
 no_temps() { [ -z "$(find "$1" -maxdepth 1 -name '.*' ! -name '.' ! -name '..' | head -1)" ]; }
 json_int() { sed -n "s/^  \"$1\": \([0-9]*\).*/\1/p" "$2" | head -1; }
 

@@ -13,20 +13,6 @@ source "$(dirname "$0")/lib/harness.sh"
 model="$shared/models/stories260K.gguf"
 text="$shared/data/tinystories-valid-first1000.txt"
 
-has() { grep -qF -- "$2" "$tmp/$1"; }
-# check, plus: stderr (or stdout with 'out:') must contain a string
-expect() { # name, exit, needle ('' none), command...
-    local name="$1" want="$2" needle="$3"
-    shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local got=$? where=err pat="$needle"
-    case "$needle" in out:*) where=out; pat="${needle#out:}" ;; esac
-    if [ "$got" = "$want" ] && { [ -z "$pat" ] || has "$where" "$pat"; }; then pass=$((pass + 1)); else
-        echo "FAIL $name: exit $got (want $want)${pat:+, $where should contain '$pat'}"
-        head -c 2000 "$tmp/out"; head -c 2000 "$tmp/err"
-        fail=$((fail + 1))
-    fi
-}
 # JSON without a JSON tool: one object or array, from the first byte to the last.
 is_json() { # file
     local first last
