@@ -296,7 +296,10 @@ static qt_status parse_tensor_info(qt_gguf *g, cursor *c, int64_t i) {
     if (t->ne[0] % tr->block_elems != 0)
         return qt_error(QT_ERR_FORMAT, "%s: %s: row length %" PRId64 " is not a multiple of %s's block size %" PRId64,
                         g->name, field, t->ne[0], tr->name, tr->block_elems);
-    uint64_t bytes = (uint64_t)(t->ne[0] / tr->block_elems) * tr->block_bytes; /* fits: ne0/block * <=292 */
+    const uint64_t blocks = (uint64_t)(t->ne[0] / tr->block_elems);
+    if (blocks > (uint64_t)INT64_MAX / (uint64_t)tr->block_bytes) /* ne0 near 2^62 (F32) wraps the byte count */
+        return qt_error(QT_ERR_FORMAT, "%s: %s: byte size overflows (row length %" PRId64 ")", g->name, field, t->ne[0]);
+    uint64_t bytes = blocks * (uint64_t)tr->block_bytes;
     uint64_t rows = nel == 0 ? 0 : (uint64_t)(nel / t->ne[0]);
     if (rows != 0 && bytes > (uint64_t)INT64_MAX / rows)
         return qt_error(QT_ERR_FORMAT, "%s: %s: byte size overflows", g->name, field);

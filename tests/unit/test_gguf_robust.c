@@ -262,6 +262,8 @@ static void test_extreme_header_values(void) {
     expect_patch(L.info_ne0[0], &v, 8, QT_ERR_FORMAT, "tensor 'token_embd.weight': dimension 0 is 9223372036854775808 (negative as int64)");
     v = (uint64_t)1 << 62; /* 2^62 x 4 overflows int64 */
     expect_patch(L.info_ne0[0], &v, 8, QT_ERR_FORMAT, "tensor 'token_embd.weight': element count overflows int64");
+    v = ((uint64_t)1 << 62) + 4; /* a 1-D F32 row of 2^62 + 4: its byte count (x 4) wraps to 16 (found by fuzz_imatrix_gguf) */
+    expect_patch(L.info_ne0[1], &v, 8, QT_ERR_FORMAT, "tensor 'output_norm.weight': byte size overflows");
     uint32_t w = 5;
     expect_patch(L.info_ndims[1], &w, 4, QT_ERR_FORMAT, "tensor 'output_norm.weight': 5 dimensions (at most 4)");
     w = 4;
