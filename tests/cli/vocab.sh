@@ -48,6 +48,7 @@ rows=(
     "run|-m $model -p hi -n 2|c ke"
     "perplexity|-m $model -f $text -c 64 --chunks 1|c ke"
     "eval|--base $model --candidate $model -f $text -c 64 --chunks 1|c ke"
+    "imatrix|-m $model -f $text -c 64 --chunks 2 -o @OUT@.gguf|c"
 )
 for row in "${rows[@]}"; do
     IFS='|' read -r verb args fam <<<"$row"

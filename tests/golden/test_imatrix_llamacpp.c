@@ -2,15 +2,31 @@
  * files (../shared/reference/llamacpp-quantize/README.md): the same models,
  * the calibration slice `tail -n +4331 tinystories-valid-first1000.txt`,
  * -c 128 --chunks 100. Entry names, token counts, chunk count and size must
- * be equal; in_sum2 within the measured tolerance per model (see below). */
+ * be equal, and every in_sum2 value close.
+ *
+ * Measured (this machine, 2026-12-01): stories260K (F32) 35 entries, 2780
+ * values, 208 bit-identical, max relative difference 7.1e-5; tiny256 (F16)
+ * 56 entries, 14336 values, 801 bit-identical, max 8.1e-4. The inputs of
+ * layer 0's attn_q/k/v (embedding, RMS norm: no attention yet) are
+ * bit-identical on both models, which pins the chunking, BOS, the tokens
+ * counted and the order of the float sums (llama.cpp's split_equal
+ * micro-batches, lib/quantize/imatrix_calc.c); those entries are asserted
+ * exact. Everything after the first attention differs by float rounding:
+ * the reference was made by an AVX2 build running 16 chunks as 16 KV
+ * streams, while the engine reproduces the AVX-512 build's single-sequence
+ * attention order (tests/golden/test_engine_stories.c). The tolerances are
+ * the measured maxima with a factor of about 3 of headroom: 2e-4 (F32) and
+ * 2.5e-3 (F16, whose f16 rounding of activations amplifies one-ulp
+ * differences). A chunking or ordering mistake moves values by far more
+ * (the order alone left only 29 of stories260K's values bit-identical). */
 #include <math.h>
 
 #include "qtest.h"
 #include "quanta.h"
 
 enum { CTX = 128, CHUNKS = 100 };
-#define STORIES_TOL 1.0
-#define TINY_TOL 1.0
+#define STORIES_TOL 2e-4
+#define TINY_TOL 2.5e-3
 
 /* The calibration slice: the text from line 4331 on (tail -n +4331). */
 static char *calibration(size_t *len) {
@@ -72,6 +88,8 @@ static double compare(const char *model, const char *ref, int n_threads) {
             n_exact += st->sums[j] == want[j];
             n_vals++;
         }
+        if (!strncmp(st->name, "blk.0.attn_", 11) && strcmp(st->name, "blk.0.attn_output.weight") != 0)
+            CHECK_MSG(worst_e == 0, "%s: inputs before any attention must be bit-identical (%.3g)", st->name, worst_e);
         if (getenv("QT_IMATRIX_VERBOSE")) printf("    %-28s %s %.3g\n", st->name, worst_e == 0 ? "identical" : "differs", worst_e);
         free(want);
     }
