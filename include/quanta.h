@@ -23,5 +23,6 @@
 #include "quanta/engine.h"
 #include "quanta/quantize.h"
 #include "quanta/eval.h"
+#include "quanta/quantize.h"
 
 #endif

@@ -156,6 +156,8 @@ typedef struct qt_gguf_write_opts {
     int32_t file_type;
     uint32_t alignment;   /* 0: the source file's, else 32 */
     qt_progress progress;
+    /* Non-NULL: write nothing (path unused), store the exact size the file would have. */
+    uint64_t *size_only;
 } qt_gguf_write_opts;
 
 /* Defaults: outtype QT_TYPE_COUNT, file_type -1, everything else zero. */

@@ -1,4 +1,5 @@
-/* quanta/quantize.h — quantization: calibration data and (next) the algorithms.
+/* quanta/quantize.h — quantization: `quanta quantize` (docs/quantize.md) and
+ * the calibration record.
  *
  * lib/quantize/ sits above engine, quant and io: algorithms observe a model
  * run layer by layer on calibration text (quanta/engine.h, qt_layerwise_*),
@@ -9,11 +10,27 @@
  *
  *   qt_calib_*   the calibration text's fingerprint, recorded in the output so
  *                evaluation can tell whether its text was held out (docs/eval.md)
+ *   qt_quantize_* a checkpoint to a GGUF file the way llama-quantize does it,
+ *                in three steps, each usable alone:
+ *     plan      every tensor's output type: llama-quantize's per-tensor rules
+ *               for the file type (lib/quant/recipe.c, the same copy the
+ *               planner uses), then the user's --tensor-type / --keep /
+ *               --output-tensor-type / --token-embedding-type / --pure /
+ *               --leave-output-tensor, then the row-length fallbacks;
+ *     estimate  bytes per tensor and the exact size of the file (the GGUF
+ *               writer's own layout, so a dry run equals the written file);
+ *     run       stream through the mapped input tensor by tensor, rows in
+ *               parallel (any thread count gives the same bytes: rows are
+ *               independent), importance-weighted where an imatrix is given,
+ *               through the atomic writer (nothing at OUT unless complete); the
+ *               input pages of a tensor are dropped after use. Each tensor's
+ *               RMSE and SNR against the input are measured on the way.
  */
 #ifndef QUANTA_QUANTIZE_H
 #define QUANTA_QUANTIZE_H
 
 #include "core.h"
+#include "formats.h"
 #include "gguf.h"
 #include "model.h"
 
@@ -73,6 +90,88 @@ QT_API int32_t qt_calib_gguf_kv(const qt_calib_fingerprint *fp, char *ranges_buf
  * another scheme is ignored (the SHA-256 / range check still applies);
  * malformed entries are QT_ERR_FORMAT naming the key. */
 QT_API qt_status qt_calib_from_model(const qt_model *m, qt_calib_fingerprint *fp, bool *has);
+
+/* --tensor-type PATTERN=TYPE: PCRE2, searched (not anchored) in the
+ * canonical GGUF tensor name; the first matching pattern wins, as in
+ * llama-quantize. */
+typedef struct qt_quantize_override {
+    const char *pattern;
+    qt_type type;
+} qt_quantize_override;
+
+typedef struct qt_quantize_opts {
+    const char *scheme;                       /* a GGUF file type name, case-insensitive: "q4_k_m" */
+    const char *imatrix;                      /* importance matrix file (GGUF or legacy .dat), or NULL */
+    const qt_quantize_override *overrides;    /* (n_overrides) */
+    int32_t n_overrides;
+    const char *const *keep;                  /* (n_keep) PCRE2 patterns: matching tensors are copied as stored */
+    int32_t n_keep;
+    qt_type output_type;                      /* --output-tensor-type; QT_TYPE_COUNT: the rules' */
+    qt_type embd_type;                        /* --token-embedding-type; QT_TYPE_COUNT: the rules' */
+    bool pure;                                /* the base type for every tensor (then the fallbacks) */
+    bool leave_output;                        /* --leave-output-tensor: output.weight copied as stored */
+    bool allow_requantize;                    /* accept an already-quantized input tensor */
+    int threads;                              /* <= 0: qt_default_threads() */
+    const char *command_line;                 /* recorded as quanta.command_line; NULL: not recorded */
+    qt_progress progress;
+} qt_quantize_opts;
+
+/* Everything zero/NULL, output_type and embd_type QT_TYPE_COUNT. */
+QT_API qt_quantize_opts qt_quantize_opts_default(void);
+
+typedef struct qt_quantize_tensor {
+    char name[QT_MAX_NAME];  /* canonical GGUF name */
+    qt_type src_type;
+    qt_type type;            /* written as */
+    qt_type wanted;          /* the rules' choice before a row-length fallback */
+    int64_t n_elements;
+    uint64_t src_bytes;
+    uint64_t bytes;          /* this tensor's data in the output (unpadded) */
+    bool fallback;           /* row length forced a fallback (llama-quantize's table) */
+    bool quanta_fallback;    /* llama-quantize has no fallback and refuses; quanta wrote F16 */
+    bool kept;               /* --keep / --leave-output-tensor / not quantizable: copied */
+    bool needs_imatrix;      /* llama-quantize's per-tensor rule */
+    bool imatrix_missing;    /* an imatrix was given but has no entry: quantized without weights */
+    bool measured;           /* rmse/snr_db set (after a run, for converted tensors) */
+    double rmse;             /* sqrt(mean((w - q)^2)) */
+    double snr_db;           /* 10 log10(sum w^2 / sum (w - q)^2); INFINITY when exact */
+} qt_quantize_tensor;
+
+typedef struct qt_quantize_plan {
+    const qt_gguf_ftype_info *ftype;
+    int32_t n_tensors;
+    qt_quantize_tensor *tensors;  /* (n_tensors) in file order */
+    uint64_t input_bytes;         /* tensor data of the input */
+    uint64_t tensor_bytes;        /* sum of tensors[].bytes */
+    uint64_t output_bytes;        /* the whole output file, exactly */
+    uint64_t n_weights;           /* elements of all tensors */
+    double bits_per_weight;       /* 8 * tensor_bytes / n_weights */
+    uint64_t peak_rss_estimate;   /* bytes: the largest tensor in and out, scratch, and a base */
+    int32_t n_fallbacks;
+    int32_t n_requantized;        /* already-quantized input tensors converted (allow_requantize) */
+    char imatrix_sha256[65];      /* "" without an imatrix */
+    /* internal */
+    void *priv;
+} qt_quantize_plan;
+
+/* Plan: types, bytes, the exact output size. Refuses (QT_ERR_ARG /
+ * QT_ERR_UNSUPPORTED / QT_ERR_FORMAT / QT_ERR_SHAPE, naming file and tensor)
+ * an unknown scheme, a bad pattern, a tensor that needs an importance matrix
+ * without one (llama-quantize's rule, per tensor), an imatrix entry of the
+ * wrong width, and an already-quantized tensor without allow_requantize. */
+QT_API qt_status qt_quantize_plan_make(const qt_model *m, const qt_quantize_opts *o, qt_quantize_plan **out);
+/* Write the GGUF file (atomically) and fill the tensors' rmse/snr_db. */
+QT_API qt_status qt_quantize_run(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
+                                 qt_quantize_plan *p);
+QT_API void qt_quantize_plan_free(qt_quantize_plan *p);
+
+/* Provenance keys written beside llama.cpp's general.file_type,
+ * general.quantization_version and quantize.imatrix.* (docs/quantize.md). */
+#define QT_QUANTIZE_KEY_VERSION "quanta.version"
+#define QT_QUANTIZE_KEY_COMMAND "quanta.command_line"
+#define QT_QUANTIZE_KEY_SCHEME "quanta.scheme"
+#define QT_QUANTIZE_KEY_IMATRIX_SHA256 "quanta.imatrix.sha256"
+#define QT_QUANTIZE_KEY_FALLBACKS "quanta.fallbacks"
 
 #ifdef __cplusplus
 }

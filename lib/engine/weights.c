@@ -1,10 +1,10 @@
 /* lib/engine/weights.c — find, check and bind every tensor the forward pass uses.
  *
- * What a layer holds is data (layer_specs below), not per-architecture code:
- * each entry names the GGUF tensor (docs/formats.md §2.9), its shape in terms of
- * the hyper-parameters, and when it is required (always, or when the
- * hparams flag q/k/v biases (qwen2) or per-head q/k norms (qwen3)). Optional
- * entries (llama's rarely used biases) are bound when present.
+ * What a layer holds, its GGUF names, shapes and when each is required (always,
+ * or when the hparams flag q/k/v biases (qwen2) or per-head q/k norms (qwen3)),
+ * is lib/model/tensor_names.c's table (docs/formats.md §2.9). This file says
+ * only where each row the forward pass uses goes in qt__layer (`bindings`).
+ * Optional rows (llama's rarely used attention biases) are bound when present.
  *
  * Matrices stay in their stored format; only the small vectors (norm
  * weights, biases: O(n_embd) each) are converted to f32 copies.
@@ -16,59 +16,32 @@
 #include <string.h>
 
 #include "engine_internal.h"
+#include "model/tensor_names.h"
 
-typedef enum dim { D_NONE = 0, D_EMBD, D_Q, D_KV, D_FF, D_HEAD, D_VOCAB } dim;
-typedef enum need { NEED_ALWAYS, NEED_IF_QKV_BIAS, NEED_IF_QK_NORM, NEED_NEVER } need;
-
-typedef struct layer_spec {
-    const char *name;          /* after "blk.N." */
+/* Where a per-layer row of the tensor-name table goes in qt__layer. Rows without
+ * one are not the forward pass's: the KV scales (lib/engine/kv.c reads them),
+ * HF-only rows, and the MLP biases the forward pass does not apply. */
+typedef struct binding {
+    bool used;
     bool matrix;               /* qt__mat (else an f32 vector) */
     size_t offset;             /* of the qt__mat or float* in qt__layer */
-    dim ne0, ne1;              /* ggml shape: ne0 = row length */
-    need when;
-} layer_spec;
+} binding;
 
-#define MAT(field) true, offsetof(qt__layer, field)
-#define VEC(field) false, offsetof(qt__layer, field)
+#define MAT(field) {true, true, offsetof(qt__layer, field)}
+#define VEC(field) {true, false, offsetof(qt__layer, field)}
 
-static const layer_spec layer_specs[] = {
-    {"attn_norm.weight",   VEC(attn_norm), D_EMBD, D_NONE, NEED_ALWAYS},
-    {"attn_q.weight",      MAT(wq),        D_EMBD, D_Q,    NEED_ALWAYS},
-    {"attn_k.weight",      MAT(wk),        D_EMBD, D_KV,   NEED_ALWAYS},
-    {"attn_v.weight",      MAT(wv),        D_EMBD, D_KV,   NEED_ALWAYS},
-    {"attn_q.bias",        VEC(bq),        D_Q,    D_NONE, NEED_IF_QKV_BIAS},
-    {"attn_k.bias",        VEC(bk),        D_KV,   D_NONE, NEED_IF_QKV_BIAS},
-    {"attn_v.bias",        VEC(bv),        D_KV,   D_NONE, NEED_IF_QKV_BIAS},
-    {"attn_q_norm.weight", VEC(q_norm),    D_HEAD, D_NONE, NEED_IF_QK_NORM},
-    {"attn_k_norm.weight", VEC(k_norm),    D_HEAD, D_NONE, NEED_IF_QK_NORM},
-    {"attn_output.weight", MAT(wo),        D_Q,    D_EMBD, NEED_ALWAYS},
-    {"attn_output.bias",   VEC(bo),        D_EMBD, D_NONE, NEED_NEVER},
-    {"ffn_norm.weight",    VEC(ffn_norm),  D_EMBD, D_NONE, NEED_ALWAYS},
-    {"ffn_gate.weight",    MAT(w_gate),    D_EMBD, D_FF,   NEED_ALWAYS},
-    {"ffn_up.weight",      MAT(w_up),      D_EMBD, D_FF,   NEED_ALWAYS},
-    {"ffn_down.weight",    MAT(w_down),    D_FF,   D_EMBD, NEED_ALWAYS},
+static const binding bindings[QT_TN_COUNT] = {
+    [QT_TN_ATTN_NORM] = VEC(attn_norm),
+    [QT_TN_ATTN_Q] = MAT(wq),          [QT_TN_ATTN_Q_BIAS] = VEC(bq),
+    [QT_TN_ATTN_K] = MAT(wk),          [QT_TN_ATTN_K_BIAS] = VEC(bk),
+    [QT_TN_ATTN_V] = MAT(wv),          [QT_TN_ATTN_V_BIAS] = VEC(bv),
+    [QT_TN_ATTN_Q_NORM] = VEC(q_norm), [QT_TN_ATTN_K_NORM] = VEC(k_norm),
+    [QT_TN_ATTN_OUTPUT] = MAT(wo),     [QT_TN_ATTN_OUTPUT_BIAS] = VEC(bo),
+    [QT_TN_FFN_NORM] = VEC(ffn_norm),
+    [QT_TN_FFN_GATE] = MAT(w_gate),
+    [QT_TN_FFN_UP] = MAT(w_up),
+    [QT_TN_FFN_DOWN] = MAT(w_down),
 };
-
-static int64_t dim_value(const qt_engine_ctx *e, dim d) {
-    switch (d) {
-    case D_EMBD: return e->hp.n_embd;
-    case D_Q: return e->n_q;
-    case D_KV: return e->n_kv;
-    case D_FF: return e->hp.n_ff;
-    case D_HEAD: return e->hp.head_dim;
-    case D_VOCAB: return e->hp.n_vocab;
-    default: return 1;
-    }
-}
-
-static bool needed(const qt_engine_ctx *e, need w) {
-    switch (w) {
-    case NEED_ALWAYS: return true;
-    case NEED_IF_QKV_BIAS: return e->hp.attn_qkv_bias;
-    case NEED_IF_QK_NORM: return e->hp.attn_qk_norm;
-    default: return false;
-    }
-}
 
 static qt_status check_shape(const qt_engine_ctx *e, const qt_tensor *t, int64_t ne0, int64_t ne1) {
     int64_t rest = 1;
@@ -126,22 +99,32 @@ static const qt_tensor *find(const qt_engine_ctx *e, const char *name, bool requ
     return t;
 }
 
+/* The row's ggml shape for these hyperparameters (ne1 = 1 for vectors). */
+static void row_shape(const qt_engine_ctx *e, const qt_tn_info *ti, int64_t *ne0, int64_t *ne1) {
+    *ne0 = qt__tn_dim(ti->ne[0], &e->hp);
+    *ne1 = ti->n_dims > 1 ? qt__tn_dim(ti->ne[1], &e->hp) : 1;
+}
+
 static qt_status bind_layer(qt_engine_ctx *e, int il) {
     qt__layer *L = &e->layers[il];
-    for (size_t i = 0; i < sizeof layer_specs / sizeof layer_specs[0]; i++) {
-        const layer_spec *sp = &layer_specs[i];
+    for (int32_t id = 0; id < QT_TN_COUNT; id++) {
+        const binding *b = &bindings[id];
+        const qt_tn_info *ti = qt__tn_row((qt_tn_id)id);
+        if (!b->used) continue;
         char name[QT_MAX_NAME];
-        snprintf(name, sizeof name, "blk.%d.%s", il, sp->name);
+        if (ti->place != QT_TN_PER_LAYER || !qt__tn_gguf_name(ti, il, name, sizeof name))
+            return qt_error(QT_ERR_INTERNAL, "engine: tensor-name row %d is not a per-layer GGUF tensor", id);
         qt_status s = QT_OK;
-        const qt_tensor *t = find(e, name, needed(e, sp->when), &s);
+        const qt_tensor *t = find(e, name, qt__tn_required(ti, &e->hp), &s);
         if (s != QT_OK) return s;
         if (!t) continue;
-        const int64_t ne0 = dim_value(e, sp->ne0), ne1 = dim_value(e, sp->ne1);
-        if (sp->matrix) {
-            s = bind_matrix(e, t, ne0, ne1, (qt__mat *)((char *)L + sp->offset));
+        int64_t ne0, ne1;
+        row_shape(e, ti, &ne0, &ne1);
+        if (b->matrix) {
+            s = bind_matrix(e, t, ne0, ne1, (qt__mat *)((char *)L + b->offset));
         } else {
-            s = check_shape(e, t, ne0, 1);
-            if (s == QT_OK) s = load_vector(e, t, ne0, (float **)((char *)L + sp->offset));
+            s = check_shape(e, t, ne0, ne1);
+            if (s == QT_OK) s = load_vector(e, t, ne0, (float **)((char *)L + b->offset));
         }
         if (s != QT_OK) return s;
     }
@@ -154,11 +137,14 @@ static qt_status bind_layer(qt_engine_ctx *e, int il) {
 static qt_status build_rope(qt_engine_ctx *e) {
     const int half = e->hp.n_rot / 2;
     float *freq_factors = NULL;
-    const qt_tensor *rf = qt_model_find_tensor(e->model, "rope_freqs.weight");
+    const qt_tn_info *rfi = qt__tn_row(QT_TN_ROPE_FREQS);
+    const qt_tensor *rf = qt_model_find_tensor(e->model, rfi->gguf);
     qt_status s = QT_OK;
     if (rf) {
-        if ((s = check_shape(e, rf, half, 1)) != QT_OK) return s;
-        if ((s = load_vector(e, rf, half, &freq_factors)) != QT_OK) return s;
+        int64_t ne0, ne1;
+        row_shape(e, rfi, &ne0, &ne1); /* (n_rot / 2) */
+        if ((s = check_shape(e, rf, ne0, ne1)) != QT_OK) return s;
+        if ((s = load_vector(e, rf, ne0, &freq_factors)) != QT_OK) return s;
     } else if (e->hp.rope_scaling == QT_ROPE_SCALING_LLAMA3) {
         const qt_hparams *hp = &e->hp;
         if (!(hp->rope_factor > 0 && hp->rope_orig_ctx > 0 && hp->rope_high_freq_factor > hp->rope_low_freq_factor))
@@ -204,28 +190,38 @@ static qt_status build_rope(qt_engine_ctx *e) {
     return QT_OK;
 }
 
+/* A global row: found (when required), its shape checked. */
+static const qt_tensor *find_global(const qt_engine_ctx *e, qt_tn_id id, bool required, qt_status *s) {
+    const qt_tn_info *ti = qt__tn_row(id);
+    const qt_tensor *t = find(e, ti->gguf, required, s);
+    if (!t) return NULL;
+    int64_t ne0, ne1;
+    row_shape(e, ti, &ne0, &ne1);
+    if ((*s = check_shape(e, t, ne0, ne1)) != QT_OK) return NULL;
+    return t;
+}
+
 qt_status qt__engine_bind_weights(qt_engine_ctx *e) {
     qt_status s = QT_OK;
-    const qt_tensor *t = find(e, "token_embd.weight", true, &s);
+    const qt_tensor *t = find_global(e, QT_TN_TOKEN_EMBD, true, &s);
     if (!t) return s;
-    if ((s = check_shape(e, t, e->hp.n_embd, e->hp.n_vocab)) != QT_OK) return s;
     if ((s = qt__mat_init(&e->tok_embd, t, false)) != QT_OK) return with_path(e, s);
     if (!e->tok_embd.tr->to_float)
-        return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor 'token_embd.weight': type %s has no dequantizer",
-                        qt_model_path(e->model), e->tok_embd.tr->name);
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': type %s has no dequantizer", qt_model_path(e->model), t->name,
+                        e->tok_embd.tr->name);
 
     e->layers = calloc((size_t)e->hp.n_layer, sizeof *e->layers);
     if (!e->layers) return qt_error(QT_ERR_NOMEM, "engine: out of memory");
     for (int il = 0; il < e->hp.n_layer; il++)
         if ((s = bind_layer(e, il)) != QT_OK) return s;
 
-    if (!(t = find(e, "output_norm.weight", true, &s))) return s;
-    if ((s = check_shape(e, t, e->hp.n_embd, 1)) != QT_OK) return s;
+    if (!(t = find_global(e, QT_TN_OUTPUT_NORM, true, &s))) return s;
     if ((s = load_vector(e, t, e->hp.n_embd, &e->out_norm)) != QT_OK) return s;
 
     /* llama.cpp treats output.weight as optional for these architectures and
      * reuses token_embd when it is absent (tied embeddings). */
-    t = qt_model_find_tensor(e->model, "output.weight");
+    t = find_global(e, QT_TN_OUTPUT, false, &s);
+    if (s != QT_OK) return s;
     e->output_tied = t == NULL;
     if (!t) t = e->tok_embd.t;
     if ((s = bind_matrix(e, t, e->hp.n_embd, e->hp.n_vocab, &e->output)) != QT_OK) return s;

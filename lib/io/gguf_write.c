@@ -26,18 +26,21 @@
 
 /* ---- buffered output over qt_afile ---------------------------------------------- */
 typedef struct wbuf {
-    qt_afile *f;
+    qt_afile *f;          /* NULL: count only (qt_gguf_write_opts.size_only) */
     uint8_t *buf;
     size_t n;
+    uint64_t counted;     /* bytes a count-only writer has taken */
 } wbuf;
 
 static qt_status wb_flush(wbuf *w) {
+    if (!w->f) { w->counted += w->n; w->n = 0; return QT_OK; }
     qt_status s = w->n ? qt_afile_write(w->f, w->buf, w->n) : QT_OK;
     w->n = 0;
     return s;
 }
 
 static qt_status wb_put(wbuf *w, const void *p, size_t n) {
+    if (n >= WBUF_CAP && !w->f) { w->counted += n; return QT_OK; }
     if (n >= WBUF_CAP) {
         qt_status s = wb_flush(w);
         return s != QT_OK ? s : qt_afile_write(w->f, p, n);
@@ -70,7 +73,7 @@ static qt_status wb_zeros(wbuf *w, size_t n) {
     return QT_OK;
 }
 
-static uint64_t written(const wbuf *w) { return qt_afile_tell(w->f) + w->n; }
+static uint64_t written(const wbuf *w) { return (w->f ? qt_afile_tell(w->f) : w->counted) + w->n; }
 
 /* The buffer and an atomic file at `path` (w zeroed first). */
 static qt_status wb_open(wbuf *w, const char *path) {
@@ -580,6 +583,10 @@ static qt_status write_all(wbuf *w, const qt_model *m, const kvlist *kv, const p
     }
     if (s != QT_OK) return s;
     if ((s = wb_zeros(w, (align - written(w) % align) % align)) != QT_OK) return s;
+    if (o->size_only) { /* the data section is planned exactly: no need to produce it */
+        *o->size_only = written(w) + pl->data_bytes;
+        return QT_OK;
+    }
 
     /* Scratch sized for the longest unit. */
     int64_t max_row = 1;
@@ -627,10 +634,16 @@ qt_status qt_gguf_write(const qt_model *m, const char *path, const qt_gguf_write
     wbuf w = {0};
     qt_status s = build_plan(m, &o, align, &arena, &pl);
     if (s == QT_OK) s = build_metadata(&kv, m, &o, &pl, align);
-    if (s == QT_OK && strcmp(path, "-")) s = qt__refuse_input(m, path);
-    if (s == QT_OK) s = wb_open(&w, path);
-    if (s == QT_OK) s = write_all(&w, m, &kv, &pl, align, &o);
-    s = wb_close(&w, s);
+    if (s == QT_OK && !o.size_only && strcmp(path, "-")) s = qt__refuse_input(m, path);
+    if (s == QT_OK && o.size_only) {
+        if (!(w.buf = malloc(WBUF_CAP))) s = qt_error(QT_ERR_NOMEM, "out of memory");
+        if (s == QT_OK) s = write_all(&w, m, &kv, &pl, align, &o);
+        free(w.buf);
+    } else {
+        if (s == QT_OK) s = wb_open(&w, path);
+        if (s == QT_OK) s = write_all(&w, m, &kv, &pl, align, &o);
+        s = wb_close(&w, s);
+    }
     free(kv.kv);
     qt__arena_free(&kv.arena);
     qt__arena_free(&arena);

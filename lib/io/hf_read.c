@@ -9,7 +9,6 @@
  * rotate-half order, so hp.rope_neox is true (docs/formats.md §2.10).
  */
 #define _GNU_SOURCE
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,34 +33,16 @@ static void shape_text(const int64_t *dims, int32_t n, bool reverse, char *buf, 
     if (off < cap) snprintf(buf + off, cap - off, "]");
 }
 
-/* Quantized HF checkpoints other than compressed-tensors (GPTQ, AWQ,
+/* Quantized HF checkpoints other than compressed-tensors weights (GPTQ, AWQ,
  * bitsandbytes) have tensors our model cannot hold; say so up front rather
- * than per tensor. compressed-tensors weights are dequantized on load (ct_read.c). */
-static qt_status refuse_quantized(const char *cfg_path, qt__ct_layout *ct) {
-    char *text;
-    size_t len;
-    qt_status s = qt_read_file(cfg_path, &text, &len);
-    if (s != QT_OK) return s;
-    json_t *root = json_loadb(text, len, 0, NULL);
-    free(text);
-    json_t *qc = root ? json_object_get(root, "quantization_config") : NULL;
-    const char *method = qc ? json_string_value(json_object_get(qc, "quant_method")) : NULL;
-    /* compressed-tensors with a kv_cache_scheme and no config_groups quantizes
-     * only the KV cache (docs/formats.md §4.1): the weights are dense and the
-     * k_scale / v_scale tensors are read like any other. */
-    json_t *groups = qc ? json_object_get(qc, "config_groups") : NULL;
-    bool kv_only = method && !strcmp(method, "compressed-tensors") && json_is_object(json_object_get(qc, "kv_cache_scheme")) &&
-                   (!groups || json_is_null(groups) || (json_is_object(groups) && json_object_size(groups) == 0));
-    memset(ct, 0, sizeof *ct);
-    const bool ct_weights = method && !strcmp(method, "compressed-tensors") && json_is_object(groups) && json_object_size(groups) > 0;
-    if (ct_weights) {
-        s = qt__ct_layout_parse(cfg_path, qc, ct);
-    } else if (qc && !json_is_null(qc) && !kv_only) {
-        s = qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config': quantized checkpoints (quant_method \"%s\") "
-                     "cannot be read; only unquantized F32/F16/BF16 checkpoints are", cfg_path, method ? method : "?");
-    }
-    json_decref(root);
-    return s;
+ * than per tensor. compressed-tensors weights are dequantized on load
+ * (ct_read.c); a compressed-tensors config quantizing only the KV cache has
+ * dense weights. */
+static qt_status refuse_quantized(const qt_hf_config *c) {
+    if (!c->quant.present || c->quant.kv_only || c->quant.ct.active) return QT_OK;
+    return qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config': quantized checkpoints (quant_method \"%s\") "
+                    "cannot be read; only unquantized F32/F16/BF16 checkpoints are", c->path,
+                    c->quant.method[0] ? c->quant.method : "?");
 }
 
 /* Every tensor of the checkpoint must have a known name, layer and dtype. */
@@ -248,9 +229,11 @@ qt_status qt__read_hf_dir(qt_model *m, const char *dir) {
     char cfg[4096];
     if ((size_t)snprintf(cfg, sizeof cfg, "%s/config.json", dir) >= sizeof cfg)
         return qt_error(QT_ERR_ARG, "%s: path too long", dir);
-    qt__ct_layout ct;
-    qt_status s = qt_hf_read_config(cfg, &m->hp);
-    if (s == QT_OK) s = refuse_quantized(cfg, &ct);
+    qt_hf_config c;
+    qt_status s = qt__hf_config_read(cfg, &c);
+    if (s == QT_OK) s = qt__hf_config_hparams(&c, &m->hp);
+    if (s == QT_OK) s = refuse_quantized(&c);
+    const qt__ct_layout ct = c.quant.ct;
     if (s != QT_OK) return s;
 
     qt_st_checkpoint *ck;

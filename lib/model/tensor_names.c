@@ -22,46 +22,49 @@ static const char *const k_scale_alias[] = {"self_attn.k_proj.k_scale", "self_at
 static const char *const v_scale_alias[] = {"self_attn.v_proj.v_scale", "self_attn.kv_scale", NULL};
 
 static const qt_tn_info tn_table[] = {
-    /* place               gguf                   hf                                dims  ne            need               rows            hf_alias */
-    {QT_TN_BEFORE_LAYERS, "token_embd.weight",   "model.embed_tokens.weight",      2, {E, V},      QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
+    /* id (= row index)          place                gguf                   hf                                dims  ne            need               rows            hf_alias */
+    [QT_TN_TOKEN_EMBD] =         {QT_TN_BEFORE_LAYERS, "token_embd.weight",   "model.embed_tokens.weight",      2, {E, V},      QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
     /* llama3 rope scaling: llama.cpp's converter generates it from config.json (§7.3); no HF tensor. */
-    {QT_TN_BEFORE_LAYERS, "rope_freqs.weight",   NULL,                             1, {RH, NONE},  QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_PER_LAYER,     "attn_norm.weight",    "input_layernorm.weight",         1, {E, NONE},   QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_PER_LAYER,     "attn_q.weight",       "self_attn.q_proj.weight",        2, {E, Q},      QT_TN_ALWAYS,      QT_TN_ROWS_Q, NULL},
-    {QT_TN_PER_LAYER,     "attn_q.bias",         "self_attn.q_proj.bias",          1, {Q, NONE},   QT_TN_IF_QKV_BIAS, QT_TN_ROWS_Q, NULL},
-    {QT_TN_PER_LAYER,     "attn_k.weight",       "self_attn.k_proj.weight",        2, {E, KV},     QT_TN_ALWAYS,      QT_TN_ROWS_K, NULL},
-    {QT_TN_PER_LAYER,     "attn_k.bias",         "self_attn.k_proj.bias",          1, {KV, NONE},  QT_TN_IF_QKV_BIAS, QT_TN_ROWS_K, NULL},
-    {QT_TN_PER_LAYER,     "attn_v.weight",       "self_attn.v_proj.weight",        2, {E, KV},     QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_PER_LAYER,     "attn_v.bias",         "self_attn.v_proj.bias",          1, {KV, NONE},  QT_TN_IF_QKV_BIAS, QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_PER_LAYER,     "attn_q_norm.weight",  "self_attn.q_norm.weight",        1, {HD, NONE},  QT_TN_IF_QK_NORM,  QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_PER_LAYER,     "attn_k_norm.weight",  "self_attn.k_norm.weight",        1, {HD, NONE},  QT_TN_IF_QK_NORM,  QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_PER_LAYER,     "attn_output.weight",  "self_attn.o_proj.weight",        2, {Q, E},      QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_ROPE_FREQS] =         {QT_TN_BEFORE_LAYERS, "rope_freqs.weight",   NULL,                             1, {RH, NONE},  QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_ATTN_NORM] =          {QT_TN_PER_LAYER,     "attn_norm.weight",    "input_layernorm.weight",         1, {E, NONE},   QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_ATTN_Q] =             {QT_TN_PER_LAYER,     "attn_q.weight",       "self_attn.q_proj.weight",        2, {E, Q},      QT_TN_ALWAYS,      QT_TN_ROWS_Q, NULL},
+    [QT_TN_ATTN_Q_BIAS] =        {QT_TN_PER_LAYER,     "attn_q.bias",         "self_attn.q_proj.bias",          1, {Q, NONE},   QT_TN_IF_QKV_BIAS, QT_TN_ROWS_Q, NULL},
+    [QT_TN_ATTN_K] =             {QT_TN_PER_LAYER,     "attn_k.weight",       "self_attn.k_proj.weight",        2, {E, KV},     QT_TN_ALWAYS,      QT_TN_ROWS_K, NULL},
+    [QT_TN_ATTN_K_BIAS] =        {QT_TN_PER_LAYER,     "attn_k.bias",         "self_attn.k_proj.bias",          1, {KV, NONE},  QT_TN_IF_QKV_BIAS, QT_TN_ROWS_K, NULL},
+    [QT_TN_ATTN_V] =             {QT_TN_PER_LAYER,     "attn_v.weight",       "self_attn.v_proj.weight",        2, {E, KV},     QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_ATTN_V_BIAS] =        {QT_TN_PER_LAYER,     "attn_v.bias",         "self_attn.v_proj.bias",          1, {KV, NONE},  QT_TN_IF_QKV_BIAS, QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_ATTN_Q_NORM] =        {QT_TN_PER_LAYER,     "attn_q_norm.weight",  "self_attn.q_norm.weight",        1, {HD, NONE},  QT_TN_IF_QK_NORM,  QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_ATTN_K_NORM] =        {QT_TN_PER_LAYER,     "attn_k_norm.weight",  "self_attn.k_norm.weight",        1, {HD, NONE},  QT_TN_IF_QK_NORM,  QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_ATTN_OUTPUT] =        {QT_TN_PER_LAYER,     "attn_output.weight",  "self_attn.o_proj.weight",        2, {Q, E},      QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
     /* Llama's attention_bias also biases o_proj (§7.1). */
-    {QT_TN_PER_LAYER,     "attn_output.bias",    "self_attn.o_proj.bias",          1, {E, NONE},   QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_ATTN_OUTPUT_BIAS] =   {QT_TN_PER_LAYER,     "attn_output.bias",    "self_attn.o_proj.bias",          1, {E, NONE},   QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
     /* HF's non-persistent rotary buffer in old Llama checkpoints: dropped, as the converter does. */
-    {QT_TN_PER_LAYER,     NULL,                  "self_attn.rotary_emb.inv_freq",  1, {RH, NONE},  QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_PER_LAYER,     "ffn_norm.weight",     "post_attention_layernorm.weight", 1, {E, NONE},  QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_PER_LAYER,     "ffn_gate.weight",     "mlp.gate_proj.weight",           2, {E, FF},     QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_PER_LAYER,     "ffn_gate.bias",       "mlp.gate_proj.bias",             1, {FF, NONE},  QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_PER_LAYER,     "ffn_up.weight",       "mlp.up_proj.weight",             2, {E, FF},     QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_PER_LAYER,     "ffn_up.bias",         "mlp.up_proj.bias",               1, {FF, NONE},  QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_PER_LAYER,     "ffn_down.weight",     "mlp.down_proj.weight",           2, {FF, E},     QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_PER_LAYER,     "ffn_down.bias",       "mlp.down_proj.bias",             1, {E, NONE},   QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_ROTARY_INV_FREQ] =    {QT_TN_PER_LAYER,     NULL,                  "self_attn.rotary_emb.inv_freq",  1, {RH, NONE},  QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_FFN_NORM] =           {QT_TN_PER_LAYER,     "ffn_norm.weight",     "post_attention_layernorm.weight", 1, {E, NONE},  QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_FFN_GATE] =           {QT_TN_PER_LAYER,     "ffn_gate.weight",     "mlp.gate_proj.weight",           2, {E, FF},     QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_FFN_GATE_BIAS] =      {QT_TN_PER_LAYER,     "ffn_gate.bias",       "mlp.gate_proj.bias",             1, {FF, NONE},  QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_FFN_UP] =             {QT_TN_PER_LAYER,     "ffn_up.weight",       "mlp.up_proj.weight",             2, {E, FF},     QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_FFN_UP_BIAS] =        {QT_TN_PER_LAYER,     "ffn_up.bias",         "mlp.up_proj.bias",               1, {FF, NONE},  QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_FFN_DOWN] =           {QT_TN_PER_LAYER,     "ffn_down.weight",     "mlp.down_proj.weight",           2, {FF, E},     QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_FFN_DOWN_BIAS] =      {QT_TN_PER_LAYER,     "ffn_down.bias",       "mlp.down_proj.bias",             1, {E, NONE},   QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, NULL},
     /* FP8 KV cache scales of compressed-tensors / vLLM checkpoints (docs/formats.md §4.3, §4.8):
      * dequantization multipliers, [] / [1] per tensor or [n_head_kv] per head. quanta's
      * engine reads them (lib/engine/kv.c); llama.cpp has no use for them, so the GGUF
      * writer leaves them out (qt_gguf_write_drops). */
-    {QT_TN_PER_LAYER,     "attn_k_scale",        "self_attn.k_scale",              1, {KVS, NONE}, QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, k_scale_alias},
-    {QT_TN_PER_LAYER,     "attn_v_scale",        "self_attn.v_scale",              1, {KVS, NONE}, QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, v_scale_alias},
-    {QT_TN_AFTER_LAYERS,  "output_norm.weight",  "model.norm.weight",              1, {E, NONE},   QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
-    {QT_TN_AFTER_LAYERS,  "output.weight",       "lm_head.weight",                 2, {E, V},      QT_TN_IF_UNTIED,   QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_ATTN_K_SCALE] =       {QT_TN_PER_LAYER,     "attn_k_scale",        "self_attn.k_scale",              1, {KVS, NONE}, QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, k_scale_alias},
+    [QT_TN_ATTN_V_SCALE] =       {QT_TN_PER_LAYER,     "attn_v_scale",        "self_attn.v_scale",              1, {KVS, NONE}, QT_TN_OPTIONAL,    QT_TN_ROWS_PLAIN, v_scale_alias},
+    [QT_TN_OUTPUT_NORM] =        {QT_TN_AFTER_LAYERS,  "output_norm.weight",  "model.norm.weight",              1, {E, NONE},   QT_TN_ALWAYS,      QT_TN_ROWS_PLAIN, NULL},
+    [QT_TN_OUTPUT] =             {QT_TN_AFTER_LAYERS,  "output.weight",       "lm_head.weight",                 2, {E, V},      QT_TN_IF_UNTIED,   QT_TN_ROWS_PLAIN, NULL},
 };
 static const int32_t tn_count = (int32_t)(sizeof tn_table / sizeof tn_table[0]);
+_Static_assert(sizeof tn_table / sizeof tn_table[0] == QT_TN_COUNT, "one row per qt_tn_id");
 
 const qt_tn_info *qt__tn_table(int32_t *n) {
     *n = tn_count;
     return tn_table;
 }
+
+const qt_tn_info *qt__tn_row(qt_tn_id id) { return id >= 0 && id < QT_TN_COUNT ? &tn_table[id] : NULL; }
 
 /* "<prefix><decimal>.<rest>": layer number without sign or leading zeros, < 1e6. */
 static const char *split_layer(const char *name, const char *prefix, int32_t *layer) {

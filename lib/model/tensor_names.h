@@ -47,6 +47,37 @@ typedef enum qt_tn_place {
     QT_TN_AFTER_LAYERS,
 } qt_tn_place;
 
+/* Which row: the index of a row in the table (canonical order), for code that
+ * binds rows to its own storage (lib/engine/weights.c) rather than by name. */
+typedef enum qt_tn_id {
+    QT_TN_TOKEN_EMBD,
+    QT_TN_ROPE_FREQS,
+    QT_TN_ATTN_NORM,
+    QT_TN_ATTN_Q,
+    QT_TN_ATTN_Q_BIAS,
+    QT_TN_ATTN_K,
+    QT_TN_ATTN_K_BIAS,
+    QT_TN_ATTN_V,
+    QT_TN_ATTN_V_BIAS,
+    QT_TN_ATTN_Q_NORM,
+    QT_TN_ATTN_K_NORM,
+    QT_TN_ATTN_OUTPUT,
+    QT_TN_ATTN_OUTPUT_BIAS,
+    QT_TN_ROTARY_INV_FREQ,      /* HF-only, dropped */
+    QT_TN_FFN_NORM,
+    QT_TN_FFN_GATE,
+    QT_TN_FFN_GATE_BIAS,
+    QT_TN_FFN_UP,
+    QT_TN_FFN_UP_BIAS,
+    QT_TN_FFN_DOWN,
+    QT_TN_FFN_DOWN_BIAS,
+    QT_TN_ATTN_K_SCALE,
+    QT_TN_ATTN_V_SCALE,
+    QT_TN_OUTPUT_NORM,
+    QT_TN_OUTPUT,
+    QT_TN_COUNT
+} qt_tn_id;
+
 typedef struct qt_tn_info {
     qt_tn_place place;
     const char *gguf;          /* full name, or suffix after "blk.N."; NULL: HF-only tensor that is dropped */
@@ -61,8 +92,10 @@ typedef struct qt_tn_info {
 #define QT_TN_GGUF_LAYER_PREFIX "blk."
 #define QT_TN_HF_LAYER_PREFIX "model.layers."
 
-/* The whole table, in canonical order (what a reader emits). */
+/* The whole table, in canonical order (what a reader emits); row i has id i. */
 const qt_tn_info *qt__tn_table(int32_t *n);
+/* One row by id; NULL when id is out of range. */
+const qt_tn_info *qt__tn_row(qt_tn_id id);
 /* Look a full name up; *layer = block index for per-layer names, -1 otherwise.
  * NULL if the name is not in the table (or has a malformed layer number).
  * HF lookups also match hf_alias (the first row with that alias). */

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 #include "plan_internal.h"
@@ -312,18 +313,41 @@ static void slug(const char *s, char *out, size_t n) {
     out[k] = 0;
 }
 
+/* `quanta quantize` reads a local checkpoint: a hub id is downloaded first (the
+ * Hugging Face CLI) into a directory named after the model. Returns the path. */
+static const char *local_source(qt_plan *p, const qt_model_spec *m, const char *name, char *buf, size_t cap) {
+    if (access(m->hf_repo, F_OK) == 0) return m->hf_repo;
+    snprintf(buf, cap, "%s", name);
+    command(p, "hf download %s --local-dir %s", m->hf_repo, buf);
+    return buf;
+}
+
+/* The --scheme quantize takes for a plan row: AWQ and GPTQ are W4A16 checkpoints whose
+ * calibrated algorithms (--algo) are not in quanta yet, so the command is W4A16 by
+ * round-to-nearest and a note says so. */
+static const char *quantize_scheme(qt_plan *p, const qt_scheme_info *s) {
+    if (!strcmp(s->key, "awq") || !strcmp(s->key, "gptq")) {
+        note(p, "quanta quantize --scheme w4a16 rounds to nearest; %s calibration (--algo %s) is not in quanta yet: "
+                "use llm-compressor for a %s checkpoint", s->key, s->key, s->key);
+        return "w4a16";
+    }
+    return s->key;
+}
+
 static void commands_for(qt_plan *p, const qt_plan_row *best) {
     const qt_model_spec *m = p->req.model;
     const qt_scheme_info *s = best->scheme;
     const qt_estimate *e = &best->est;
-    char name[96];
+    char name[96], src[160];
     slug(m->key, name, sizeof name);
+    char *dot = strstr(name, ".gguf");
+    if (dot && !dot[5]) *dot = 0;
     int64_t seqs = p->req.concurrency > 0 ? p->req.concurrency : e->concurrency;
     if (seqs < 1) seqs = 1;
     if (s->runtime == QT_RUNTIME_LLAMACPP) {
         char out[160];
         snprintf(out, sizeof out, "%s-%s.gguf", name, s->gguf_ftype);
-        command(p, "quanta quantize -m %s --scheme %s -o %s", m->hf_repo, s->key, out);
+        command(p, "quanta quantize %s %s --scheme %s", local_source(p, m, name, src, sizeof src), out, s->key);
         const bool q8kv = p->req.kv_dtype == QT_KV_TYPE_INT8;
         /* llama-server splits -c among -np slots; slots beyond a few dozen (a handful on a
          * host) add little, as decoding batches them. Each slot holds the context. */
@@ -351,8 +375,9 @@ static void commands_for(qt_plan *p, const qt_plan_row *best) {
     } else if (s->runtime == QT_RUNTIME_BNB) {
         command(p, "vllm serve %s --quantization bitsandbytes%s", m->hf_repo, flags);
     } else {
-        command(p, "quanta quantize -m %s --scheme %s -o %s-%s", m->hf_repo, s->key, name, s->key);
-        command(p, "vllm serve %s-%s%s", name, s->key, flags);
+        const char *qs = quantize_scheme(p, s);
+        command(p, "quanta quantize %s %s-%s --scheme %s", local_source(p, m, name, src, sizeof src), name, qs, qs);
+        command(p, "vllm serve %s-%s%s", name, qs, flags);
     }
 }
 

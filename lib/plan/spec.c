@@ -1,110 +1,88 @@
 /* lib/plan/spec.c — model specs from a preset, a config.json, or a checkpoint.
  *
- * config.json fields and defaults: docs/formats.md §7.1 (transformers'
- * configuration classes). Beyond the four architectures the engine runs, the
+ * config.json is read by the one reader, lib/io/hf_config.c (fields:
+ * docs/formats.md §7.1, transformers' configuration classes). Beyond the four architectures the engine runs, the
  * planner reads the fields that decide memory for the families in the
  * preset table: Gemma 2 (explicit head_dim, alternating sliding window),
  * Mixtral / Qwen3-MoE / DeepSeek (experts), DeepSeek (MLA ranks).
  */
 #include <dirent.h>
-#include <jansson.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "io/hf_config.h"
 #include "model/arch.h"
 #include "plan_internal.h"
 
-typedef struct cfg {
-    const char *path;
-    json_t *root;   /* the object holding the text-model fields (root or text_config) */
-} cfg;
+/* The transformer's shape, from a config's or a checkpoint's hyperparameters
+ * (n_head >= 1; kv heads and head_dim may be 0 in a checkpoint: derived). */
+static void set_shape(const qt_hparams *hp, qt_model_spec *m) {
+    m->n_vocab = hp->n_vocab;
+    m->n_embd = hp->n_embd;
+    m->n_layer = hp->n_layer;
+    m->n_head = hp->n_head;
+    m->n_head_kv = hp->n_head_kv > 0 ? hp->n_head_kv : hp->n_head;
+    m->head_dim = hp->head_dim > 0 ? hp->head_dim : hp->n_embd / hp->n_head;
+    m->n_ff = hp->n_ff;
+    m->n_ctx_train = hp->n_ctx_train;
+}
 
-static qt_status get_int(const cfg *c, const char *field, bool required, int64_t dflt, int64_t *out) {
-    json_t *v = json_object_get(c->root, field);
-    if (!v || json_is_null(v)) {
-        if (required) return qt_error(QT_ERR_FORMAT, "%s: field '%s': missing", c->path, field);
-        *out = dflt;
-        return QT_OK;
+/* The spec of any family the planner sizes, from the one config.json reader
+ * (lib/io/hf_config.c): its shape fields are required, not class defaults. */
+static qt_status fill_from_config(const qt_hf_config *c, qt_model_spec *m) {
+    if (!c->model_type[0]) return qt__hf_config_missing(c, "model_type");
+    snprintf(m->arch, sizeof m->arch, "%s", c->model_type);
+    m->kind = QT_SPEC_LLM;
+    qt_hparams hp;
+    qt_status st = qt__hf_config_dims(c, NULL, &hp);
+    if (st) return st;
+    set_shape(&hp, m); /* head_dim is its own field for Qwen3 and Gemma (hidden / heads would be wrong) */
+    /* What the model_type implies beyond its fields: a row of lib/model/arch.c. */
+    const qt__hf_family *fam = qt__hf_family_find(c->model_type);
+    m->tie_embeddings = qt__hf_bool_or(c->tie_word_embeddings, fam->tie_default);
+    m->attn_bias = fam->attn_bias || qt__hf_bool_or(c->attention_bias, false);
+    m->qk_norm = fam->qk_norm;
+    m->norms_per_layer = fam->norms_per_layer;
+    const bool swa_on = fam->swa == QT__SWA_ALL || fam->swa == QT__SWA_ALTERNATE ||
+                        (fam->swa == QT__SWA_GATED && qt__hf_bool_or(c->use_sliding_window, false));
+    if (c->sliding_window.v > 0 && swa_on) {
+        m->sliding_window = c->sliding_window.v;
+        m->swa_period = fam->swa == QT__SWA_ALTERNATE ? 2 : 1;
     }
-    if (!json_is_integer(v)) return qt_error(QT_ERR_FORMAT, "%s: field '%s': not an integer", c->path, field);
-    json_int_t x = json_integer_value(v);
-    if (x < 0 || x > ((json_int_t)1 << 40))
-        return qt_error(QT_ERR_FORMAT, "%s: field '%s': %lld is out of range", c->path, field, (long long)x);
-    *out = x;
     return QT_OK;
 }
 
-static bool get_bool(const cfg *c, const char *field, bool dflt) {
-    json_t *v = json_object_get(c->root, field);
-    return json_is_boolean(v) ? json_is_true(v) : dflt;
-}
-
-static const char *get_str(const cfg *c, const char *field) {
-    json_t *v = json_object_get(c->root, field);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static qt_status fill_from_json(const cfg *c, qt_model_spec *m) {
-    qt_status st;
-    const char *mt = get_str(c, "model_type");
-    if (!mt) return qt_error(QT_ERR_FORMAT, "%s: field 'model_type': missing", c->path);
-    snprintf(m->arch, sizeof m->arch, "%s", mt);
-    m->kind = QT_SPEC_LLM;
-    if ((st = get_int(c, "vocab_size", true, 0, &m->n_vocab))) return st;
-    if ((st = get_int(c, "hidden_size", true, 0, &m->n_embd))) return st;
-    if ((st = get_int(c, "num_hidden_layers", true, 0, &m->n_layer))) return st;
-    if ((st = get_int(c, "num_attention_heads", true, 0, &m->n_head))) return st;
-    if ((st = get_int(c, "num_key_value_heads", false, m->n_head, &m->n_head_kv))) return st;
-    if ((st = get_int(c, "intermediate_size", true, 0, &m->n_ff))) return st;
-    if ((st = get_int(c, "max_position_embeddings", false, 0, &m->n_ctx_train))) return st;
-    if (!m->n_vocab || !m->n_embd || !m->n_layer || !m->n_head || !m->n_head_kv)
-        return qt_error(QT_ERR_FORMAT, "%s: a size field is 0", c->path);
-    if (m->n_head % m->n_head_kv)
-        return qt_error(QT_ERR_FORMAT, "%s: field 'num_key_value_heads': %lld does not divide num_attention_heads %lld",
-                        c->path, (long long)m->n_head_kv, (long long)m->n_head);
-    /* head_dim is its own field for Qwen3 and Gemma (hidden / heads would be wrong). */
-    if ((st = get_int(c, "head_dim", false, 0, &m->head_dim))) return st;
-    if (!m->head_dim) {
-        if (m->n_embd % m->n_head)
-            return qt_error(QT_ERR_FORMAT, "%s: field 'head_dim': missing and hidden_size %% num_attention_heads != 0", c->path);
-        m->head_dim = m->n_embd / m->n_head;
-    }
-    /* What the model_type implies beyond its fields: a row of lib/model/arch.c. */
-    const qt__hf_family *fam = qt__hf_family_find(mt);
-    m->tie_embeddings = get_bool(c, "tie_word_embeddings", fam->tie_default);
-    m->attn_bias = fam->attn_bias || get_bool(c, "attention_bias", false);
-    m->qk_norm = fam->qk_norm;
-    m->norms_per_layer = fam->norms_per_layer;
-    int64_t sw = 0;
-    if ((st = get_int(c, "sliding_window", false, 0, &sw))) return st;
-    const bool swa_on = fam->swa == QT__SWA_ALL || fam->swa == QT__SWA_ALTERNATE ||
-                        (fam->swa == QT__SWA_GATED && get_bool(c, "use_sliding_window", false));
-    if (sw > 0 && swa_on) {
-        m->sliding_window = sw;
-        m->swa_period = fam->swa == QT__SWA_ALTERNATE ? 2 : 1;
-    }
-    /* Experts: Mixtral names them num_local_experts (width intermediate_size), Qwen3-MoE
-     * num_experts + moe_intermediate_size, DeepSeek n_routed_experts + shared experts. */
-    int64_t e = 0;
-    if ((st = get_int(c, "num_local_experts", false, 0, &e))) return st;
-    if (!e && (st = get_int(c, "num_experts", false, 0, &e))) return st;
-    if (!e && (st = get_int(c, "n_routed_experts", false, 0, &e))) return st;
+/* Experts: Mixtral names them num_local_experts (width intermediate_size), Qwen3-MoE
+ * num_experts + moe_intermediate_size, DeepSeek n_routed_experts + shared experts. */
+static qt_status fill_experts(const qt_hf_config *c, qt_model_spec *m) {
+    const int32_t e = c->num_local_experts.v ? c->num_local_experts.v
+                      : c->num_experts.v     ? c->num_experts.v
+                                             : c->n_routed_experts.v;
     if (e > 0) {
+        if (!c->num_experts_per_tok.set) return qt__hf_config_missing(c, "num_experts_per_tok");
         m->n_expert = e;
-        if ((st = get_int(c, "num_experts_per_tok", true, 0, &m->n_expert_used))) return st;
-        if ((st = get_int(c, "moe_intermediate_size", false, m->n_ff, &m->n_ff_expert))) return st;
-        if ((st = get_int(c, "n_shared_experts", false, 0, &m->n_expert_shared))) return st;
-        if ((st = get_int(c, "first_k_dense_replace", false, 0, &m->n_dense_lead))) return st;
+        m->n_expert_used = c->num_experts_per_tok.v;
+        m->n_ff_expert = qt__hf_int_or(c->moe_intermediate_size, (int32_t)m->n_ff);
+        m->n_expert_shared = c->n_shared_experts.v;
+        m->n_dense_lead = c->first_k_dense_replace.v;
         if (m->n_expert_used < 1 || m->n_expert_used > m->n_expert)
-            return qt_error(QT_ERR_FORMAT, "%s: field 'num_experts_per_tok': %lld is not in 1..%lld", c->path,
+            return qt_error(QT_ERR_FORMAT, "%s: field '%snum_experts_per_tok': %lld is not in 1..%lld", c->path, c->prefix,
                             (long long)m->n_expert_used, (long long)m->n_expert);
     }
-    if ((st = get_int(c, "kv_lora_rank", false, 0, &m->kv_lora_rank))) return st;
-    if (m->kv_lora_rank > 0) {
-        if ((st = get_int(c, "q_lora_rank", false, 0, &m->q_lora_rank))) return st;
-        if ((st = get_int(c, "qk_rope_head_dim", true, 0, &m->qk_rope_dim))) return st;
-        if ((st = get_int(c, "qk_nope_head_dim", true, 0, &m->qk_nope_dim))) return st;
-        if ((st = get_int(c, "v_head_dim", true, 0, &m->v_head_dim))) return st;
+    return QT_OK;
+}
+
+/* Multi-head latent attention (DeepSeek): the cache holds the compressed KV. */
+static qt_status fill_mla(const qt_hf_config *c, qt_model_spec *m) {
+    if (c->kv_lora_rank.v > 0) {
+        if (!c->qk_rope_head_dim.set) return qt__hf_config_missing(c, "qk_rope_head_dim");
+        if (!c->qk_nope_head_dim.set) return qt__hf_config_missing(c, "qk_nope_head_dim");
+        if (!c->v_head_dim.set) return qt__hf_config_missing(c, "v_head_dim");
+        m->kv_lora_rank = c->kv_lora_rank.v;
+        m->q_lora_rank = c->q_lora_rank.v;
+        m->qk_rope_dim = c->qk_rope_head_dim.v;
+        m->qk_nope_dim = c->qk_nope_head_dim.v;
+        m->v_head_dim = c->v_head_dim.v;
         m->head_dim = m->qk_nope_dim + m->qk_rope_dim;
     }
     return QT_OK;
@@ -121,25 +99,11 @@ qt_status qt_plan_spec_from_config(const char *path, qt_model_spec *out) {
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) snprintf(file, sizeof file, "%s/config.json", path);
     else snprintf(file, sizeof file, "%s", path);
-    char *text;
-    size_t size;
-    qt_status st = qt_read_file(file, &text, &size);
-    if (st) return st;
-    json_error_t jerr;
-    json_t *root = json_loadb(text, size, 0, &jerr);
-    free(text);
-    if (!root) return qt_error(QT_ERR_FORMAT, "%s: line %d: %s", file, jerr.line, jerr.text);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return qt_error(QT_ERR_FORMAT, "%s: not a JSON object", file);
-    }
-    /* Multimodal configs keep the language model under text_config. */
-    cfg c = {file, root};
-    json_t *text_cfg = json_object_get(root, "text_config");
-    if (!json_object_get(root, "hidden_size") && json_is_object(text_cfg)) c.root = text_cfg;
-    st = fill_from_json(&c, out);
-    if (!st && c.root != root && !out->arch[0]) st = qt_error(QT_ERR_FORMAT, "%s: no model_type", file);
-    json_decref(root);
+    qt_hf_config c;
+    qt_status st = qt__hf_config_read(file, &c);
+    if (!st) st = fill_from_config(&c, out);
+    if (!st) st = fill_experts(&c, out);
+    if (!st) st = fill_mla(&c, out);
     if (st) return st;
     /* A directory names the model; a bare config.json file is named by its directory. */
     char name[1024];
@@ -185,14 +149,7 @@ qt_status qt_plan_spec_from_model(const qt_model *mdl, qt_model_spec *out) {
     snprintf(out->hf_repo, sizeof out->hf_repo, "%.95s", path);
     snprintf(out->source, sizeof out->source, "%.223s", path);
     snprintf(out->arch, sizeof out->arch, "%s", hp->arch_name[0] ? hp->arch_name : "llama");
-    out->n_vocab = hp->n_vocab;
-    out->n_embd = hp->n_embd;
-    out->n_layer = hp->n_layer;
-    out->n_head = hp->n_head;
-    out->n_head_kv = hp->n_head_kv > 0 ? hp->n_head_kv : hp->n_head;
-    out->head_dim = hp->head_dim > 0 ? hp->head_dim : hp->n_embd / hp->n_head;
-    out->n_ff = hp->n_ff;
-    out->n_ctx_train = hp->n_ctx_train;
+    set_shape(hp, out);
     out->tie_embeddings = hp->tie_embeddings;
     out->attn_bias = hp->attn_qkv_bias;
     out->qk_norm = hp->attn_qk_norm;

@@ -159,8 +159,9 @@ qt_status qt_plan_param_counts(const qt_model_spec *m, qt_param_counts *out) {
 /* ---- llama.cpp's tensor types for a GGUF file type: lib/quant/recipe.c ---------- */
 
 qt_type qt__gguf_tensor_type(const qt_gguf_ftype_info *ft, const qt_model_spec *m, const qt__ptensor *t) {
-    const qt__recipe_model rm = {m->arch, m->n_layer, m->n_expert, m->tie_embeddings};
-    const qt__recipe_tensor rt = {t->name, t->layer, t->role, t->in};
+    const qt__recipe_model rm = {m->arch, m->n_layer, m->n_expert, m->tie_embeddings,
+                                 m->n_head_kv > 0 ? m->n_head / m->n_head_kv : 1, false};
+    const qt__recipe_tensor rt = {t->name, t->layer, t->role, t->in, t->n_mat};
     return qt__recipe_gguf_type(ft, &rm, &rt);
 }
 

@@ -13,19 +13,6 @@
 source "$(dirname "$0")/lib/harness.sh"
 model="$shared/models/stories260K.gguf"
 
-has() { grep -qF -- "$2" "$tmp/$1"; }
-expect() { # name, exit, stderr needle ('' none), command...
-    local name="$1" want="$2" needle="$3"
-    shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local got=$?
-    if [ "$got" = "$want" ] && { [ -z "$needle" ] || has err "$needle"; }; then pass=$((pass + 1)); else
-        echo "FAIL $name: exit $got (want $want)${needle:+, stderr should contain '$needle'}"
-        head -c 1500 "$tmp/out"; head -c 1500 "$tmp/err"
-        fail=$((fail + 1))
-    fi
-}
-ok() { if "$@"; then pass=$((pass + 1)); else echo "FAIL: $*"; fail=$((fail + 1)); fi; }
 no_temps() { [ -z "$(find "$1" -maxdepth 1 -name '.*' ! -name '.' ! -name '..' | head -1)" ]; }
 
 # ---- 1: the output rule through --svg -------------------------------------------------

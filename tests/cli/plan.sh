@@ -65,7 +65,7 @@ has "accounting        realistic" "5.55 GB per GPU" "2.18 GB kept 16-bit" "simpl
 
 # ---- plan ------------------------------------------------------------------------------
 run 0 plan --model qwen2.5-7b --gpu t4 --svg "$tmp/t4.svg" --html "$tmp/t4.html"
-has "NVIDIA T4 (Turing, compute capability 7.5" "the WEIGHTS" "recommended" "quanta quantize -m Qwen/Qwen2.5-7B-Instruct" \
+has "NVIDIA T4 (Turing, compute capability 7.5" "the WEIGHTS" "recommended" "hf download Qwen/Qwen2.5-7B-Instruct --local-dir qwen2.5-7b" "quanta quantize qwen2.5-7b qwen2.5-7b-" \
     "vllm serve" "--dtype half" "FP8 W8A8 needs compute capability 8.9" "no bf16 fast path" "DOES NOT FIT"
 head -c 5 "$tmp/t4.svg" | grep -q '<svg' || { echo "FAIL: t4.svg does not start with <svg"; failures=$((failures + 1)); }
 tail -n 1 "$tmp/t4.svg" | grep -q '</svg>' || { echo "FAIL: t4.svg does not end with </svg>"; failures=$((failures + 1)); }

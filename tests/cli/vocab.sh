@@ -13,20 +13,6 @@ source "$(dirname "$0")/lib/harness.sh"
 model="$shared/models/stories260K.gguf"
 text="$shared/data/tinystories-valid-first1000.txt"
 
-has() { grep -qF -- "$2" "$tmp/$1"; }
-# check, plus: stderr (or stdout with 'out:') must contain a string
-expect() { # name, exit, needle ('' none), command...
-    local name="$1" want="$2" needle="$3"
-    shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local got=$? where=err pat="$needle"
-    case "$needle" in out:*) where=out; pat="${needle#out:}" ;; esac
-    if [ "$got" = "$want" ] && { [ -z "$pat" ] || has "$where" "$pat"; }; then pass=$((pass + 1)); else
-        echo "FAIL $name: exit $got (want $want)${pat:+, $where should contain '$pat'}"
-        head -c 2000 "$tmp/out"; head -c 2000 "$tmp/err"
-        fail=$((fail + 1))
-    fi
-}
 # JSON without a JSON tool: one object or array, from the first byte to the last.
 is_json() { # file
     local first last
@@ -42,6 +28,7 @@ rows=(
     "tokenize|-m $model -p hi|"
     "inspect|$model|"
     "convert|$model @OUT@.gguf|"
+    "quantize|$model @OUT@.gguf --scheme q8_0 --force|"
     "plan|--model qwen2.5-7b --gpu t4|c kp"
     "estimate|--model qwen2.5-7b --scheme int8 --gpu t4|c kp"
     "hw|--gpu t4|"
@@ -50,6 +37,12 @@ rows=(
     "eval|--base $model --candidate $model -f $text -c 64 --chunks 1|c ke"
     "imatrix|-m $model -f $text -c 64 --chunks 2 -o @OUT@.gguf|c"
 )
+# the table covers every verb `quanta --help` lists
+"$q" --help | awk '/^verbs:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on = 0}' >"$tmp/verbs"
+[ "$(wc -l <"$tmp/verbs")" -ge 10 ] && pass=$((pass + 1)) || { echo "FAIL: quanta --help lists too few verbs"; fail=$((fail + 1)); }
+while read -r verb; do
+    printf '%s\n' "${rows[@]}" | grep -q "^$verb|" && pass=$((pass + 1)) || { echo "FAIL: verb $verb has no row in tests/cli/vocab.sh"; fail=$((fail + 1)); }
+done <"$tmp/verbs"
 for row in "${rows[@]}"; do
     IFS='|' read -r verb args fam <<<"$row"
     # each run gets its own OUT (convert refuses nothing here, but never reuses a name)

@@ -288,7 +288,9 @@ static void test_plan_t4_weights_are_the_constraint(void) {
     int turing = 0;
     for (int i = 0; i < p.n_warnings; i++) turing |= strstr(p.warnings[i], "no bf16 fast path") != NULL;
     CHECK(turing);
-    CHECK(p.n_commands == 2 && strstr(p.commands[0], "quanta quantize") && strstr(p.commands[1], "--dtype half"));
+    /* a hub id: download first, then the one quantize form on the local copy, then serve */
+    CHECK(p.n_commands == 3 && strstr(p.commands[0], "hf download") && strstr(p.commands[1], "quanta quantize ") &&
+          !strstr(p.commands[1], " -m ") && strstr(p.commands[2], "--dtype half"));
     /* KV advice: an 8-bit cache roughly doubles the sequences */
     CHECK_EQ_INT(p.kv_alt_dtype, QT_KV_TYPE_FP8_E4M3);
     CHECK(p.kv_alt.concurrency >= 2 * b->est.concurrency - 1);

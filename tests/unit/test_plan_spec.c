@@ -107,6 +107,13 @@ static void test_config_defaults_and_families(void) {
         " \"num_attention_heads\": 32}}");
     CHECK_OK(qt_plan_spec_from_config(mm, &m));
     CHECK_EQ_INT(m.n_layer, 32);
+    /* what the engine refuses (gelu, yarn rope, partial rotary) the planner still sizes */
+    const char *phi = write_tmp("phi.json",
+        "{\"model_type\": \"phi\", \"vocab_size\": 51200, \"hidden_size\": 2560, \"intermediate_size\": 10240,"
+        " \"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"hidden_act\": \"gelu_new\","
+        " \"partial_rotary_factor\": 0.4, \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 40}}");
+    CHECK_OK(qt_plan_spec_from_config(phi, &m));
+    CHECK_EQ_INT(m.head_dim, 80);
 }
 
 static void test_config_errors_name_the_field(void) {
@@ -130,7 +137,11 @@ static void test_config_errors_name_the_field(void) {
         "{\"model_type\": \"llama\", \"vocab_size\": \"32000\", \"hidden_size\": 4096, \"intermediate_size\": 11008,"
         " \"num_hidden_layers\": 32, \"num_attention_heads\": 32}");
     CHECK_STATUS(qt_plan_spec_from_config(p, &m), QT_ERR_FORMAT);
-    CHECK(strstr(qt_last_error(), "not an integer"));
+    CHECK(strstr(qt_last_error(), "field 'vocab_size': must be an integer")); /* the one reader's wording */
+    /* a nested language model's fields are named with their path */
+    p = write_tmp("mmbad.json", "{\"model_type\": \"llava\", \"text_config\": {\"model_type\": \"llama\"}}");
+    CHECK_STATUS(qt_plan_spec_from_config(p, &m), QT_ERR_FORMAT);
+    CHECK(strstr(qt_last_error(), "field 'text_config.vocab_size': missing"));
     CHECK_STATUS(qt_plan_spec_from_config("/nonexistent/config.json", &m), QT_ERR_IO);
     /* unknown names suggest the nearest preset */
     CHECK_STATUS(qt_plan_spec_resolve("qwen2.5-7", &m), QT_ERR_NOT_FOUND);

@@ -30,35 +30,35 @@ static void test_roles_match_planner(void) {
 static void test_q4_k_m_rules(void) {
     const qt_gguf_ftype_info *ft = qt_gguf_ftype_find("q4_k_m");
     CHECK(ft && ft->has_rules && ft->mix && ft->base == QT_TYPE_Q4_K && ft->id == 15);
-    const qt__recipe_model m = {"llama", 32, 0, false};
-    qt__recipe_tensor t = {"attn_v", 0, QT__ROLE_LINEAR, 4096};
+    const qt__recipe_model m = {"llama", 32, 0, false, 1, false};
+    qt__recipe_tensor t = {"attn_v", 0, QT__ROLE_LINEAR, 4096, 1};
     CHECK_EQ_INT(qt__recipe_gguf_type(ft, &m, &t), QT_TYPE_Q6_K); /* first eighth: more bits */
     t.layer = 5;
     CHECK_EQ_INT(qt__recipe_gguf_type(ft, &m, &t), QT_TYPE_Q4_K);
     t.layer = 6; /* (6 - 4) % 3 == 2 */
     CHECK_EQ_INT(qt__recipe_gguf_type(ft, &m, &t), QT_TYPE_Q6_K);
-    const qt__recipe_model big = {"llama", 80, 0, false};
+    const qt__recipe_model big = {"llama", 80, 0, false, 1, false};
     t.layer = 20; /* not a more-bits layer: 70B rule */
     CHECK_EQ_INT(qt__recipe_gguf_type(ft, &big, &t), QT_TYPE_Q5_K);
-    t = (qt__recipe_tensor){"ffn_down", 31, QT__ROLE_LINEAR, 11008};
+    t = (qt__recipe_tensor){"ffn_down", 31, QT__ROLE_LINEAR, 11008, 1};
     CHECK_EQ_INT(qt__recipe_gguf_type(ft, &m, &t), QT_TYPE_Q6_K); /* last eighth */
-    t = (qt__recipe_tensor){"ffn_gate", 10, QT__ROLE_LINEAR, 4128}; /* 4128 % 256 != 0 -> q5_0 */
+    t = (qt__recipe_tensor){"ffn_gate", 10, QT__ROLE_LINEAR, 4128, 1}; /* 4128 % 256 != 0 -> q5_0 */
     CHECK_EQ_INT(qt__recipe_gguf_type(ft, &m, &t), QT_TYPE_Q5_0);
     t.row_len = 4104; /* not even whole 32-blocks -> f16 */
     CHECK_EQ_INT(qt__recipe_gguf_type(ft, &m, &t), QT_TYPE_F16);
     t.row_len = 4128;
     CHECK_EQ_INT(qt__recipe_gguf_type(ft, &m, &t), QT_TYPE_Q5_0);
-    t = (qt__recipe_tensor){"output", -1, QT__ROLE_OUTPUT, 4096};
+    t = (qt__recipe_tensor){"output", -1, QT__ROLE_OUTPUT, 4096, 1};
     CHECK_EQ_INT(qt__recipe_gguf_type(ft, &m, &t), QT_TYPE_Q6_K);
-    t = (qt__recipe_tensor){"attn_norm", 3, QT__ROLE_SMALL, 4096};
+    t = (qt__recipe_tensor){"attn_norm", 3, QT__ROLE_SMALL, 4096, 1};
     CHECK_EQ_INT(qt__recipe_gguf_type(ft, &m, &t), QT_TYPE_F32);
-    const qt__recipe_model moe8 = {"llama", 32, 8, false};
-    t = (qt__recipe_tensor){"attn_k", 9, QT__ROLE_LINEAR, 4096};
+    const qt__recipe_model moe8 = {"llama", 32, 8, false, 1, false};
+    t = (qt__recipe_tensor){"attn_k", 9, QT__ROLE_LINEAR, 4096, 1};
     CHECK_EQ_INT(qt__recipe_gguf_type(ft, &moe8, &t), QT_TYPE_Q8_0);
-    /* Q8_0: output stays q8_0; a file type without rules gets its base type */
-    t = (qt__recipe_tensor){"output", -1, QT__ROLE_OUTPUT, 4096};
+    /* Q8_0: output stays q8_0; other K types give the output Q6_K */
+    t = (qt__recipe_tensor){"output", -1, QT__ROLE_OUTPUT, 4096, 1};
     CHECK_EQ_INT(qt__recipe_gguf_type(qt_gguf_ftype_find("Q8_0"), &m, &t), QT_TYPE_Q8_0);
-    CHECK_EQ_INT(qt__recipe_gguf_type(qt_gguf_ftype_find("Q3_K_S"), &m, &t), QT_TYPE_Q3_K);
+    CHECK_EQ_INT(qt__recipe_gguf_type(qt_gguf_ftype_find("Q3_K_S"), &m, &t), QT_TYPE_Q6_K);
 }
 
 /* The AWQ/SmoothQuant folding pairs of every engine architecture name tensors a

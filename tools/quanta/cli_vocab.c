@@ -59,7 +59,7 @@ int cli_json_emit_tree(const cli_json *j, void *root, size_t extra_flags, const 
     char *nl = text ? realloc(text, strlen(text) + 2) : NULL;
     if (!nl) {
         free(text);
-        return cli_fail(qt_error(QT_ERR_NOMEM, "%s: cannot build the JSON text", what));
+        return cli_fail(qt_error(QT_ERR_NOMEM, "%s: cannot build the JSON text (out of memory, or a string that is not valid UTF-8)", what));
     }
     strcat(nl, "\n");
     int rc = cli_json_emit(j, nl);

@@ -123,16 +123,7 @@ int cmd_convert(int argc, char **argv) {
     if (rc == CLI_OK && json.on) {
         json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:i, s:i}", "input", in, "output", out, "kind", to_gguf ? "gguf" : "hf",
                               "source", src, "tensors", qt_model_n_tensors(m) - n_dropped, "dropped_kv_scales", n_dropped);
-        char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-        json_decref(o);
-        char *nl = text ? realloc(text, strlen(text) + 2) : NULL;
-        if (nl) {
-            strcat(nl, "\n");
-            rc = cli_json_emit(&json, nl);
-        } else {
-            rc = cli_fail(qt_error(QT_ERR_NOMEM, "convert: out of memory"));
-        }
-        free(nl ? nl : text);
+        rc = cli_json_emit_tree(&json, o, 0, "convert");
     }
     qt_model_free(m);
     return rc;

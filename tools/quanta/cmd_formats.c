@@ -31,15 +31,7 @@ static int print_json(const cli_json *j) {
         json_object_set_new(o, "tensor_codec", json_boolean(f->quantize != NULL));
         json_array_append_new(arr, o);
     }
-    char *text = json_dumps(arr, JSON_INDENT(2));
-    json_decref(arr);
-    if (!text) return cli_fail(qt_error(QT_ERR_NOMEM, "formats: out of memory"));
-    size_t n = strlen(text);
-    char *nl = realloc(text, n + 2);
-    if (nl) { memcpy(nl + n, "\n", 2); text = nl; }
-    int rc = cli_json_emit(j, text);
-    free(text);
-    return rc;
+    return cli_json_emit_tree(j, arr, 0, "formats");
 }
 
 static void print_table(void) {

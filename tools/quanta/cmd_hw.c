@@ -131,15 +131,7 @@ static json_t *list_json(void) {
 }
 
 static int emit(const cli_json *o, json_t *j) {
-    char *s = json_dumps(j, JSON_INDENT(2));
-    json_decref(j);
-    if (!s) return cli_fail(qt_error(QT_ERR_NOMEM, "hw: out of memory"));
-    size_t n = strlen(s);
-    char *nl = realloc(s, n + 2);
-    if (nl) { memcpy(nl + n, "\n", 2); s = nl; }
-    int rc = cli_json_emit(o, s);
-    free(s);
-    return rc;
+    return cli_json_emit_tree(o, j, 0, "hw");
 }
 
 /* The JSON of what was asked: the list, one cell, a GPU's column, a scheme's row, or the matrix. */

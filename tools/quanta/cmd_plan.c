@@ -33,15 +33,7 @@ static int list_models_json(const cli_json *j) {
                                            m->kind == QT_SPEC_LLM ? "llm" : "diffusion", "parameters",
                                            (json_int_t)pc.total, "source", m->source));
     }
-    char *text = json_dumps(a, JSON_INDENT(2));
-    json_decref(a);
-    if (!text) return cli_fail(qt_error(QT_ERR_NOMEM, "plan: out of memory"));
-    size_t n = strlen(text);
-    char *nl = realloc(text, n + 2);
-    if (nl) { memcpy(nl + n, "\n", 2); text = nl; }
-    int rc = cli_json_emit(j, text);
-    free(text);
-    return rc;
+    return cli_json_emit_tree(j, a, 0, "plan");
 }
 
 static void list_models(void) {

@@ -89,17 +89,7 @@ static int report_json(const run_args *a, const qt_engine_ctx *e, const char *te
     json_t *o = json_pack("{s:s, s:s, s:s%, s:i, s:I, s:s, s:f, s:f, s:s}", "model", a->model, "prompt", a->prompt,
                           "text", text, len, "n_prompt", n_prompt, "n_generated", (json_int_t)n_gen, "stopped", why,
                           "prompt_seconds", t_prefill, "decode_seconds", t_decode, "numerics", qt_engine_describe(e));
-    char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(o);
-    char *nl = s ? realloc(s, strlen(s) + 2) : NULL;
-    if (!nl) {
-        free(s);
-        return cli_fail(qt_error(QT_ERR_FORMAT, "run: the generated text is not valid UTF-8 JSON can hold"));
-    }
-    strcat(nl, "\n");
-    int rc = cli_json_emit(&a->json, nl);
-    free(nl);
-    return rc;
+    return cli_json_emit_tree(&a->json, o, 0, "run");
 }
 
 static int generate(const run_args *a, qt_model *m, qt_tokenizer *tok) {

@@ -14,6 +14,7 @@ static const cli_verb verbs[] = {
     {"tokenize", "print the token ids (and pieces) of a text with a model's tokenizer", cmd_tokenize},
     {"inspect", "describe a checkpoint: architecture, tokenizer, tensors, totals", cmd_inspect},
     {"convert", "convert between GGUF, Hugging Face directories and llama2.c", cmd_convert},
+    {"quantize", "quantize to any GGUF file type exactly as llama-quantize does (imatrix, per-tensor rules)", cmd_quantize},
     {"plan", "rank the formats that run on a GPU for a model: fit, KV cache, commands, SVG", cmd_plan},
     {"estimate", "memory arithmetic for one model, scheme and GPU: weights, KV cache, sequences", cmd_estimate},
     {"hw", "the hardware table and the format support matrix, with reasons", cmd_hw},

@@ -1,0 +1,424 @@
+/* `quanta quantize IN OUT --scheme S [options]`: a GGUF file as
+ * llama-quantize makes it (include/quanta/quantize.h, docs/quantize.md).
+ * The scheme decides the output, in one place (run_scheme()): a GGUF file
+ * type writes a .gguf file; a vLLM scheme writes a compressed-tensors
+ * directory as llm-compressor does (include/quanta/quantize_ct.h). */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+
+#define VERB "quantize"
+#define MAX_PATTERNS 64
+
+static void help(void) {
+    printf("usage: quanta quantize IN OUT --scheme S [options]\n\n"
+           "Quantize a checkpoint (GGUF, Hugging Face directory or llama2.c file) into a GGUF\n"
+           "file exactly as llama-quantize does: the same per-tensor types and the same bytes.\n\n"
+           "  --scheme S                 a llama-quantize file type, any case: q8_0, q4_0, q4_1, q5_0,\n"
+           "                             q5_1, q2_k, q2_k_s, q3_k_s/m/l, q4_k_s/m, q5_k_s/m, q6_k, iq1_s,\n"
+           "                             iq1_m, iq2_xxs, iq2_xs, iq2_s, iq2_m, iq3_xxs, iq3_xs, iq3_s,\n"
+           "                             iq3_m, iq4_nl, iq4_xs, tq1_0, tq2_0, mxfp4_moe, q1_0, q2_0,\n"
+           "                             f16, bf16, f32; or a vLLM scheme, which writes OUT as a\n"
+           "                             compressed-tensors directory (llm-compressor's layout): w4a16,\n"
+           "                             w4a16-asym, w8a16, w8a8-int8, fp8-dynamic (fp8), fp8-static,\n"
+           "                             fp8-block, nvfp4, mxfp4 (--keep, --force, --threads, --dry-run\n"
+           "                             and --json apply; the GGUF type options do not)\n"
+           "  --imatrix FILE             importance matrix (llama-imatrix's GGUF or legacy .dat);\n"
+           "                             i-quants below 4 bits and Q2_K_S need one, per tensor, as in\n"
+           "                             llama-quantize; a tensor the file lacks (token_embd, output)\n"
+           "                             is quantized without weights, with a note\n"
+           "  --tensor-type REGEX=TYPE   give tensors whose GGUF name (e.g. blk.3.ffn_down.weight)\n"
+           "                             matches REGEX (PCRE2, searched, first match wins) the ggml\n"
+           "                             type TYPE (q6_K, q8_0, f16, ...); repeatable\n"
+           "  --keep REGEX               copy matching tensors as stored; repeatable\n"
+           "  --output-tensor-type T     type of output.weight\n"
+           "  --token-embedding-type T   type of token_embd.weight\n"
+           "  --pure                     the file type's base type for every tensor (no mixes)\n"
+           "  --leave-output-tensor      copy output.weight as stored\n"
+           "  --allow-requantize         accept an already-quantized input (quality is lost twice)\n"
+           "  --dry-run                  print types, bytes and bits per weight; write nothing\n"
+           "  --threads N                quantizing threads (the bytes do not depend on N)\n"
+           "  --force                    replace an existing OUT\n"
+           "  --json[=FILE]              a JSON report (output_bytes, bits_per_weight, peak_rss_bytes,\n"
+           "                             tensors with name, type, bytes, and after a run rmse, snr_db)\n"
+           "  -q, --quiet                no progress and no table on stderr\n"
+           "  --help                     this text\n\n"
+           "Where llama-quantize has no fallback for a row length (e.g. stories260K's 172-wide\n"
+           "ffn_down in Q4_0) it refuses; quanta writes that tensor as F16 and records it in the\n"
+           "file's quanta.fallbacks. OUT is written atomically: an error, Ctrl-C or SIGTERM leaves\n"
+           "nothing at OUT. compressed-tensors (vLLM) schemes are not written by this build yet.\n\n"
+           "exit status: 0 ok, 1 failed (nothing written), 2 usage error\n");
+}
+
+typedef struct args {
+    const char *in, *out, *scheme;
+    qt_quantize_opts o;
+    qt_quantize_override over[MAX_PATTERNS];
+    const char *keep[MAX_PATTERNS];
+    char *over_pat[MAX_PATTERNS];
+    bool dry_run, force;
+    int quiet;
+    cli_json json;
+} args;
+
+static int parse_type(const char *opt, const char *v, qt_type *out) {
+    const qt_type_traits *tr = qt_type_by_name(v);
+    if (!tr || tr->runtime_only || !tr->from_float)
+        return cli_usage(VERB, "%s: '%s' is not a ggml type quanta can write (q4_K, q6_K, q8_0, iq4_nl, f16, ...)", opt, v);
+    *out = tr->type;
+    return CLI_OK;
+}
+
+static int parse_override(args *a, const char *v) {
+    const char *eq = strrchr(v, '=');
+    if (!eq || eq == v || !eq[1]) return cli_usage(VERB, "--tensor-type '%s': expected REGEX=TYPE", v);
+    if (a->o.n_overrides >= MAX_PATTERNS) return cli_usage(VERB, "at most %d --tensor-type options", MAX_PATTERNS);
+    int rc = parse_type("--tensor-type", eq + 1, &a->over[a->o.n_overrides].type);
+    if (rc != CLI_OK) return rc;
+    char *pat = strndup(v, (size_t)(eq - v));
+    if (!pat) return cli_fail(qt_error(QT_ERR_NOMEM, "out of memory"));
+    a->over_pat[a->o.n_overrides] = pat;
+    a->over[a->o.n_overrides++].pattern = pat;
+    return CLI_OK;
+}
+
+static int parse_value(args *a, const char *opt, const char *v) {
+    if (!strcmp(opt, "--scheme")) a->scheme = v;
+    else if (!strcmp(opt, "--imatrix")) a->o.imatrix = v;
+    else if (!strcmp(opt, "--tensor-type")) return parse_override(a, v);
+    else if (!strcmp(opt, "--keep")) {
+        if (a->o.n_keep >= MAX_PATTERNS) return cli_usage(VERB, "at most %d --keep options", MAX_PATTERNS);
+        a->keep[a->o.n_keep++] = v;
+    } else if (!strcmp(opt, "--output-tensor-type")) return parse_type(opt, v, &a->o.output_type);
+    else if (!strcmp(opt, "--token-embedding-type")) return parse_type(opt, v, &a->o.embd_type);
+    else if (!strcmp(opt, "--threads")) {
+        long long n;
+        int rc = cli_parse_int(VERB, opt, v, 1, 1024, &n);
+        if (rc != CLI_OK) return rc;
+        a->o.threads = (int)n;
+    }
+    return CLI_OK;
+}
+
+static int parse(int argc, char **argv, args *a) {
+    static const char *with_value[] = {"--scheme", "--imatrix", "--tensor-type", "--keep", "--output-tensor-type",
+                                       "--token-embedding-type", "--threads"};
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        int j = cli_json_arg(VERB, s, &a->json);
+        if (j < 0) return CLI_USAGE;
+        if (j) continue;
+        if (!strcmp(s, "--help") || !strcmp(s, "-h")) { help(); return -1; }
+        if (cli_is_quiet(s)) { a->quiet = 1; continue; }
+        if (!strcmp(s, "--pure")) { a->o.pure = true; continue; }
+        if (!strcmp(s, "--leave-output-tensor")) { a->o.leave_output = true; continue; }
+        if (!strcmp(s, "--allow-requantize")) { a->o.allow_requantize = true; continue; }
+        if (!strcmp(s, "--dry-run")) { a->dry_run = true; continue; }
+        if (!strcmp(s, "--force")) { a->force = true; continue; }
+        bool takes = false;
+        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) takes |= !strcmp(s, with_value[k]);
+        if (takes) {
+            if (i + 1 >= argc) return cli_usage(VERB, "%s needs a value", s);
+            int rc = parse_value(a, s, argv[++i]);
+            if (rc != CLI_OK) return rc;
+        } else if (s[0] == '-' && s[1]) return cli_usage(VERB, "unknown option '%s'", s);
+        else if (!a->in) a->in = s;
+        else if (!a->out) a->out = s;
+        else return cli_usage(VERB, "too many arguments ('%s')", s);
+    }
+    if (!a->in || (!a->out && !a->dry_run)) return cli_usage(VERB, "need IN and OUT (OUT may be left out with --dry-run)");
+    if (!a->scheme) return cli_usage(VERB, "need --scheme (e.g. --scheme q4_k_m)");
+    a->o.overrides = a->over;
+    a->o.keep = a->keep;
+    return CLI_OK;
+}
+
+/* The command as typed, for quanta.command_line, without the options that cannot
+ * change the file (--dry-run, --json, -q, --force, --threads): a dry run then
+ * predicts the file to the byte, and every thread count writes the same file. */
+static bool no_effect(const char *a) {
+    return !strcmp(a, "--dry-run") || !strncmp(a, "--json", 6) || cli_is_quiet(a) || !strcmp(a, "--force");
+}
+
+static char *command_line(int argc, char **argv) {
+    size_t n = strlen("quanta") + 1;
+    for (int i = 0; i < argc; i++) n += strlen(argv[i]) + 3;
+    char *s = malloc(n);
+    if (!s) return NULL;
+    strcpy(s, "quanta");
+    for (int i = 0; i < argc; i++) {
+        if (no_effect(argv[i])) continue;
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) { i++; continue; }
+        strcat(s, " ");
+        bool quote = strpbrk(argv[i], " \t'\"$\\*?[]|&;<>()") != NULL;
+        if (quote) strcat(s, "'");
+        strcat(s, argv[i]);
+        if (quote) strcat(s, "'");
+    }
+    return s;
+}
+
+/* VmHWM of this process in bytes (0 where /proc is missing). */
+static uint64_t peak_rss(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
+static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+static void print_plan(const qt_quantize_plan *p) {
+    fprintf(stderr, "%-36s %-8s %-8s %12s %7s\n", "tensor", "from", "to", "bytes", "bpw");
+    for (int32_t i = 0; i < p->n_tensors; i++) {
+        const qt_quantize_tensor *t = &p->tensors[i];
+        fprintf(stderr, "%-36s %-8s %-8s %12llu %7.3f%s%s\n", t->name, qt_type_get(t->src_type)->name,
+                qt_type_get(t->type)->name, (unsigned long long)t->bytes,
+                t->n_elements ? 8.0 * (double)t->bytes / (double)t->n_elements : 0.0,
+                t->fallback ? (t->quanta_fallback ? "  (fallback: llama-quantize refuses)" : "  (row-length fallback)") : "",
+                t->kept ? "  (kept)" : "");
+    }
+}
+
+static int cmp_snr(const void *a, const void *b) {
+    const qt_quantize_tensor *x = *(const qt_quantize_tensor *const *)a, *y = *(const qt_quantize_tensor *const *)b;
+    return x->snr_db < y->snr_db ? -1 : x->snr_db > y->snr_db;
+}
+
+static void print_summary(const args *a, const qt_quantize_plan *p, double seconds, uint64_t rss) {
+    fprintf(stderr, "\n%s -> %s (%s)\n", a->in, a->dry_run ? "(dry run)" : a->out, p->ftype->name);
+    fprintf(stderr, "  size     %10.2f MiB -> %10.2f MiB (file %llu bytes)\n", mib(p->input_bytes), mib(p->tensor_bytes),
+            (unsigned long long)p->output_bytes);
+    fprintf(stderr, "  bpw      %.4f\n", p->bits_per_weight);
+    if (p->n_fallbacks) fprintf(stderr, "  fallbacks %d (recorded in quanta.fallbacks)\n", p->n_fallbacks);
+    if (a->dry_run) {
+        fprintf(stderr, "  peak memory (estimated) %.1f MiB\n", mib(p->peak_rss_estimate));
+        return;
+    }
+    fprintf(stderr, "  time     %.2f s, peak RSS %.1f MiB\n", seconds, mib(rss));
+    const qt_quantize_tensor **w = calloc((size_t)p->n_tensors + 1, sizeof *w);
+    int n = 0;
+    for (int32_t i = 0; w && i < p->n_tensors; i++)
+        if (p->tensors[i].measured) w[n++] = &p->tensors[i];
+    if (w) qsort(w, (size_t)n, sizeof *w, cmp_snr);
+    if (n) fprintf(stderr, "  worst tensors by SNR:\n  %-36s %-8s %12s %9s\n", "tensor", "type", "rmse", "snr_db");
+    for (int i = 0; i < n && i < 8; i++)
+        fprintf(stderr, "  %-36s %-8s %12.4g %9.2f\n", w[i]->name, qt_type_get(w[i]->type)->name, w[i]->rmse, w[i]->snr_db);
+    free(w);
+}
+
+static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
+    json_t *root = json_object(), *ts = json_array();
+    json_object_set_new(root, "input", json_string(a->in));
+    json_object_set_new(root, "output", a->out ? json_string(a->out) : json_null());
+    json_object_set_new(root, "scheme", json_string(p->ftype->name));
+    json_object_set_new(root, "dry_run", json_boolean(a->dry_run));
+    json_object_set_new(root, "input_bytes", json_integer((json_int_t)p->input_bytes));
+    json_object_set_new(root, "tensor_bytes", json_integer((json_int_t)p->tensor_bytes));
+    json_object_set_new(root, "output_bytes", json_integer((json_int_t)p->output_bytes));
+    json_object_set_new(root, "bits_per_weight", json_real(p->bits_per_weight));
+    json_object_set_new(root, "peak_rss_bytes", json_integer((json_int_t)(a->dry_run ? p->peak_rss_estimate : rss)));
+    json_object_set_new(root, "peak_rss_measured", json_boolean(!a->dry_run));
+    json_object_set_new(root, "fallbacks", json_integer(p->n_fallbacks));
+    if (p->imatrix_sha256[0]) json_object_set_new(root, "imatrix_sha256", json_string(p->imatrix_sha256));
+    for (int32_t i = 0; i < p->n_tensors; i++) {
+        const qt_quantize_tensor *t = &p->tensors[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(t->name));
+        json_object_set_new(o, "type", json_string(qt_type_get(t->type)->name));
+        json_object_set_new(o, "bytes", json_integer((json_int_t)t->bytes));
+        json_object_set_new(o, "bpw", json_real(t->n_elements ? 8.0 * (double)t->bytes / (double)t->n_elements : 0));
+        if (t->fallback) json_object_set_new(o, "fallback_from", json_string(qt_type_get(t->wanted)->name));
+        if (t->measured) {
+            json_object_set_new(o, "rmse", json_real(t->rmse));
+            json_object_set_new(o, "snr_db", isfinite(t->snr_db) ? json_real(t->snr_db) : json_null());
+        }
+        json_array_append_new(ts, o);
+    }
+    json_object_set_new(root, "tensors", ts);
+    return cli_json_emit_tree(&a->json, root, 0, a->in);
+}
+
+static void notes(const args *a, const qt_quantize_plan *p) {
+    if (a->quiet) return;
+    for (int32_t i = 0; i < p->n_tensors; i++) {
+        const qt_quantize_tensor *t = &p->tensors[i];
+        if (t->imatrix_missing)
+            fprintf(stderr, "quanta: note: %s has no entry for %s: quantized without importance weights, as llama-quantize does\n",
+                    a->o.imatrix, t->name);
+        if (t->quanta_fallback)
+            fprintf(stderr, "quanta: note: %s: row length does not fit %s and llama-quantize has no fallback (it refuses); "
+                            "writing %s\n", t->name, qt_type_get(t->wanted)->name, qt_type_get(t->type)->name);
+    }
+    if (p->n_requantized)
+        fprintf(stderr, "quanta: warning: %d tensors were already quantized; requantizing loses quality twice\n",
+                p->n_requantized);
+}
+
+static int run_gguf(args *a, qt_model *m) {
+    qt_quantize_plan *p = NULL;
+    qt_status st = qt_quantize_plan_make(m, &a->o, &p);
+    if (st != QT_OK) return cli_fail(st);
+    notes(a, p);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = CLI_OK;
+    if (a->dry_run) {
+        if (!a->quiet) print_plan(p);
+    } else {
+        a->o.progress = cli_progress(a->quiet);
+        st = qt_quantize_run(m, a->out, &a->o, p);
+        cli_progress_end();
+        if (st != QT_OK) rc = cli_fail(st);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const uint64_t rss = peak_rss();
+    if (rc == CLI_OK && !a->quiet)
+        print_summary(a, p, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), rss);
+    if (rc == CLI_OK && a->json.on) rc = emit_json(a, p, rss);
+    qt_quantize_plan_free(p);
+    return rc;
+}
+
+/* ---- compressed-tensors (vLLM) output: qt_ct_export ---------------------------------------------- */
+
+static void ct_warn(void *ctx, const char *msg) {
+    if (!*(const int *)ctx) fprintf(stderr, "quanta: warning: %s\n", msg);
+}
+
+/* GGUF-only options make no sense for a compressed-tensors directory: say so. */
+static int ct_refuse_gguf_options(const args *a) {
+    const char *opt = a->o.imatrix ? "--imatrix" : a->o.n_overrides ? "--tensor-type"
+                    : a->o.output_type != QT_TYPE_COUNT ? "--output-tensor-type"
+                    : a->o.embd_type != QT_TYPE_COUNT ? "--token-embedding-type" : a->o.pure ? "--pure"
+                    : a->o.leave_output ? "--leave-output-tensor" : NULL;
+    return opt ? cli_usage(VERB, "%s applies to GGUF schemes only; --scheme %s writes a compressed-tensors directory", opt,
+                           a->scheme)
+               : CLI_OK;
+}
+
+static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t rss) {
+    json_t *root = json_object(), *ts = json_array();
+    json_object_set_new(root, "input", json_string(a->in));
+    json_object_set_new(root, "output", a->out ? json_string(a->out) : json_null());
+    json_object_set_new(root, "scheme", json_string(e->scheme));
+    json_object_set_new(root, "preset", json_string(e->preset));
+    json_object_set_new(root, "format", json_string(e->format));
+    json_object_set_new(root, "dry_run", json_boolean(a->dry_run));
+    json_object_set_new(root, "output_bytes", json_integer((json_int_t)e->tensor_bytes));
+    json_object_set_new(root, "shards", json_integer(e->n_shards));
+    json_object_set_new(root, "bits_per_weight", json_real(e->bits_per_weight));
+    json_object_set_new(root, "peak_rss_bytes", a->dry_run ? json_null() : json_integer((json_int_t)rss));
+    json_object_set_new(root, "kernel_warnings", json_integer(e->n_warnings));
+    for (int32_t i = 0; i < e->n_tensors; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(e->tensors[i].name));
+        json_object_set_new(o, "hf_name", json_string(e->tensors[i].hf_name));
+        json_object_set_new(o, "type", json_string(e->tensors[i].kind));
+        json_object_set_new(o, "bytes", json_integer((json_int_t)e->tensors[i].bytes));
+        json_array_append_new(ts, o);
+    }
+    json_object_set_new(root, "tensors", ts);
+    return cli_json_emit_tree(&a->json, root, 0, a->in);
+}
+
+static int run_ct(args *a, const qt_model *m, const char *key) {
+    int rc = ct_refuse_gguf_options(a);
+    if (rc != CLI_OK) return rc;
+    const char *keep[MAX_PATTERNS + 1];
+    for (int32_t i = 0; i < a->o.n_keep; i++) keep[i] = a->o.keep[i];
+    keep[a->o.n_keep] = NULL;
+    qt_ct_export_opts o = {.force = a->force, .n_threads = a->o.threads, .keep = keep, .command = a->o.command_line,
+                           .warn = ct_warn, .warn_ctx = &a->quiet};
+    qt_ct_export_estimate e = {0};
+    qt_status st;
+    if (a->dry_run) {
+        st = qt_ct_export_estimate_plan(m, key, &o, &e);
+    } else {
+        o.progress = cli_progress(a->quiet);
+        st = qt_ct_export(m, key, a->out, &o, &e);
+        cli_progress_end();
+    }
+    if (st != QT_OK) return cli_fail(st);
+    const uint64_t rss = peak_rss();
+    if (!a->quiet) {
+        for (int32_t i = 0; a->dry_run && i < e.n_tensors; i++)
+            fprintf(stderr, "%-36s %-18s %12llu\n", e.tensors[i].name, e.tensors[i].kind,
+                    (unsigned long long)e.tensors[i].bytes);
+        fprintf(stderr, "\n%s -> %s (%s, llm-compressor %s, format %s)\n", a->in, a->dry_run ? "(dry run)" : a->out, e.scheme,
+                e.preset, e.format);
+        fprintf(stderr, "  tensors  %d quantized, %d kept 16-bit; %.2f MiB in %d shard%s; %.4f bpw\n", e.n_quantized, e.n_kept,
+                mib(e.tensor_bytes), e.n_shards, e.n_shards == 1 ? "" : "s", e.bits_per_weight);
+        if (!a->dry_run) fprintf(stderr, "  peak RSS %.1f MiB\n", mib(rss));
+    }
+    if (a->json.on) rc = ct_emit_json(a, &e, rss);
+    qt_ct_export_estimate_free(&e);
+    return rc;
+}
+
+/* The one place a scheme picks its output path. */
+static int run_scheme(args *a) {
+    const qt_gguf_ftype_info *ft = qt_gguf_ftype_find(a->scheme);
+    const char *ct_key = ft ? NULL : qt_ct_scheme_canonical(a->scheme);
+    if (!ft && !ct_key) {
+        const qt_scheme_info *s = qt_scheme_resolve(a->scheme);
+        if (s && s->gguf) ft = s->gguf;
+        else if (s && s->runtime == QT_RUNTIME_VLLM) {
+            fprintf(stderr, "quanta: error: --scheme %s: no compressed-tensors writer for this scheme; the vLLM schemes "
+                            "quanta writes are w4a16, w4a16-asym, w8a16, w8a8-int8, fp8-dynamic, fp8-static, fp8-block, "
+                            "nvfp4, mxfp4\n", a->scheme);
+            return CLI_FAIL;
+        } else if (s) {
+            fprintf(stderr, "quanta: error: --scheme %s: %s checkpoints are not written by quanta quantize\n", a->scheme,
+                    s->title);
+            return CLI_FAIL;
+        } else {
+            return cli_usage(VERB, "unknown scheme '%s' (GGUF file types: q4_k_m, q8_0, iq4_xs, ... see --help)", a->scheme);
+        }
+    }
+    struct stat sb;
+    if (ct_key) {
+        qt_model *m;
+        qt_status st = qt_model_open(a->in, &m);
+        if (st != QT_OK) return cli_fail(st);
+        int rc = run_ct(a, m, ct_key);
+        qt_model_free(m);
+        return rc;
+    }
+    a->o.scheme = ft->name;
+    if (!a->dry_run && !a->force && strcmp(a->out, "-") && stat(a->out, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        fprintf(stderr, "quanta: error: %s exists; pass --force to replace it\n", a->out);
+        return CLI_FAIL;
+    }
+    qt_model *m;
+    qt_status st = qt_model_open(a->in, &m);
+    if (st != QT_OK) return cli_fail(st);
+    int rc = run_gguf(a, m);
+    qt_model_free(m);
+    return rc;
+}
+
+int cmd_quantize(int argc, char **argv) {
+    args a;
+    memset(&a, 0, sizeof a);
+    a.o = qt_quantize_opts_default();
+    int rc = parse(argc, argv, &a);
+    if (rc == CLI_OK) {
+        char *cmd = command_line(argc, argv);
+        a.o.command_line = cmd;
+        rc = run_scheme(&a);
+        if (rc == CLI_OK && !a.quiet && !a.dry_run) fprintf(stderr, "quanta: wrote %s\n", a.out);
+        free(cmd);
+    }
+    for (int i = 0; i < a.o.n_overrides; i++) free(a.over_pat[i]);
+    return rc < 0 ? CLI_OK : rc;
+}
