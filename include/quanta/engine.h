@@ -167,6 +167,9 @@ QT_API qt_status qt_layerwise_run_layer(qt_layerwise *lw, qt_linear_observer obs
 QT_API int32_t qt_layerwise_next_layer(const qt_layerwise *lw);
 /* After the last layer: logits (n_seq * n_tok, n_vocab), sequence by sequence. */
 QT_API qt_status qt_layerwise_logits(qt_layerwise *lw, float *logits);
+/* The same, the observer seeing the output projection's input rows (the final
+ * norm's output) as layer -1, linear "output" (llama-imatrix --process-output). */
+QT_API qt_status qt_layerwise_logits_observed(qt_layerwise *lw, qt_linear_observer observer, void *user, float *logits);
 QT_API void qt_layerwise_free(qt_layerwise *lw);
 
 #ifdef __cplusplus

@@ -102,6 +102,47 @@ typedef struct qt_imatrix_info {
  * each, alignment 32. Atomic: a failed write leaves nothing at `path`. */
 QT_API qt_status qt_imatrix_write(const char *path, const qt_imatrix_stat *stats, int64_t n_stats, const qt_imatrix_info *info);
 
+/* ---- computing one (lib/quantize/imatrix_calc.c) --------------------------- *
+ * llama-imatrix's statistic over a tokenized text (tokenized once, with BOS
+ * when the vocabulary adds one): the text is cut into non-overlapping chunks of
+ * n_ctx tokens (chunk i = tokens[i*n_ctx, (i+1)*n_ctx)), each chunk's first
+ * token replaced by BOS, each chunk evaluated from position 0, and every token
+ * of every chunk counted (not only the second half, as perplexity scores).
+ * For each linear of every decoder layer (blk.N.attn_q.weight ... ffn_down) the
+ * squared input activations are summed per column in f32, token after token in
+ * text order (llama-imatrix's float accumulator, so the sums are its sums);
+ * output.weight only with process_output and only when the model has its own
+ * (a tied model's projection is token_embd, which llama-imatrix never
+ * collects). Dense models have one expert. Deterministic at any thread count. */
+typedef struct qt_engine_ctx qt_engine_ctx;
+typedef struct qt_model qt_model;
+
+typedef struct qt_imatrix_calc_opts {
+    int32_t n_ctx;        /* chunk length in tokens (llama-imatrix -c); the engine's batch must hold it */
+    int32_t n_chunks;     /* <= 0: every full chunk (llama-imatrix needs at least 2) */
+    int32_t bos_id;       /* replaces each chunk's first token; < 0: keep the text's */
+    bool process_output;  /* also collect output.weight (llama-imatrix --process-output) */
+    int32_t n_batch;      /* llama-imatrix -b (0: 2048): n_batch / n_ctx chunks per decode */
+    int32_t n_ubatch;     /* llama-imatrix -ub (0: 512): its micro-batch; with n_batch, the order of the sums */
+    qt_progress progress; /* "imatrix", chunks done / total */
+} qt_imatrix_calc_opts;
+
+typedef struct qt_imatrix_result {
+    qt_imatrix_stat *stats; /* (n_stats) sorted by name, ready for qt_imatrix_write */
+    int64_t n_stats;
+    int64_t chunk_count;    /* chunks evaluated */
+    int64_t chunk_size;     /* n_ctx */
+    int64_t n_tokens;       /* chunk_count * chunk_size */
+} qt_imatrix_result;
+
+/* m is the model e runs (its layer count and whether output.weight is its own).
+ * QT_ERR_ARG when the text holds fewer than 2 chunks (llama-imatrix's rule);
+ * QT_ERR_INTERRUPTED on qt_cancel; QT_ERR_FORMAT naming the tensor when a sum
+ * is not finite. */
+QT_API qt_status qt_imatrix_compute(const qt_model *m, qt_engine_ctx *e, const int32_t *tokens, int64_t n_tokens,
+                                    const qt_imatrix_calc_opts *o, qt_imatrix_result *out);
+QT_API void qt_imatrix_result_free(qt_imatrix_result *r);
+
 #ifdef __cplusplus
 }
 #endif

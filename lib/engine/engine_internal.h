@@ -110,6 +110,7 @@ struct qt_engine_ctx {
      * input rows; NULL in ordinary evaluation */
     qt_linear_observer observer;
     void *observer_user;
+    bool observe_output;             /* qt_layerwise_logits_observed: the output projection too */
 
     char describe[1024];
 };

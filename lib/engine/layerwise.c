@@ -70,13 +70,21 @@ qt_status qt_layerwise_run_layer(qt_layerwise *lw, qt_linear_observer observer, 
 
 int32_t qt_layerwise_next_layer(const qt_layerwise *lw) { return lw->next; }
 
-qt_status qt_layerwise_logits(qt_layerwise *lw, float *logits) {
+qt_status qt_layerwise_logits(qt_layerwise *lw, float *logits) { return qt_layerwise_logits_observed(lw, NULL, NULL, logits); }
+
+qt_status qt_layerwise_logits_observed(qt_layerwise *lw, qt_linear_observer observer, void *user, float *logits) {
     qt_engine_ctx *e = lw->e;
     if (lw->next < e->hp.n_layer)
         return qt_error(QT_ERR_ARG, "layerwise: logits after all %d layers (%d run)", e->hp.n_layer, lw->next);
     const size_t seq_floats = (size_t)lw->n_tok * e->hp.n_embd;
+    e->observer = observer;
+    e->observer_user = user;
+    e->observe_output = true;
     for (int32_t s = 0; s < lw->n_seq; s++)
         qt__engine_logits(e, lw->hidden + s * seq_floats, lw->n_tok, logits + (size_t)s * lw->n_tok * e->hp.n_vocab);
+    e->observer = NULL;
+    e->observer_user = NULL;
+    e->observe_output = false;
     return QT_OK;
 }
 

@@ -21,6 +21,7 @@ static const cli_verb verbs[] = {
     {"run", "generate text from a prompt with quanta's CPU engine", cmd_run},
     {"perplexity", "perplexity on a text file, measured as llama-perplexity does", cmd_perplexity},
     {"eval", "judge quantized candidates against their base: perplexity, KL divergence, verdicts", cmd_eval},
+    {"imatrix", "compute an importance matrix from calibration text, as llama-imatrix does", cmd_imatrix},
 };
 static const int n_verbs = (int)(sizeof verbs / sizeof verbs[0]);
 
