@@ -43,6 +43,9 @@ int cli_json_emit(const cli_json *j, const char *text);
 /* root (a jansson json_t *, consumed) as indented, ordered JSON plus a newline, to where
  * --json asked; extra_flags adds jansson dump flags; what names the input in errors. */
 int cli_json_emit_tree(const cli_json *j, void *root, size_t extra_flags, const char *what);
+/* Opens model and tokenizes the whole text file with its tokenizer (BOS as the
+ * vocabulary says); on failure prints the error, frees everything and returns CLI_FAIL. */
+int cli_open_tokenized(const char *model, const char *file, qt_model **m, int32_t **ids, int32_t *n_ids);
 /* -q or --quiet. */
 bool cli_is_quiet(const char *a);
 /* Writes text to path by the output rule (atomic; '-' = stdout). */

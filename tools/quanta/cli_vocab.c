@@ -116,3 +116,24 @@ int cli_scheme(const char *verb, const char *name, const qt_scheme_info **out) {
     return cli_usage(verb, "unknown scheme '%s'%s%s (quanta estimate --help lists them)", name, note ? ": " : "",
                      note ? note : "");
 }
+
+int cli_open_tokenized(const char *model, const char *file, qt_model **m, int32_t **ids, int32_t *n_ids) {
+    char *text = NULL;
+    size_t len = 0;
+    *m = NULL;
+    *ids = NULL;
+    *n_ids = 0;
+    qt_status s = qt_read_file(file, &text, &len);
+    if (s != QT_OK) return cli_fail(s);
+    qt_tokenizer *tok = NULL;
+    if ((s = qt_model_open(model, m)) == QT_OK && (s = qt_tokenizer_new(qt_model_vocab(*m), &tok)) == QT_OK)
+        s = qt_tokenize(tok, text, len, qt_model_vocab(*m)->add_bos, ids, n_ids);
+    free(text);
+    if (tok) qt_tokenizer_free(tok);
+    if (s == QT_OK) return CLI_OK;
+    free(*ids);
+    *ids = NULL;
+    qt_model_free(*m);
+    *m = NULL;
+    return cli_fail(s);
+}

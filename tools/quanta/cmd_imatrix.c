@@ -118,19 +118,11 @@ int cmd_imatrix(int argc, char **argv) {
     int rc = parse(argc, argv, &a);
     if (rc < 0) return CLI_OK;
     if (rc != CLI_OK) return rc;
-    char *text = NULL;
-    size_t len = 0;
-    qt_status s = qt_read_file(a.file, &text, &len);
-    if (s != QT_OK) return cli_fail(s);
-    qt_model *m = NULL;
-    qt_tokenizer *tok = NULL;
-    int32_t *ids = NULL, n_ids = 0;
-    if ((s = qt_model_open(a.model, &m)) == QT_OK && (s = qt_tokenizer_new(qt_model_vocab(m), &tok)) == QT_OK)
-        s = qt_tokenize(tok, text, len, qt_model_vocab(m)->add_bos, &ids, &n_ids);
-    free(text);
-    rc = s == QT_OK ? compute(&a, m, ids, n_ids) : cli_fail(s);
+    qt_model *m;
+    int32_t *ids, n_ids;
+    if ((rc = cli_open_tokenized(a.model, a.file, &m, &ids, &n_ids)) != CLI_OK) return rc;
+    rc = compute(&a, m, ids, n_ids);
     free(ids);
-    if (tok) qt_tokenizer_free(tok);
     qt_model_free(m);
     return rc;
 }
