@@ -22,8 +22,9 @@
  *     run       stream through the mapped input tensor by tensor, rows in
  *               parallel (any thread count gives the same bytes: rows are
  *               independent), importance-weighted where an imatrix is given,
- *               through the atomic writer (nothing at OUT unless complete); the
- *               input pages of a tensor are dropped after use. Each tensor's
+ *               staged at OUT.partial and renamed when complete (nothing at OUT
+ *               before); resumable from the last complete tensor (OUT.partial.state);
+ *               the input pages of a tensor are dropped after use. Each tensor's
  *               RMSE and SNR against the input are measured on the way.
  */
 #ifndef QUANTA_QUANTIZE_H

@@ -35,6 +35,12 @@ typedef struct qt__resume {
  * (QT_ERR_ARG naming what differs) and restores the measured errors. */
 qt_status qt__resume_begin(qt__resume *r, const qt_model *m, const char *out, const qt_quantize_opts *o,
                            qt_quantize_plan *p);
+/* A saved state (text, len bytes; path names it in messages) against this
+ * run's: QT_ERR_FORMAT when malformed, QT_ERR_ARG naming the first input or
+ * option that differs from `now` (what this run would save); on success the
+ * tensors and bytes complete, and p->tensors[].rmse/snr_db of those tensors. */
+qt_status qt__resume_state_check(const char *path, const char *text, size_t len, json_t *now, qt_quantize_plan *p,
+                                 int32_t *tensors, uint64_t *bytes);
 /* The first n_done tensors (`bytes` bytes) are on disk: record it. */
 qt_status qt__resume_checkpoint(qt__resume *r, const qt_quantize_plan *p, int32_t n_done, uint64_t bytes);
 /* After the write with status s: the state removed on success, the partial

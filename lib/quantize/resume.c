@@ -137,22 +137,11 @@ static qt_status state_new(const qt_model *m, const qt_quantize_opts *o, const q
     return *out ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
 }
 
-static qt_status state_load(const char *path, json_t **out) {
-    json_error_t err;
-    *out = json_load_file(path, 0, &err);
-    if (!*out) {
-        if (access(path, F_OK) != 0)
-            return qt_error(QT_ERR_ARG, "--resume: %s: no state file, so nothing to resume (run without --resume to start "
-                            "again)", path);
-        return qt_error(QT_ERR_FORMAT, "%s: line %d: %s", path, err.line, err.text);
-    }
-    json_t *v = json_object_get(*out, "quanta_quantize_state");
-    if (!json_is_integer(v) || json_integer_value(v) != STATE_FORMAT) {
-        json_decref(*out);
-        *out = NULL;
+static qt_status state_format(const char *path, const json_t *st) {
+    json_t *v = json_object_get(st, "quanta_quantize_state");
+    if (!json_is_integer(v) || json_integer_value(v) != STATE_FORMAT)
         return qt_error(QT_ERR_FORMAT, "%s: field 'quanta_quantize_state': not a quanta quantize state file (format %d)",
                         path, STATE_FORMAT);
-    }
     return QT_OK;
 }
 
@@ -162,17 +151,17 @@ static qt_status state_match(const char *path, json_t *saved, json_t *now) {
     if (!json_equal(si, ni))
         return qt_error(QT_ERR_ARG, "--resume: %s: the input is not the interrupted run's (%s, %lld bytes, its size, time "
                         "or content changed): run without --resume to start again", path,
-                        json_string_value(json_object_get(si, "path")),
+                        json_is_string(json_object_get(si, "path")) ? json_string_value(json_object_get(si, "path")) : "?",
                         (long long)json_integer_value(json_object_get(si, "bytes")));
     json_t *so = json_object_get(saved, "options"), *no = json_object_get(now, "options");
     const char *key;
     json_t *nv;
     json_object_foreach(no, key, nv) {
         json_t *sv = json_object_get(so, key);
-        if (json_equal(sv, nv)) continue;
+        if (sv && json_equal(sv, nv)) continue;
         char *a = sv ? json_dumps(sv, JSON_ENCODE_ANY | JSON_COMPACT) : NULL, *b = json_dumps(nv, JSON_ENCODE_ANY | JSON_COMPACT);
-        qt_status s = qt_error(QT_ERR_ARG, "--resume: %s: %s was %s in the interrupted run, %s now: resume with the same "
-                               "options, or run without --resume to start again", path,
+        qt_status s = qt_error(QT_ERR_ARG, "--resume: %s: %s was %.200s in the interrupted run, %.200s now: resume with "
+                               "the same options, or run without --resume to start again", path,
                                !strcmp(key, "command_line") ? "the command line" : key, a ? a : "absent", b ? b : "?");
         free(a);
         free(b);
@@ -186,39 +175,62 @@ static qt_status state_match(const char *path, json_t *saved, json_t *now) {
     return QT_OK;
 }
 
+/* One entry of 'measured': null (copied as stored) or [rmse, snr_db or null]. */
+static bool measured_entry(const json_t *e, qt_quantize_tensor *q) {
+    if (json_is_null(e)) return true;
+    json_t *r = json_array_get(e, 0), *snr = json_array_get(e, 1);
+    if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_number(r) || !(json_is_number(snr) || json_is_null(snr)))
+        return false;
+    q->measured = true;
+    q->rmse = json_number_value(r);
+    q->snr_db = json_is_number(snr) ? json_number_value(snr) : INFINITY;
+    return true;
+}
+
 /* The tensors_done / bytes_done / measured of a saved state, checked. */
-static qt_status state_progress(const char *path, json_t *st, qt_quantize_plan *p, qt__resume *r) {
+static qt_status state_progress(const char *path, json_t *st, qt_quantize_plan *p, int32_t *tensors, uint64_t *bytes) {
     json_t *td = json_object_get(st, "tensors_done"), *bd = json_object_get(st, "bytes_done");
     json_t *ms = json_object_get(st, "measured");
     if (!json_is_integer(td) || !json_is_integer(bd) || !json_is_array(ms) || json_integer_value(td) < 0 ||
         json_integer_value(bd) <= 0 || json_integer_value(bd) > (json_int_t)p->output_bytes ||
-        json_integer_value(td) > p->n_tensors + 1)
-        return qt_error(QT_ERR_FORMAT, "%s: fields 'tensors_done', 'bytes_done', 'measured': missing or out of range", path);
-    r->resume_tensors = (int32_t)json_integer_value(td);
-    r->stage.resume_at = (uint64_t)json_integer_value(bd);
-    for (size_t i = 0; i < json_array_size(ms) && (int32_t)i < p->n_tensors; i++) {
-        json_t *e = json_array_get(ms, i);
-        if (!json_is_array(e)) continue; /* not measured (copied as stored) */
-        qt_quantize_tensor *q = &p->tensors[i];
-        q->measured = true;
-        q->rmse = json_number_value(json_array_get(e, 0));
-        json_t *snr = json_array_get(e, 1);
-        q->snr_db = json_is_number(snr) ? json_number_value(snr) : INFINITY;
-    }
-    p->n_resumed = r->resume_tensors;
+        json_integer_value(td) > p->n_tensors + 1 ||
+        json_array_size(ms) != (size_t)(json_integer_value(td) < p->n_tensors ? json_integer_value(td) : p->n_tensors))
+        return qt_error(QT_ERR_FORMAT, "%s: fields 'tensors_done', 'bytes_done', 'measured': missing, inconsistent or out "
+                        "of range", path);
+    for (size_t i = 0; i < json_array_size(ms); i++)
+        if (!measured_entry(json_array_get(ms, i), &p->tensors[i]))
+            return qt_error(QT_ERR_FORMAT, "%s: field 'measured[%zu]': not null nor [rmse, snr_db]", path, i);
+    *tensors = (int32_t)json_integer_value(td);
+    *bytes = (uint64_t)json_integer_value(bd);
     return QT_OK;
 }
 
+qt_status qt__resume_state_check(const char *path, const char *text, size_t len, json_t *now, qt_quantize_plan *p,
+                                 int32_t *tensors, uint64_t *bytes) {
+    json_error_t err;
+    json_t *st = json_loadb(text, len, 0, &err);
+    if (!st) return qt_error(QT_ERR_FORMAT, "%s: line %d: %s", path, err.line, err.text);
+    qt_status s = json_is_object(st) ? state_format(path, st) : qt_error(QT_ERR_FORMAT, "%s: not a JSON object", path);
+    if (s == QT_OK) s = state_match(path, st, now);
+    if (s == QT_OK) s = state_progress(path, st, p, tensors, bytes);
+    json_decref(st);
+    return s;
+}
+
 static qt_status resume_load(qt__resume *r, const qt_model *m, const qt_quantize_opts *o, qt_quantize_plan *p) {
-    json_t *now = NULL;
-    qt_status s = state_new(m, o, p, &now);
-    if (s == QT_OK) s = state_load(r->state_path, &r->state);
-    if (s == QT_OK && access(r->stage.path, F_OK) != 0)
-        s = qt_error(QT_ERR_ARG, "--resume: %s: missing, so nothing to resume (run without --resume to start again)",
-                     r->stage.path);
-    if (s == QT_OK) s = state_match(r->state_path, r->state, now);
-    if (s == QT_OK) s = state_progress(r->state_path, r->state, p, r);
-    json_decref(now);
+    if (access(r->state_path, F_OK) != 0)
+        return qt_error(QT_ERR_ARG, "--resume: %s: no state file, so nothing to resume (run without --resume to start "
+                        "again)", r->state_path);
+    if (access(r->stage.path, F_OK) != 0)
+        return qt_error(QT_ERR_ARG, "--resume: %s: missing, so nothing to resume (run without --resume to start again)",
+                        r->stage.path);
+    char *text = NULL;
+    size_t len = 0;
+    qt_status s = qt_read_file(r->state_path, &text, &len);
+    if (s == QT_OK) s = state_new(m, o, p, &r->state);
+    if (s == QT_OK) s = qt__resume_state_check(r->state_path, text, len, r->state, p, &r->resume_tensors, &r->stage.resume_at);
+    free(text);
+    if (s == QT_OK) p->n_resumed = r->resume_tensors;
     return s;
 }
 
