@@ -234,7 +234,8 @@ static qt_status open_temp(qt_afile *f, mode_t mode) {
     return QT_OK;
 }
 
-qt_status qt_afile_open(const char *path, qt_afile **out) {
+/* A new handle for `path`, nothing opened yet. */
+static qt_status afile_new(const char *path, qt_afile **out) {
     *out = NULL;
     if (!path || !*path) return qt_error(QT_ERR_ARG, "output path is empty");
     qt_afile *f = calloc(1, sizeof *f);
@@ -244,7 +245,15 @@ qt_status qt_afile_open(const char *path, qt_afile **out) {
     }
     f->fd = -1;
     f->slot = -1;
-    qt_status s = QT_OK;
+    *out = f;
+    return QT_OK;
+}
+
+qt_status qt_afile_open(const char *path, qt_afile **out) {
+    qt_afile *f;
+    qt_status s = afile_new(path, &f);
+    *out = NULL;
+    if (s != QT_OK) return s;
     struct stat st;
     const bool exists = stat(path, &st) == 0;
     if (!strcmp(path, "-")) {
@@ -308,22 +317,16 @@ static qt_status open_stage(qt_afile *f, const qt_afile_stage *st, mode_t mode) 
 
 qt_status qt_afile_open_staged(const char *path, const qt_afile_stage *st, qt_afile **out) {
     *out = NULL;
-    if (!path || !*path) return qt_error(QT_ERR_ARG, "output path is empty");
-    if (!st || !st->path || !*st->path) return qt_error(QT_ERR_ARG, "%s: no staging path", path);
+    if (!st || !st->path || !*st->path) return qt_error(QT_ERR_ARG, "%s: no staging path", path ? path : "");
     struct stat sb;
-    const bool exists = stat(path, &sb) == 0;
-    if (!strcmp(path, "-") || (exists && !S_ISREG(sb.st_mode)))
+    const bool exists = path && stat(path, &sb) == 0;
+    if (path && (!strcmp(path, "-") || (exists && !S_ISREG(sb.st_mode))))
         return qt_error(QT_ERR_ARG, "%s: a staged (resumable) output must be a regular file", path);
-    qt_afile *f = calloc(1, sizeof *f);
-    if (!f || !(f->path = strdup(path))) {
-        free(f);
-        return qt_error(QT_ERR_NOMEM, "%s: out of memory", path);
-    }
-    f->fd = -1;
-    f->slot = -1;
+    qt_afile *f;
+    qt_status s = afile_new(path, &f);
+    if (s != QT_OK) return s;
     f->mode = AFILE_REPLACE;
     f->staged = true;
-    qt_status s = QT_OK;
     if (!(f->target = resolve_target(path))) s = qt_error(QT_ERR_IO, "%s: cannot resolve: %s", path, strerror(errno));
     else s = open_stage(f, st, exists ? (sb.st_mode & 07777) : 0644);
     if (s != QT_OK) {
