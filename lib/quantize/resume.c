@@ -230,7 +230,7 @@ static qt_status resume_load(qt__resume *r, const qt_model *m, const qt_quantize
     if (s == QT_OK) s = state_new(m, o, p, &r->state);
     if (s == QT_OK) s = qt__resume_state_check(r->state_path, text, len, r->state, p, &r->resume_tensors, &r->stage.resume_at);
     free(text);
-    if (s == QT_OK) p->n_resumed = r->resume_tensors;
+    if (s == QT_OK) p->n_resumed = r->n_done = r->resume_tensors;
     return s;
 }
 
