@@ -42,20 +42,20 @@ static bool known_role(const char *r) { return !strcmp(r, "system") || !strcmp(r
 
 static void render_llama2(qt__sbuf *b, const char *const *roles, const char *const *contents, int32_t n) {
     const char *sys = NULL;
-    bool open = false; /* an [INST] waiting for its reply */
+    bool replied = false; /* an exchange has ended: the next [INST] opens a new <s> */
     for (int32_t i = 0; i < n; i++) {
         if (!strcmp(roles[i], "system")) {
             sys = contents[i];
         } else if (!strcmp(roles[i], "user")) {
-            if (i > 0 && !open) qt__sb_puts(b, "<s>");
+            if (replied) qt__sb_puts(b, "<s>");
             qt__sb_puts(b, "[INST] ");
             if (sys) qt__sb_printf(b, "<<SYS>>\n%s\n<</SYS>>\n\n", sys);
             sys = NULL;
             qt__sb_printf(b, "%s [/INST]", contents[i]);
-            open = true;
+            replied = false;
         } else {
             qt__sb_printf(b, " %s </s>", contents[i]);
-            open = false;
+            replied = true;
         }
     }
 }

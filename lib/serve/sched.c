@@ -32,7 +32,7 @@ typedef struct job {
     int32_t last;              /* the token the next decode row feeds */
     qt_sampler *smp;
     qt_sched_finish why;
-    const char *error;
+    char error[256];           /* QT_FINISH_ERROR's message */
 } job;
 
 struct qt_sched {
@@ -48,7 +48,7 @@ struct qt_sched {
     bool draining, stopping;
     uint64_t next_id;
     qt_sched_stats st;
-    char error[256];           /* the last engine error, for QT_FINISH_ERROR */
+    char error[256];           /* the last engine error */
 
     /* step buffers, sized once: rows (max_rows) and logits rows (n_slots) */
     int32_t *tok, *seq;
@@ -69,7 +69,7 @@ static void job_free(job *jb) {
 /* Scheduler thread: note that jb ended; it leaves its slot after the step. */
 static void finish(qt_sched *s, job *jb, qt_sched_finish why, const char *error) {
     jb->why = why;
-    jb->error = error;
+    if (error) snprintf(jb->error, sizeof jb->error, "%s", error);
     s->finished[s->n_finished++] = jb;
 }
 
@@ -105,7 +105,7 @@ static void admit(qt_sched *s, job **out) {
         jb->next = NULL;
         if (jb->j.max_tokens == 0 || qt_sampler_new(&jb->j.sampling, s->n_vocab, &jb->smp) != QT_OK) {
             jb->why = jb->j.max_tokens == 0 ? QT_FINISH_LENGTH : QT_FINISH_ERROR;
-            jb->error = "out of memory for the sampler";
+            if (jb->why == QT_FINISH_ERROR) snprintf(jb->error, sizeof jb->error, "sampler: %s", qt_last_error());
             jb->next = *out;
             *out = jb;
             slot--; /* the slot is still free */
