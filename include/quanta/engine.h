@@ -57,6 +57,8 @@ QT_API qt_status qt_kv_scale_source_parse(const char *name, qt_kv_scale_source *
 typedef struct qt_engine_opts {
     int32_t n_ctx;            /* KV cache length; 0: the model's training context capped at 4096 */
     int32_t n_batch;          /* most tokens per forward batch; 0: min(n_ctx, 512) */
+    int32_t n_seq;            /* KV slots, each of n_ctx positions, for qt_engine_batch_eval's
+                                 sequences; 0: 1 (slot 0 is the single-sequence calls') */
     int n_threads;            /* <= 0: all online CPUs */
     qt_kv_type kv_type;      /* QT_KV_TYPE_F16 by default */
     qt_kv_scale_gran kv_scale_gran;
@@ -98,6 +100,41 @@ QT_API qt_status qt_engine_eval(qt_engine_ctx *e, const int32_t *tokens, int32_t
  * values per layer for K and V (all equal for per-tensor scales), or NULL for
  * unscaled formats. */
 QT_API const float *qt_engine_kv_scales(const qt_engine_ctx *e, int32_t layer, bool value);
+
+/* ---- several sequences at once: continuous batching (lib/engine/batch.c) ----- *
+ * An engine made with n_seq = N keeps N independent sequences, one KV slot of
+ * n_ctx positions each. qt_engine_batch_eval evaluates rows of any of them in
+ * ONE forward pass: every weight matrix is read once for all rows (B activation
+ * rows per matmul) and attention is per row, over its own sequence's cache.
+ * Row b belongs to sequence seq[b] and takes the next free position of that
+ * sequence (rows of one sequence in order). A server puts one decode row of
+ * every running sequence beside a prefill chunk of a new one.
+ *
+ * Batch invariance: a sequence's numbers do not depend on the other rows in
+ * the batch. Each row takes the matmul kernel its sequence would take if its
+ * rows of this batch were evaluated alone by qt_engine_eval (batch kernels when
+ * the sequence has two or more rows here, the decode kernel for one), and the
+ * same for logits rows. So a sequence fed the same chunks as qt_engine_eval
+ * feeds it (prompt in chunks of n_batch, then one token at a time) gets the
+ * same logits bit for bit, alone or beside others, at any thread count. One
+ * exception: KV scales computed on the fly come from the engine's first batch,
+ * whatever sequences it holds. Slot 0 is the single-sequence calls' cache
+ * (qt_engine_eval, qt_engine_n_past, qt_engine_reset). */
+QT_API int32_t qt_engine_n_seq(const qt_engine_ctx *e);
+/* Most rows in one qt_engine_batch_eval: n_batch + n_seq - 1 (a full prefill
+ * chunk beside one decode row of every other sequence). */
+QT_API int32_t qt_engine_max_rows(const qt_engine_ctx *e);
+/* The batch size prompts should be cut by to match qt_engine_eval (n_batch). */
+QT_API int32_t qt_engine_n_batch(const qt_engine_ctx *e);
+QT_API int32_t qt_engine_seq_len(const qt_engine_ctx *e, int32_t seq); /* positions held by slot seq */
+QT_API void qt_engine_seq_reset(qt_engine_ctx *e, int32_t seq);          /* forget slot seq */
+/* Evaluates n rows: tokens[b] of sequence seq[b]. logits receives one row of
+ * n_vocab floats per row with want_logits[b] (all rows when want_logits is
+ * NULL), in row order. QT_ERR_ARG, with nothing changed, if n exceeds
+ * qt_engine_max_rows, a slot is out of range, a token is outside the
+ * vocabulary or a sequence's rows do not fit its context. */
+QT_API qt_status qt_engine_batch_eval(qt_engine_ctx *e, const int32_t *tokens, const int32_t *seq,
+                                      const bool *want_logits, int32_t n, float *logits);
 
 /* ---- sampling ---------------------------------------------------------------- */
 typedef struct qt_sampler_opts {

@@ -40,7 +40,7 @@ static void *alloc_floats(size_t n, qt_status *s) {
 
 static qt_status alloc_buffers(qt_engine_ctx *e) {
     qt_status s = QT_OK;
-    const size_t B = (size_t)e->n_batch;
+    const size_t B = (size_t)e->n_rows;
     e->x = alloc_floats(B * e->hp.n_embd, &s);
     e->xb = alloc_floats(B * e->hp.n_embd, &s);
     e->xb2 = alloc_floats(B * e->hp.n_embd, &s);
@@ -50,6 +50,12 @@ static qt_status alloc_buffers(qt_engine_ctx *e) {
     e->att = alloc_floats(B * e->n_q, &s);
     e->hb = alloc_floats(B * e->hp.n_ff, &s);
     e->hb2 = alloc_floats(B * e->hp.n_ff, &s);
+    e->row_pos = calloc(B, sizeof *e->row_pos);
+    e->row_seq = calloc(B, sizeof *e->row_seq);
+    e->row_gemm = calloc(B, 1);
+    e->seq_len = calloc((size_t)e->n_seq, sizeof *e->seq_len);
+    if ((!e->row_pos || !e->row_seq || !e->row_gemm || !e->seq_len) && s == QT_OK)
+        s = qt_error(QT_ERR_NOMEM, "engine: out of memory");
 
     /* the largest activation row any matrix converts to */
     size_t act_bytes = e->output.act_row_bytes;
@@ -113,6 +119,7 @@ static void describe(qt_engine_ctx *e) {
     PUT(" (%s); KV cache: %s, n_ctx %d", e->opts.act_quant_off ? "--act-quant off" :
         "--act-quant auto: quantized to each type's vec_dot_type as llama.cpp's CPU backend does",
         e->kvf->name, e->n_ctx);
+    if (e->n_seq > 1) PUT(" x %d sequences", e->n_seq);
     if (e->kvf->scaled) {
         const char *gran = e->opts.kv_scale_gran == QT_KV_SCALE_PER_HEAD ? "per-head" : "per-tensor";
         if (e->scale_source == QT_KV_SCALE_FILE) PUT(", %s scales from the model file (blk.N.attn_k_scale / attn_v_scale)", gran);
@@ -147,6 +154,12 @@ qt_status qt_engine_new(const qt_model *m, const qt_engine_opts *o, qt_engine_ct
         goto fail;
     }
     e->n_batch = o->n_batch > 0 ? (o->n_batch < e->n_ctx ? o->n_batch : e->n_ctx) : (e->n_ctx < 512 ? e->n_ctx : 512);
+    e->n_seq = o->n_seq > 0 ? o->n_seq : 1;
+    if (o->n_seq < 0 || o->n_seq > 4096) {
+        s = qt_error(QT_ERR_ARG, "%d sequences is out of range (1..4096)", o->n_seq);
+        goto fail;
+    }
+    e->n_rows = e->n_batch + e->n_seq - 1;
     e->n_threads = o->n_threads > 0 ? o->n_threads : qt_default_threads();
 
     if ((s = qt__engine_bind_weights(e)) != QT_OK) goto fail;
@@ -168,6 +181,7 @@ void qt_engine_free(qt_engine_ctx *e) {
     qt__engine_kv_free(e);
     free(e->x); free(e->xb); free(e->xb2); free(e->q); free(e->k); free(e->v);
     free(e->att); free(e->hb); free(e->hb2); free(e->act);
+    free(e->row_pos); free(e->row_seq); free(e->row_gemm); free(e->seq_len);
     if (e->scratch) {
         for (int t = 0; t < e->n_threads; t++) {
             free(e->scratch[t].row); free(e->scratch[t].kv_row);

@@ -73,7 +73,10 @@ struct qt_engine_ctx {
     qt_hparams hp;
     qt_engine_opts opts;
     int32_t n_ctx, n_batch, n_q, n_kv, n_rep; /* n_rep = n_head / n_head_kv (GQA) */
-    int32_t n_past;
+    int32_t n_past;             /* positions held by KV slot 0 (the single-sequence API's) */
+    int32_t n_seq;              /* KV slots, one per sequence (qt_engine_opts.n_seq) */
+    int32_t n_rows;             /* most rows in one forward batch: n_batch + n_seq - 1 (batch.c) */
+    int32_t *seq_len;           /* (n_seq) positions held by slots 1.. (slot 0: n_past) */
     float kq_scale;             /* 1/sqrt(head_dim) */
 
     /* weights */
@@ -89,21 +92,30 @@ struct qt_engine_ctx {
 
     /* KV cache */
     const qt__kv_format *kvf;
-    uint8_t *k_cache, *v_cache; /* (n_layer, n_ctx, n_head_kv, head_dim) elements */
-    size_t kv_layer_bytes;      /* n_ctx * n_kv * elem_bytes */
+    uint8_t *k_cache, *v_cache; /* (n_layer, n_seq, n_ctx, n_head_kv, head_dim) elements */
+    size_t kv_slot_bytes;       /* n_ctx * n_kv * elem_bytes: one sequence's rows of one layer */
+    size_t kv_layer_bytes;      /* n_seq * kv_slot_bytes */
     float *k_scale, *v_scale;   /* (n_layer, n_head_kv) dequantization multipliers, or NULL */
     qt_kv_scale_source scale_source; /* resolved: FILE, ONE or DYNAMIC */
     bool scales_ready;          /* DYNAMIC scales computed (first batch) */
 
-    /* activations of one batch */
-    float *x;                   /* (n_batch, n_embd) residual stream */
-    float *xb;                  /* (n_batch, n_embd) normed input of a sub-layer */
-    float *xb2;                 /* (n_batch, n_embd) sub-layer output */
-    float *q;                   /* (n_batch, n_q) */
-    float *k, *v;               /* (n_batch, n_kv) */
-    float *att;                 /* (n_batch, n_q) attention output */
-    float *hb, *hb2;            /* (n_batch, n_ff) */
-    void *act;                  /* (n_batch, largest act_row_bytes) activations converted for vec_dot */
+    /* activations of one batch (B <= n_rows rows) */
+    float *x;                   /* (n_rows, n_embd) residual stream */
+    float *xb;                  /* (n_rows, n_embd) normed input of a sub-layer */
+    float *xb2;                 /* (n_rows, n_embd) sub-layer output */
+    float *q;                   /* (n_rows, n_q) */
+    float *k, *v;               /* (n_rows, n_kv) */
+    float *att;                 /* (n_rows, n_q) attention output */
+    float *hb, *hb2;            /* (n_rows, n_ff) */
+    void *act;                  /* (n_rows, largest act_row_bytes) activations converted for vec_dot */
+    /* where each row of the batch belongs (qt__engine_rows_single, or batch.c for several sequences) */
+    int32_t *row_pos;           /* (n_rows) the row's position in its sequence */
+    int32_t *row_seq;           /* (n_rows) the row's KV slot */
+    uint8_t *row_gemm;          /* (n_rows) batch.c: 1 when the row's sequence has 2+ rows in the batch */
+    /* The kernel each activation row of the next matmuls takes: NULL: the batch
+     * kernels (dot_batch) for every row when B >= 2, else the decode kernel (one
+     * sequence, as llama.cpp); else gemm_rows[b] != 0 picks dot_batch for row b. */
+    const uint8_t *gemm_rows;
     qt__scratch *scratch;       /* (n_threads) */
     int n_threads;
     qt_threadpool *pool;
@@ -124,7 +136,7 @@ void qt__engine_free_weights(qt_engine_ctx *e);
 /* lib/engine/kv.c: allocate the cache and resolve its scales. */
 qt_status qt__engine_kv_init(qt_engine_ctx *e);
 void qt__engine_kv_free(qt_engine_ctx *e);
-/* Writes K and V of batch rows [0, B) at positions n_past.. of layer il
+/* Writes K and V of batch rows [0, B) at their slots and positions (row_seq, row_pos) of layer il
  * (computing on-the-fly scales first if they are still pending). */
 void qt__engine_kv_store(qt_engine_ctx *e, int il, int32_t B);
 void qt__engine_kv_finish_batch(qt_engine_ctx *e);
@@ -137,9 +149,11 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant);
 /* lib/engine/forward.c */
 qt_status qt__engine_forward(qt_engine_ctx *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits);
 /* The pieces of one forward pass, for layerwise.c: embed B tokens into e->x, run
- * decoder layer il on e->x (positions n_past..), and logits of rows of x. */
+ * decoder layer il on e->x (rows placed by row_pos/row_seq), and logits of rows of x. */
 void qt__engine_embed(qt_engine_ctx *e, const int32_t *tokens, int32_t B);
 void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B);
+/* Rows [0, B) are one sequence in slot 0 at positions n_past.. (the single-sequence API). */
+void qt__engine_rows_single(qt_engine_ctx *e, int32_t B);
 void qt__engine_logits(qt_engine_ctx *e, const float *x, int32_t n, float *logits);
 
 #endif

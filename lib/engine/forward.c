@@ -56,8 +56,8 @@ static void rope(const qt_engine_ctx *e, float *rows, int32_t B, int32_t n_heads
     const int32_t hd = e->hp.head_dim, half = e->hp.n_rot / 2;
     const int32_t stride = e->hp.rope_neox ? 1 : 2, other = e->hp.rope_neox ? half : 1;
     for (int32_t b = 0; b < B; b++) {
-        const float *cs = e->rope_cos + (size_t)(e->n_past + b) * half;
-        const float *sn = e->rope_sin + (size_t)(e->n_past + b) * half;
+        const float *cs = e->rope_cos + (size_t)e->row_pos[b] * half;
+        const float *sn = e->rope_sin + (size_t)e->row_pos[b] * half;
         for (int32_t h = 0; h < n_heads; h++) {
             float *v = rows + ((size_t)b * n_heads + h) * hd;
             for (int32_t i = 0; i < half; i++) {
@@ -134,7 +134,7 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
 
     for (int64_t it = i0; it < i1; it++) {
         const int32_t b = (int32_t)(it / n_head), h = (int32_t)(it % n_head), kvh = h / e->n_rep;
-        const int32_t n_keys = e->n_past + b + 1; /* causal: keys 0 .. own position */
+        const int32_t n_keys = e->row_pos[b] + 1; /* causal: keys 0 .. own position, own sequence */
         const float ks = e->k_scale ? e->k_scale[j->il * hkv + kvh] : 1.0f;
         const float vs = e->v_scale ? e->v_scale[j->il * hkv + kvh] : 1.0f;
         const float *q = e->q + (size_t)b * e->n_q + (size_t)h * hd;
@@ -143,8 +143,8 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
             qt__act_quantize(f->ggml_type, q, sc->q_conv, hd);
             qv = sc->q_conv;
         }
-        const uint8_t *krow = e->k_cache + (size_t)j->il * e->kv_layer_bytes + (size_t)kvh * hd * eb;
-        const uint8_t *vrow = e->v_cache + (size_t)j->il * e->kv_layer_bytes + (size_t)kvh * hd * eb;
+        const size_t base = (size_t)j->il * e->kv_layer_bytes + (size_t)e->row_seq[b] * e->kv_slot_bytes + (size_t)kvh * hd * eb;
+        const uint8_t *krow = e->k_cache + base, *vrow = e->v_cache + base;
         float S = 0.0f, M = -INFINITY;
         for (int32_t d = 0; d < hd; d++) sc->acc[d] = 0.0f;
 
@@ -185,7 +185,9 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
 
 static void attention(qt_engine_ctx *e, int il, int32_t B) {
     attn_job j = {e, il, B};
-    const int64_t work = (int64_t)B * e->hp.n_head * (e->n_past + B) * e->hp.head_dim;
+    int64_t keys = 0;
+    for (int32_t b = 0; b < B; b++) keys += e->row_pos[b] + 1;
+    const int64_t work = keys * e->hp.n_head * e->hp.head_dim;
     qt_parallel_for(work < 32768 ? NULL : e->pool, (int64_t)B * e->hp.n_head, attention_items, &j);
 }
 
@@ -283,7 +285,16 @@ void qt__engine_logits(qt_engine_ctx *e, const float *x, int32_t n, float *logit
     qt__matmul(e, logits, e->xb, n, &e->output);
 }
 
+void qt__engine_rows_single(qt_engine_ctx *e, int32_t B) {
+    for (int32_t b = 0; b < B; b++) {
+        e->row_pos[b] = e->n_past + b;
+        e->row_seq[b] = 0;
+    }
+    e->gemm_rows = NULL;
+}
+
 qt_status qt__engine_forward(qt_engine_ctx *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits) {
+    qt__engine_rows_single(e, B);
     qt__engine_embed(e, tokens, B);
     for (int il = 0; il < e->hp.n_layer; il++) {
         if (qt_cancelled()) return qt_error(QT_ERR_INTERRUPTED, "evaluation interrupted");

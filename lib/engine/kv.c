@@ -181,12 +181,14 @@ static qt_status resolve_scales(qt_engine_ctx *e) {
 qt_status qt__engine_kv_init(qt_engine_ctx *e) {
     e->kvf = qt__kv_format_get(e->opts.kv_type);
     if (!e->kvf) return qt_error(QT_ERR_UNSUPPORTED, "KV cache format id %d is not supported", (int)e->opts.kv_type);
-    e->kv_layer_bytes = (size_t)e->n_ctx * e->n_kv * e->kvf->elem_bytes;
+    e->kv_slot_bytes = (size_t)e->n_ctx * e->n_kv * e->kvf->elem_bytes;
+    e->kv_layer_bytes = e->kv_slot_bytes * (size_t)e->n_seq;
     const size_t total = e->kv_layer_bytes * (size_t)e->hp.n_layer;
     e->k_cache = calloc(1, total);
     e->v_cache = calloc(1, total);
     if (!e->k_cache || !e->v_cache)
-        return qt_error(QT_ERR_NOMEM, "KV cache: out of memory (%zu bytes for n_ctx %d)", 2 * total, e->n_ctx);
+        return qt_error(QT_ERR_NOMEM, "KV cache: out of memory (%zu bytes for n_ctx %d x %d sequences)", 2 * total,
+                        e->n_ctx, e->n_seq);
     if (e->kvf->scaled) return resolve_scales(e);
     e->scale_source = QT_KV_SCALE_ONE;
     e->scales_ready = true;
@@ -229,9 +231,9 @@ void qt__engine_kv_store(qt_engine_ctx *e, int il, int32_t B) {
     uint8_t *kc = e->k_cache + (size_t)il * e->kv_layer_bytes;
     uint8_t *vc = e->v_cache + (size_t)il * e->kv_layer_bytes;
     for (int32_t b = 0; b < B; b++) {
-        const size_t pos = (size_t)(e->n_past + b);
+        const size_t slot = (size_t)e->row_seq[b] * e->kv_slot_bytes, pos = (size_t)e->row_pos[b];
         for (int32_t h = 0; h < hkv; h++) {
-            const size_t off = (pos * e->n_kv + (size_t)h * hd) * eb;
+            const size_t off = slot + (pos * e->n_kv + (size_t)h * hd) * eb;
             e->kvf->store(e->k + (size_t)b * e->n_kv + h * hd, kc + off, hd, ks ? ks[h] : 1.0f);
             e->kvf->store(e->v + (size_t)b * e->n_kv + h * hd, vc + off, hd, vs ? vs[h] : 1.0f);
         }

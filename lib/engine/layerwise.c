@@ -58,6 +58,7 @@ qt_status qt_layerwise_run_layer(qt_layerwise *lw, qt_linear_observer observer, 
         float *h = lw->hidden + s * seq_floats;
         memcpy(e->x, h, seq_floats * sizeof(float));
         e->n_past = 0;
+        qt__engine_rows_single(e, lw->n_tok);
         qt__engine_layer(e, lw->next, lw->n_tok);
         memcpy(h, e->x, seq_floats * sizeof(float));
     }

@@ -14,7 +14,10 @@
  * weights have a multiple of 4 rows (and rows a multiple of 16 elements, which
  * the kernel checks), ggml_vec_dot the rest. The two orders round differently
  * in the last bit, so a token decoded alone need not give the bits it gets in
- * a batch, in llama.cpp and here alike.
+ * a batch, in llama.cpp and here alike. With several sequences in one batch
+ * (batch.c) the choice is made per activation row (e->gemm_rows): a row takes
+ * the kernel its sequence would get evaluated alone, so sequences never change
+ * each other's bits.
  */
 #include <stdio.h>
 #include <string.h>
@@ -80,10 +83,11 @@ static void matmul_rows(void *ctx, int64_t r0, int64_t r1, int ti) {
             m->tr->to_float(w, row, m->n_in);
             w = (const uint8_t *)row;
         }
-        const qt_vec_dot_fn dot = j->B >= 2 ? m->dot_batch : m->dot;
-        const uint8_t *a = j->act;
-        for (int32_t b = 0; b < j->B; b++, a += m->act_row_bytes)
+        const uint8_t *a = j->act, *gemm = j->e->gemm_rows;
+        for (int32_t b = 0; b < j->B; b++, a += m->act_row_bytes) {
+            const qt_vec_dot_fn dot = (gemm ? gemm[b] : j->B >= 2) ? m->dot_batch : m->dot;
             j->out[(size_t)b * m->n_out + r] = dot(w, a, m->n_in);
+        }
     }
 }
 

@@ -47,6 +47,10 @@ int engine_cli_parse(const char *verb, int argc, char **argv, int *i, engine_cli
 }
 
 qt_status engine_cli_create(const qt_model *m, const engine_cli_opts *o, qt_engine_ctx **out) {
+    return engine_cli_create_seqs(m, o, 1, out);
+}
+
+qt_status engine_cli_create_seqs(const qt_model *m, const engine_cli_opts *o, int32_t n_seq, qt_engine_ctx **out) {
     qt_engine_opts eo;
     qt_engine_opts_default(&eo);
     qt_status s = qt_kv_type_parse(o->kv_dtype, &eo.kv_type);
@@ -57,5 +61,6 @@ qt_status engine_cli_create(const qt_model *m, const engine_cli_opts *o, qt_engi
     eo.n_threads = (int)o->threads;
     eo.kv_scale_gran = o->kv_per_head ? QT_KV_SCALE_PER_HEAD : QT_KV_SCALE_PER_TENSOR;
     eo.act_quant_off = o->act_quant_off;
+    eo.n_seq = n_seq;
     return qt_engine_new(m, &eo, out);
 }

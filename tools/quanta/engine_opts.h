@@ -1,4 +1,4 @@
-/* tools/quanta/engine_opts.h — the engine options `run` and `perplexity` share. */
+/* tools/quanta/engine_opts.h — the engine options `run`, `perplexity` and `serve` share. */
 #ifndef QT_CLI_ENGINE_OPTS_H
 #define QT_CLI_ENGINE_OPTS_H
 
@@ -32,5 +32,7 @@ void engine_cli_defaults(engine_cli_opts *o);
 int engine_cli_parse(const char *verb, int argc, char **argv, int *i, engine_cli_opts *o);
 /* Resolves the options against the model and creates the engine. */
 qt_status engine_cli_create(const qt_model *m, const engine_cli_opts *o, qt_engine_ctx **out);
+/* The same with n_seq KV slots (`serve --parallel`). */
+qt_status engine_cli_create_seqs(const qt_model *m, const engine_cli_opts *o, int32_t n_seq, qt_engine_ctx **out);
 
 #endif
