@@ -6,8 +6,10 @@
 #   libjansson-dev                        JSON: config.json, tokenizer.json, safetensors headers, --json output
 #   libpcre2-dev                          Unicode regex for the Llama-3 / Qwen2 BPE pre-tokenizers
 #   libutf8proc-dev                       Unicode NFC normalisation and categories for tokenizers
+#   libcurl4-openssl-dev                  HTTP client of `quanta loadtest` (libcurl's multi interface, streaming)
+#   libmicrohttpd-dev                     HTTP server: the load test's scripted test server (tests only)
 set -e
-PKGS="build-essential cmake pkg-config clang libclang-rt-dev libjansson-dev libpcre2-dev libutf8proc-dev"
+PKGS="build-essential cmake pkg-config clang libclang-rt-dev libjansson-dev libpcre2-dev libutf8proc-dev libcurl4-openssl-dev libmicrohttpd-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

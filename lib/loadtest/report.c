@@ -297,8 +297,14 @@ qt_status qt_lt_compare(const char *a_json, const char *a_name, const char *b_js
     qt__sb_printf(&b, "  %-32s %14s %14s %9s\n", "metric", "A", "B", "B/A");
     qt__sb_printf(&b, "  A = %s\n  B = %s\n", a_name, b_name);
     if (sa >= 0 || sb >= 0) {
-        qt__sb_printf(&b, "  %-32s %14d %14d\n", "sustainable concurrency", sa, sb);
-        json_object_set_new(out, "sustainable_concurrency", json_pack("{s:i, s:i}", "a", sa, "b", sb));
+        char ca[16] = "-", cb[16] = "-"; /* "-": a single run, not a sweep */
+        if (sa >= 0) snprintf(ca, sizeof ca, "%d", sa);
+        if (sb >= 0) snprintf(cb, sizeof cb, "%d", sb);
+        qt__sb_printf(&b, "  %-32s %14s %14s\n", "sustainable concurrency", ca, cb);
+        json_t *sc = json_object();
+        json_object_set_new(sc, "a", sa >= 0 ? json_integer(sa) : json_null());
+        json_object_set_new(sc, "b", sb >= 0 ? json_integer(sb) : json_null());
+        json_object_set_new(out, "sustainable_concurrency", sc);
     }
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         double va = num_at(ma, rows[i].key, rows[i].sub), vb = num_at(mb, rows[i].key, rows[i].sub);
