@@ -137,6 +137,7 @@ static int check_args(const args *a) {
     if (!strcmp(a->dataset, "random") && !a->tokenizer)
         return cli_usage(VERB, "--dataset random needs --tokenizer (prompts of exact token lengths)");
     if (a->sweep && a->o.request_rate > 0) return cli_usage(VERB, "--sweep varies concurrency: drop --request-rate");
+    if (a->sweep && a->o.max_concurrency > 0) return cli_usage(VERB, "--sweep sets the concurrency: drop --max-concurrency");
     return CLI_OK;
 }
 
@@ -221,6 +222,18 @@ static qt_status one_run(const args *a, const qt_model *m, const qt_tokenizer *t
     return s;
 }
 
+/* The library's JSON text plus a newline, to where --json asked. */
+static int emit_json_line(const cli_json *j, const char *json) {
+    size_t n = strlen(json);
+    char *line = malloc(n + 2);
+    if (!line) return cli_fail(qt_error(QT_ERR_NOMEM, "loadtest: out of memory for the JSON report"));
+    memcpy(line, json, n);
+    memcpy(line + n, "\n", 2);
+    int rc = cli_json_emit(j, line);
+    free(line);
+    return rc;
+}
+
 static int compare(const args *a) {
     qt_mmap fa, fb;
     if (qt_mmap_open(a->cmp_a, &fa)) return cli_fail(QT_ERR_IO);
@@ -235,12 +248,7 @@ static int compare(const args *a) {
     if (s) return cli_fail(s);
     int rc = CLI_OK;
     if (!a->json.on || a->json.file) fputs(table, stdout);
-    if (a->json.on) {
-        size_t n = strlen(json);
-        char *j2 = realloc(json, n + 2);
-        if (j2) json = j2, strcpy(json + n, "\n");
-        rc = cli_json_emit(&a->json, json);
-    }
+    if (a->json.on) rc = emit_json_line(&a->json, json);
     free(table), free(json);
     return rc;
 }
@@ -252,12 +260,7 @@ static int emit(const args *a, const qt_lt_report *r) {
     if (!s && a->html) s = qt_lt_report_html(r, &html);
     int rc = s ? cli_fail(s) : CLI_OK;
     if (!rc && (!a->json.on || a->json.file)) fputs(table, stdout);
-    if (!rc && json) {
-        size_t n = strlen(json);
-        char *j2 = realloc(json, n + 2);
-        if (j2) json = j2, strcpy(json + n, "\n");
-        rc = cli_json_emit(&a->json, json);
-    }
+    if (!rc && json) rc = emit_json_line(&a->json, json);
     if (!rc && html) rc = write_text_file(a->html, html);
     free(table), free(json), free(html);
     return rc;
