@@ -17,7 +17,7 @@
  *   qt_lt_metrics_compute, qt_lt_level_ok, qt_lt_sweep_choose, qt_lt_knee,
  *   qt_lt_arrivals             pure functions on plain arrays (docs/loadtest.md)
  *   qt_lt_random_prompts, qt_lt_dataset_load   the requests
- *   qt_lt_run                  one bounded run against a server
+ *   qt_lt_run_requests         one bounded run against a server
  *   qt_lt_report_*             table, JSON, HTML (SVG plot), comparison of two JSON reports
  */
 #ifndef QUANTA_LOADTEST_H
