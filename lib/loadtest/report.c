@@ -274,7 +274,8 @@ qt_status qt_lt_compare(const char *a_json, const char *a_name, const char *b_js
     json_t *ra = json_loads(a_json, 0, &e), *rb = NULL;
     qt_status st = QT_OK;
     if (!json_is_object(ra)) st = qt_error(QT_ERR_FORMAT, "%s: not a JSON object: %s", a_name, ra ? "another value" : e.text);
-    if (!st && !json_is_object(rb = json_loads(b_json, 0, &e)))
+    if (!st) rb = json_loads(b_json, 0, &e); /* not inside json_is_object: a macro that evaluates twice */
+    if (!st && !json_is_object(rb))
         st = qt_error(QT_ERR_FORMAT, "%s: not a JSON object: %s", b_name, rb ? "another value" : e.text);
     int32_t sa = -1, sb = -1;
     json_t *ma = st ? NULL : summary_of(ra, a_name, &sa, &st);
