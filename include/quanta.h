@@ -24,6 +24,7 @@
 #include "quanta/quantize.h"
 #include "quanta/eval.h"
 #include "quanta/serve.h"
+#include "quanta/loadtest.h"
 #include "quanta/quantize.h"
 
 #endif

@@ -6,10 +6,11 @@
 #   libjansson-dev                        JSON: config.json, tokenizer.json, safetensors headers, --json output
 #   libpcre2-dev                          Unicode regex for the Llama-3 / Qwen2 BPE pre-tokenizers
 #   libutf8proc-dev                       Unicode NFC normalisation and categories for tokenizers
-#   libmicrohttpd-dev                     the HTTP server under `quanta serve` (GNU libmicrohttpd)
+#   libcurl4-openssl-dev                  HTTP client of `quanta loadtest` (libcurl's multi interface, streaming)
+#   libmicrohttpd-dev                     the HTTP server under `quanta serve` (GNU libmicrohttpd), and the load test's scripted test server
 #   curl                                  the HTTP client tests/cli/serve.sh drives `quanta serve` with
 set -e
-PKGS="build-essential cmake pkg-config clang libclang-rt-dev libjansson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev curl"
+PKGS="build-essential cmake pkg-config clang libclang-rt-dev libjansson-dev libpcre2-dev libutf8proc-dev libcurl4-openssl-dev libmicrohttpd-dev curl"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

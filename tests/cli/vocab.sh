@@ -37,6 +37,7 @@ rows=(
     "eval|--base $model --candidate $model -f $text -c 64 --chunks 1|c ke"
     "imatrix|-m $model -f $text -c 64 --chunks 2 -o @OUT@.gguf|c"
     "serve|-m $model --port 0 --check|c ke"
+    "loadtest|--compare $(dirname "$0")/../data/loadtest_a.json $(dirname "$0")/../data/loadtest_b.json|"
 )
 # the table covers every verb `quanta --help` lists
 "$q" --help | awk '/^verbs:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on = 0}' >"$tmp/verbs"

@@ -23,6 +23,7 @@ static const cli_verb verbs[] = {
     {"eval", "judge quantized candidates against their base: perplexity, KL divergence, verdicts", cmd_eval},
     {"imatrix", "compute an importance matrix from calibration text, as llama-imatrix does", cmd_imatrix},
     {"serve", "an OpenAI-compatible HTTP server on quanta's engine, with continuous batching", cmd_serve},
+    {"loadtest", "load-test an OpenAI-compatible server: throughput, TTFT, TPOT, ITL, sustainable concurrency", cmd_loadtest},
 };
 static const int n_verbs = (int)(sizeof verbs / sizeof verbs[0]);
 
