@@ -134,6 +134,7 @@ typedef struct req {
     int32_t n_toks, cap_toks;
     qt_sched_finish why;
     int32_t n_prompt, n_gen;
+    int32_t max_gen;            /* the job's max_tokens: that token's chunk carries finish_reason "length" */
     char err[256];
     /* the connection thread's */
     int32_t n_fmt;              /* tokens already turned into text */
@@ -142,6 +143,7 @@ typedef struct req {
     buf out;                    /* stream: bytes not yet handed to libmicrohttpd */
     size_t out_pos;
     bool ended;                 /* stream: the last chunk is in `out` */
+    bool fin_sent;              /* stream: finish_reason went out with the last token */
 } req;
 
 static req *req_new(serve_ctx *s, struct MHD_Connection *c, int ep) {
@@ -345,9 +347,15 @@ static void stream_format(req *q) {
     pthread_mutex_unlock(&q->mu);
     while (q->n_fmt < n) {
         const bool first = q->n_fmt == 0;
+        /* The max_tokens-th token is the last, finished by length: it carries finish_reason
+         * itself, as vLLM's stream does, so a client counts one chunk per token (an extra empty
+         * chunk would be one more, near-zero, inter-token latency in vLLM's metrics). */
+        const bool last = q->n_fmt + 1 == q->max_gen;
         buf text = {0};
-        take_text(q, q->n_fmt + 1, &text, false);
-        sse(&q->out, envelope(q, true, json_pack("[o]", choice_json(q, text.p ? text.p : "", text.n, NULL, true, first))));
+        take_text(q, q->n_fmt + 1, &text, last);
+        sse(&q->out, envelope(q, true, json_pack("[o]", choice_json(q, text.p ? text.p : "", text.n,
+                                                                    last ? "length" : NULL, true, first))));
+        q->fin_sent = last;
         free(text.p);
     }
     if (!done || q->ended) return;
@@ -356,8 +364,10 @@ static void stream_format(req *q) {
     if (q->why == QT_FINISH_ERROR) {
         sse(&q->out, json_pack("{s:{s:s, s:s}}", "error", "message", q->err, "type", "server_error"));
     } else {
-        json_t *c = choice_json(q, text.p ? text.p : "", text.n, finish_name(q->why), true, n == 0);
-        sse(&q->out, envelope(q, true, json_pack("[o]", c)));
+        if (!q->fin_sent) {
+            json_t *c = choice_json(q, text.p ? text.p : "", text.n, finish_name(q->why), true, n == 0);
+            sse(&q->out, envelope(q, true, json_pack("[o]", c)));
+        }
         if (q->r.include_usage) {
             json_t *o = envelope(q, true, json_array());
             json_object_set_new(o, "usage", usage_json(q));
@@ -475,6 +485,7 @@ static enum MHD_Result generate(req *q, qt_serve_kind kind) {
         return answer_error(q, 400, "context_length_exceeded", msg);
     }
     const int32_t max_tokens = q->r.max_tokens >= 0 ? q->r.max_tokens : kind == QT_SERVE_COMPLETION ? 16 : s->n_ctx - n;
+    q->max_gen = max_tokens;
     qt_sched_job job = {.prompt = ids, .n_prompt = n, .max_tokens = max_tokens, .ignore_eos = q->r.ignore_eos,
                         .sampling = {.temp = q->r.temperature, .top_k = q->r.top_k, .top_p = q->r.top_p, .seed = q->r.seed},
                         .on_token = on_token, .on_done = on_done, .user = q};
