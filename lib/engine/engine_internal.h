@@ -26,6 +26,9 @@ typedef struct qt__mat {
     bool dequant_rows;          /* true: to_float each row, dot in f32 */
     qt_vec_dot_fn dot;          /* one activation row (decode) */
     qt_vec_dot_fn dot_batch;    /* two or more rows: llama.cpp's tinyBLAS order where it has one */
+    /* the blocked kernel (lib/quant/gemm.h, vec_dot's bits) for act_type == vec_dot_type, or NULL */
+    void (*gemm)(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
+                 float *out, int64_t ldo);
 } qt__mat;
 
 typedef struct qt__layer {

@@ -14,6 +14,7 @@
 
 #include "core/cpu_level.h"
 #include "ct_internal.h"
+#include "gemm.h"
 #include "quanta/quant.h"
 
 typedef struct qt__kernel_variant {
@@ -23,6 +24,7 @@ typedef struct qt__kernel_variant {
     qt_vec_dot_fn vec_dot;
     qt_vec_dot_fn vec_dot_gemm;
     qt__ct_int4_row_fn ct_int4_row; /* compressed-tensors int4 group rows (qt__ct_int4_row_ref) */
+    qt__gemm_fn gemm;               /* blocked rows x activations (gemm.h); reference: vec_dot per element */
 } qt__kernel_variant;
 
 /* Ends with a row whose level is QT__CPU_LEVEL_COUNT. */
