@@ -11,7 +11,10 @@
  * q6_K) go through it for decode (B = 1: several rows share each activation
  * load) and prefill (tiles of rows x activations share every load): its bits
  * are vec_dot's for every element, so the engine's results are the same with
- * and without it. Other types loop over vec_dot / vec_dot_gemm per element.
+ * and without it. With --numerics fast a type may instead take a kernel in
+ * its own float order (gemm_fast: AVX-512 q8_0/q4_0, two blocks per vector),
+ * the same at every batch size and thread count but not llama.cpp's bits.
+ * Other types loop over vec_dot / vec_dot_gemm per element.
  *
  * Work is split across threads by fixed units of MATMUL_ROW_UNIT output rows
  * (qt_parallel_for hands each thread a contiguous range of units); every
@@ -32,7 +35,7 @@
 #include "quant/gemm.h"
 #include "engine_internal.h"
 
-qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant) {
+qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics) {
     memset(m, 0, sizeof *m);
     m->t = t;
     m->tr = qt_type_get(t->type);
@@ -68,7 +71,13 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant) {
         m->dequant_rows = t->type != QT_TYPE_F32;
     }
     if (!m->dot_batch || m->n_out % 4 != 0) m->dot_batch = m->dot;
-    m->gemm = !m->dequant_rows && m->act_type == vt ? qt__gemm_kernel(t->type) : NULL;
+    if (!m->dequant_rows && m->act_type == vt) {
+        m->gemm = qt__gemm_kernel(t->type);
+        if (numerics == QT_NUMERICS_FAST && qt__gemm_kernel_fast(t->type) != m->gemm) {
+            m->gemm = qt__gemm_kernel_fast(t->type);
+            m->own_order = true;
+        }
+    }
     m->act_row_bytes = qt_row_size(m->act_type, m->n_in);
     return QT_OK;
 }

@@ -39,6 +39,14 @@ qt__gemm_fn qt__gemm_kernel(qt_type t);
 void qt__gemm_dots(qt_vec_dot_fn dot, const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,
                    int64_t n, float *out, int64_t ldo);
 
+/* --numerics fast: the kernel for t that may use its own float order (a
+ * `gemm_fast` variant), else qt__gemm_kernel(t). */
+qt__gemm_fn qt__gemm_kernel_fast(qt_type t);
+
+/* The float order of the q8_0/q4_0 fast kernels, one element (gemm_avx512.c). */
+float qt__dot_fast_q8_0_ref(const void *x, const void *y, int64_t n);
+float qt__dot_fast_q4_0_ref(const void *x, const void *y, int64_t n);
+
 #ifdef QT_ARCH_X86
 void qt__gemm_q8_0_avx2(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
                         float *out, int64_t ldo);
@@ -57,6 +65,11 @@ void qt__gemm_q4_K_avx512(const void *w, size_t ldw, int64_t nr, const void *a, 
                           float *out, int64_t ldo);
 void qt__gemm_q6_K_avx512(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
                           float *out, int64_t ldo);
+/* --numerics fast (gemm_avx512.c): two blocks per 512-bit vector */
+void qt__gemm_fast_q8_0_avx512(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
+                               float *out, int64_t ldo);
+void qt__gemm_fast_q4_0_avx512(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
+                               float *out, int64_t ldo);
 #endif
 
 #endif

@@ -41,6 +41,9 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .gemm = qt__gemm_q4_0_avx512},
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .gemm = qt__gemm_q4_K_avx512},
     {QT_TYPE_Q6_K, QT__CPU_AVX512, .gemm = qt__gemm_q6_K_avx512},
+    /* --numerics fast: two blocks per 512-bit vector (not llama.cpp's float order) */
+    {QT_TYPE_Q8_0, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_q8_0_avx512, .gemm_fast_ref = qt__dot_fast_q8_0_ref},
+    {QT_TYPE_Q4_0, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_q4_0_avx512, .gemm_fast_ref = qt__dot_fast_q4_0_ref},
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .to_float = qt__dequantize_q4_0_avx512},
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .to_float = qt__dequantize_q8_0_avx512},
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .to_float = qt__dequantize_q4_K_avx512},

@@ -332,9 +332,8 @@ static void random_rows(qt_type t, uint8_t *w, int64_t nr, int64_t n) {
  * bit, on awkward shapes: row counts that are not a multiple of any tile (1, 3,
  * 5, 7, 17), batches 1..9 (every column remainder), panel edges (63..65, 129)
  * and 512; the output written with a row stride, the gaps left alone. */
-static void check_gemm(qt_type t, qt__gemm_fn gemm, const char *level) {
+static void check_gemm(qt_type t, qt__gemm_fn gemm, qt_vec_dot_fn ref, const char *level) {
     const qt_type_traits *tr = qt_type_get(t), *vt = qt_type_get(tr->vec_dot_type);
-    const qt_vec_dot_fn ref = qt__traits_ref(t)->vec_dot;
     const int64_t rows[] = {1, 2, 3, 4, 5, 7, 8, 17}, batch[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 63, 64, 65, 129, 512};
     const int64_t lens[] = {tr->block_elems, 3 * tr->block_elems, 2048};
     const int64_t max_nr = 17, max_nc = 512, ldo = max_nr + 3;
@@ -380,21 +379,43 @@ static void gemm_q5_0_dots(const void *w, size_t ldw, int64_t nr, const void *a,
 static void test_gemm_variants_equal_vec_dot(void) {
     int ran = 0;
     for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
-        if (!v->gemm) continue;
+        if (!v->gemm && !v->gemm_fast) continue;
         const char *level = qt__cpu_level_str(v->level);
         if (v->level > qt__cpu_level_get()) {
             fprintf(stderr, "  SKIPPED gemm %s %s: this CPU (or QUANTA_CPU) lacks it\n", qt_type_get(v->type)->name, level);
             continue;
         }
+        if (v->gemm_fast) {
+            /* --numerics fast: its own order, against that order's scalar reference */
+            CHECK_MSG(v->gemm_fast_ref != NULL, "%s: a gemm_fast variant without a reference", level);
+            if (v->gemm_fast_ref) check_gemm(v->type, v->gemm_fast, v->gemm_fast_ref, "fast");
+            ran++;
+            continue;
+        }
         CHECK_MSG(qt__traits_ref(v->type)->vec_dot != NULL, "%s: gemm without a vec_dot reference", level);
-        check_gemm(v->type, v->gemm, level);
+        check_gemm(v->type, v->gemm, qt__traits_ref(v->type)->vec_dot, level);
         ran++;
     }
     /* the resolved kernel is the highest level's, or none at scalar */
     if (qt__cpu_level_get() == QT__CPU_SCALAR) CHECK(qt__gemm_kernel(QT_TYPE_Q4_0) == NULL);
     else CHECK(qt__gemm_kernel(QT_TYPE_Q4_0) != NULL);
     /* the reference loop itself, through the dispatched vec_dot */
-    check_gemm(QT_TYPE_Q5_0, gemm_q5_0_dots, "dots");
+    check_gemm(QT_TYPE_Q5_0, gemm_q5_0_dots, qt__traits_ref(QT_TYPE_Q5_0)->vec_dot, "dots");
+    /* the fast order is a different order: the data tells it apart from vec_dot's */
+    if (qt__gemm_kernel_fast(QT_TYPE_Q4_0) != qt__gemm_kernel(QT_TYPE_Q4_0)) {
+        enum { N = 2048 };
+        float x[N], y[N];
+        uint8_t xq[N], yq[2 * N];
+        int differ = 0;
+        for (int rep = 0; rep < 20; rep++) {
+            fill(x, N, 1.0f);
+            fill(y, N, 1.0f);
+            CHECK_OK(qt_quantize_rows(QT_TYPE_Q4_0, x, xq, 1, N, NULL));
+            CHECK(qt__act_quantize(QT_TYPE_Q8_0, y, yq, N));
+            differ += qt__dot_fast_q4_0_ref(xq, yq, N) != qt__traits_ref(QT_TYPE_Q4_0)->vec_dot(xq, yq, N);
+        }
+        CHECK(differ > 0);
+    }
     if (!ran) SKIP("no gemm variant runs on this CPU");
 }
 
