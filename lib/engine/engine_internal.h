@@ -30,6 +30,7 @@ typedef struct qt__mat {
     void (*gemm)(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
                  float *out, int64_t ldo);
     bool own_order;             /* gemm is a --numerics fast kernel with its own float order */
+    int32_t gemm_min_batch;     /* below this many activation rows, vec_dot per element instead */
 } qt__mat;
 
 typedef struct qt__layer {

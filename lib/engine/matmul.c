@@ -9,7 +9,8 @@
  *
  * Quantized rows with a blocked kernel (lib/quant/gemm.h: q8_0, q4_0, q4_K,
  * q6_K) go through it for decode (B = 1: several rows share each activation
- * load) and prefill (tiles of rows x activations share every load): its bits
+ * load; not q4_K/q6_K, whose vec_dot bench_gemm measured faster for one row)
+ * and prefill (tiles of rows x activations share every load): its bits
  * are vec_dot's for every element, so the engine's results are the same with
  * and without it. With --numerics fast a type may instead take a kernel in
  * its own float order (gemm_fast: AVX-512 q8_0/q4_0, two blocks per vector),
@@ -73,8 +74,10 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numeri
     if (!m->dot_batch || m->n_out % 4 != 0) m->dot_batch = m->dot;
     if (!m->dequant_rows && m->act_type == vt) {
         m->gemm = qt__gemm_kernel(t->type);
+        m->gemm_min_batch = qt__gemm_min_batch(t->type);
         if (numerics == QT_NUMERICS_FAST && qt__gemm_kernel_fast(t->type) != m->gemm) {
             m->gemm = qt__gemm_kernel_fast(t->type);
+            m->gemm_min_batch = 1;
             m->own_order = true;
         }
     }
@@ -99,7 +102,7 @@ static void matmul_units(void *ctx, int64_t u0, int64_t u1, int ti) {
     const qt__mat *m = j->m;
     const int64_t r0 = u0 * MATMUL_ROW_UNIT, r1 = u1 * MATMUL_ROW_UNIT < m->n_out ? u1 * MATMUL_ROW_UNIT : m->n_out;
     const uint8_t *w = m->data + (size_t)r0 * m->row_bytes;
-    if (m->gemm) {
+    if (m->gemm && j->B >= m->gemm_min_batch) {
         m->gemm(w, m->row_bytes, r1 - r0, j->act, m->act_row_bytes, j->B, m->n_in, j->out + r0, m->n_out);
         return;
     }

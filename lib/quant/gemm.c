@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "blocks.h"
+#include "dot.h"
 #include "gemm.h"
 #include "quanta/num.h"
 
@@ -17,11 +18,6 @@ void qt__gemm_dots(qt_vec_dot_fn dot, const void *w, size_t ldw, int64_t nr, con
     }
 }
 
-/* dot.c's hsum8: (0+4) + (2+6), (1+5) + (3+7), then their sum (llama.cpp's hsum_float_8) */
-static float hsum8(const float a[8]) {
-    const float s0 = a[0] + a[4], s1 = a[1] + a[5], s2 = a[2] + a[6], s3 = a[3] + a[7];
-    return (s0 + s2) + (s1 + s3);
-}
 
 /* Lane l of one 32-element block product: elements 4l..4l+3 (exact in int32). */
 static int32_t block_lane(const int8_t *x, const int8_t *y, int l) {
@@ -48,12 +44,12 @@ static float fast_pairs(const void *vx, size_t xb, bool q4, const block_q8_0 *y,
         if (b == nb - 1 && nb % 2) {
             for (int l = 0; l < 8; l++) lanes[l] = acc[0][l] + acc[1][l];
             for (int l = 0; l < 8; l++) lanes[l] = fmaf(d, (float)block_lane(q, y[b].qs, l), lanes[l]);
-            return hsum8(lanes);
+            return qt__hsum8_ref(lanes);
         }
         for (int l = 0; l < 8; l++) acc[b % 2][l] = fmaf(d, (float)block_lane(q, y[b].qs, l), acc[b % 2][l]);
     }
     for (int l = 0; l < 8; l++) lanes[l] = acc[0][l] + acc[1][l];
-    return hsum8(lanes);
+    return qt__hsum8_ref(lanes);
 }
 
 float qt__dot_fast_q8_0_ref(const void *x, const void *y, int64_t n) { return fast_pairs(x, sizeof(block_q8_0), false, y, n); }

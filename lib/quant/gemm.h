@@ -39,6 +39,11 @@ qt__gemm_fn qt__gemm_kernel(qt_type t);
 void qt__gemm_dots(qt_vec_dot_fn dot, const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,
                    int64_t n, float *out, int64_t ldo);
 
+/* The fewest activation rows qt__gemm_kernel(t) is faster for than one vec_dot
+ * per element (1, or 2 where a decode row is better served by vec_dot). The
+ * fast kernels apply from one row: their order must not depend on the batch. */
+int qt__gemm_min_batch(qt_type t);
+
 /* --numerics fast: the kernel for t that may use its own float order (a
  * `gemm_fast` variant), else qt__gemm_kernel(t). */
 qt__gemm_fn qt__gemm_kernel_fast(qt_type t);

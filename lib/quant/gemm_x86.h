@@ -165,19 +165,6 @@ QT_GEMM_INLINE __m256i gemm_scaled_u8(__m256i sum, __m256i codes, const int8_t *
 #endif
 }
 
-/* Q4_K's scales and mins (dot_k_avx2.c k4_scales) */
-QT_GEMM_INLINE void gemm_k4_scales(const uint8_t s[12], uint8_t sc[8], uint8_t m[8]) {
-    uint32_t a[3], o[4];
-    memcpy(a, s, 12);
-    const uint32_t m6 = 0x3F3F3F3F, m4 = 0x0F0F0F0F, m2 = 0x03030303;
-    o[0] = a[0] & m6;
-    o[1] = (a[2] & m4) | ((a[0] >> 6) & m2) << 4;
-    o[2] = a[1] & m6;
-    o[3] = ((a[2] >> 4) & m4) | ((a[1] >> 6) & m2) << 4;
-    memcpy(sc, o, 8);
-    memcpy(m, o + 2, 8);
-}
-
 QT_GEMM_INLINE void gemm_tile_q4_K(int R, int C, const uint8_t *w, size_t ldw, const uint8_t *a, size_t lda,
                                    int64_t nb, float *out, int64_t ldo) {
     __m256 acc[4][4];
@@ -194,7 +181,7 @@ QT_GEMM_INLINE void gemm_tile_q4_K(int R, int C, const uint8_t *w, size_t ldw, c
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             x[r] = (const block_q4_K *)(w + r * ldw) + b;
-            gemm_k4_scales(x[r]->scales, sc[r], m[r]);
+            qt__k4_scales(x[r]->scales, sc[r], m[r]);
         }
 #pragma GCC unroll 4
         for (int c = 0; c < C; c++) y[c] = (const block_q8_K *)(a + c * lda) + b;
@@ -245,13 +232,6 @@ QT_GEMM_INLINE void gemm_tile_q4_K(int R, int C, const uint8_t *w, size_t ldw, c
         }
 }
 
-/* Sixteen int16 lanes of one 32-element Q6_K group (dot_k_avx2.c pair_scales) */
-QT_GEMM_INLINE __m256i gemm_pair_scales(__m128i s, int p) {
-    const __m128i pick = _mm_set_epi64x((long long)(0x0101010101010101ULL * (uint64_t)(p + 1)),
-                                        (long long)(0x0101010101010101ULL * (uint64_t)p));
-    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s, pick));
-}
-
 /* Code vector k (0..3) of one 128-element half of a Q6_K block (qt__q6_K_codes_avx2's codes[k]) */
 QT_GEMM_INLINE __m256i gemm_q6_K_code(const uint8_t *ql, const uint8_t *qh, int k) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(0x03);
@@ -291,7 +271,7 @@ QT_GEMM_INLINE void gemm_tile_q6_K(int R, int C, const uint8_t *w, size_t ldw, c
 #pragma GCC unroll 4
                 for (int r = 0; r < R; r++) {
                     codes[r] = gemm_q6_K_code(x[r]->ql + 64 * h, x[r]->qh + 32 * h, k);
-                    s16[r] = gemm_pair_scales(sc[r], 8 * h + 2 * k);
+                    s16[r] = qt__k_pair_scales(sc[r], 8 * h + 2 * k);
                 }
 #pragma GCC unroll 4
                 for (int c = 0; c < C; c++)
