@@ -4,7 +4,8 @@
  * type with a blocked kernel (lib/quant/gemm.h) it times
  *   "dots": one vec_dot call per output element (the dispatched kernel;
  *           the engine's path before the blocked kernels), and
- *   each gemm variant of lib/quant/variants.c that runs here.
+ *   each gemm variant of lib/quant/variants.c that runs here, and each
+ *   gemm_fast variant ("fast": --numerics fast's own float order).
  * Both give the same bits (test_engine_dot); only speed differs. Prints one
  * JSON document on stdout: per type, shape and batch, the median over --reps
  * of thread CPU seconds (cpu_s: the kernel's cost even on a shared machine)
@@ -106,13 +107,17 @@ int main(int argc, char **argv) {
                        flop / dots_cpu / 1e9);
                 first = 0;
                 for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
-                    if (v->type != t || !v->gemm || v->level > qt__cpu_level_get()) continue;
-                    double cpu;
-                    time_gemm(v->gemm, w, ldw, sh->rows, a, lda, B, sh->cols, out, reps, &cpu, &wall);
-                    printf(",\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"gemm %s\", "
-                           "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"vs_dots\": %.2f}",
-                           tr->name, sh->name, (long long)B, qt__cpu_level_str(v->level), cpu, wall, flop / cpu / 1e9,
-                           dots_cpu / cpu);
+                    if (v->type != t || v->level > qt__cpu_level_get()) continue;
+                    for (int fast = 0; fast < 2; fast++) {
+                        const qt__gemm_fn g = fast ? v->gemm_fast : v->gemm;
+                        if (!g) continue;
+                        double cpu;
+                        time_gemm(g, w, ldw, sh->rows, a, lda, B, sh->cols, out, reps, &cpu, &wall);
+                        printf(",\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"gemm%s %s\", "
+                               "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"vs_dots\": %.2f}",
+                               tr->name, sh->name, (long long)B, fast ? " fast" : "", qt__cpu_level_str(v->level), cpu, wall,
+                               flop / cpu / 1e9, dots_cpu / cpu);
+                    }
                 }
                 fflush(stdout);
             }
