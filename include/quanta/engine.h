@@ -53,6 +53,18 @@ QT_API qt_status qt_kv_type_parse(const char *name, qt_kv_type *out);
 QT_API const char *qt_kv_scale_source_name(qt_kv_scale_source s); /* "auto", "file", "one", "dynamic" */
 QT_API qt_status qt_kv_scale_source_parse(const char *name, qt_kv_scale_source *out);
 
+/* ---- float order ------------------------------------------------------------- */
+/* Which float order the matrix kernels may use (docs/engine.md, "Numerics"). */
+typedef enum qt_numerics {
+    QT_NUMERICS_FAST = 0,   /* default: the fastest kernels this CPU has, whatever their order of
+                               float operations (results agree with llama's to rounding) */
+    QT_NUMERICS_LLAMA,      /* llama.cpp's CPU order everywhere: its F32 logits bit for bit */
+} qt_numerics;
+
+QT_API const char *qt_numerics_name(qt_numerics n); /* "fast", "llama" */
+/* QT_ERR_UNSUPPORTED naming the accepted values when `name` is not one of them. */
+QT_API qt_status qt_numerics_parse(const char *name, qt_numerics *out);
+
 /* ---- engine ------------------------------------------------------------------ */
 typedef struct qt_engine_opts {
     int32_t n_ctx;            /* KV cache length; 0: the model's training context capped at 4096 */
@@ -66,6 +78,7 @@ typedef struct qt_engine_opts {
     bool act_quant_off;       /* false (default): quantize activations to each weight type's
                                  vec_dot_type and dot in that domain, as llama.cpp does;
                                  true: dequantize weight rows to f32 and dot in f32 */
+    qt_numerics numerics;     /* QT_NUMERICS_FAST by default */
 } qt_engine_opts;
 
 QT_API void qt_engine_opts_default(qt_engine_opts *o);

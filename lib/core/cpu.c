@@ -95,7 +95,9 @@ const qt_cpu_features *qt_cpu(void) {
 
 qt__cpu_level qt__cpu_level_get(void) {
     const qt_cpu_features *f = qt_cpu();
-    if (f->avx512f && f->avx512bw && f->avx512vl) return QT__CPU_AVX512;
+    /* VNNI too: the AVX-512 gemm kernels use vpdpbusd (Ice Lake, Zen 4 and later;
+     * Skylake-X runs the AVX2 kernels) */
+    if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512_vnni) return QT__CPU_AVX512;
     if (f->avx2 && f->fma && f->f16c) return QT__CPU_AVX2;
     return QT__CPU_SCALAR;
 }

@@ -10,7 +10,7 @@
 typedef enum qt__cpu_level {
     QT__CPU_SCALAR = 0,
     QT__CPU_AVX2,      /* AVX2 + FMA + F16C */
-    QT__CPU_AVX512,    /* AVX-512 F + BW + VL */
+    QT__CPU_AVX512,    /* AVX-512 F + BW + VL + VNNI */
     QT__CPU_LEVEL_COUNT
 } qt__cpu_level;
 

@@ -13,6 +13,15 @@ void qt_engine_opts_default(qt_engine_opts *o) {
     o->kv_scale_source = QT_KV_SCALE_AUTO;
 }
 
+const char *qt_numerics_name(qt_numerics n) { return n == QT_NUMERICS_LLAMA ? "llama" : "fast"; }
+
+qt_status qt_numerics_parse(const char *name, qt_numerics *out) {
+    if (!strcmp(name, "fast")) *out = QT_NUMERICS_FAST;
+    else if (!strcmp(name, "llama")) *out = QT_NUMERICS_LLAMA;
+    else return qt_error(QT_ERR_UNSUPPORTED, "numerics '%s': expected fast or llama", name);
+    return QT_OK;
+}
+
 static qt_status check_hparams(const qt_engine_ctx *e) {
     const qt_hparams *hp = &e->hp;
     const char *path = qt_model_path(e->model);
@@ -87,7 +96,7 @@ static qt_status alloc_buffers(qt_engine_ctx *e) {
 static void describe(qt_engine_ctx *e) {
     int count[QT_TYPE_COUNT] = {0};
     qt_type act[QT_TYPE_COUNT];
-    bool deq[QT_TYPE_COUNT] = {0};
+    bool deq[QT_TYPE_COUNT] = {0}, fast[QT_TYPE_COUNT] = {0};
     for (int il = 0; il < e->hp.n_layer; il++) {
         const qt__layer *L = &e->layers[il];
         const qt__mat *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
@@ -95,11 +104,13 @@ static void describe(qt_engine_ctx *e) {
             count[ms[i]->t->type]++;
             act[ms[i]->t->type] = ms[i]->act_type;
             deq[ms[i]->t->type] = ms[i]->dequant_rows;
+            fast[ms[i]->t->type] |= ms[i]->own_order;
         }
     }
     count[e->output.t->type]++;
     act[e->output.t->type] = e->output.act_type;
     deq[e->output.t->type] = e->output.dequant_rows;
+    fast[e->output.t->type] |= e->output.own_order;
 
     char *d = e->describe;
     size_t cap = sizeof e->describe, n = 0;
@@ -116,9 +127,18 @@ static void describe(qt_engine_ctx *e) {
         else PUT("%s %s for %s rows", first ? "" : ";", qt_type_get(act[t])->name, qt_type_get((qt_type)t)->name);
         first = false;
     }
-    PUT(" (%s); KV cache: %s, n_ctx %d", e->opts.act_quant_off ? "--act-quant off" :
+    PUT(" (%s); --numerics %s", e->opts.act_quant_off ? "--act-quant off" :
         "--act-quant auto: quantized to each type's vec_dot_type as llama.cpp's CPU backend does",
-        e->kvf->name, e->n_ctx);
+        qt_numerics_name(e->opts.numerics));
+    int n_fast = 0;
+    for (int t = 0; t < QT_TYPE_COUNT; t++) n_fast += fast[t];
+    if (n_fast) {
+        PUT(" (own float order for");
+        for (int t = 0; t < QT_TYPE_COUNT; t++)
+            if (fast[t]) PUT(" %s", qt_type_get((qt_type)t)->name);
+        PUT(" rows)");
+    }
+    PUT("; KV cache: %s, n_ctx %d", e->kvf->name, e->n_ctx);
     if (e->n_seq > 1) PUT(" x %d sequences", e->n_seq);
     if (e->kvf->scaled) {
         const char *gran = e->opts.kv_scale_gran == QT_KV_SCALE_PER_HEAD ? "per-head" : "per-tensor";

@@ -26,6 +26,11 @@ typedef struct qt__mat {
     bool dequant_rows;          /* true: to_float each row, dot in f32 */
     qt_vec_dot_fn dot;          /* one activation row (decode) */
     qt_vec_dot_fn dot_batch;    /* two or more rows: llama.cpp's tinyBLAS order where it has one */
+    /* the blocked kernel (lib/quant/gemm.h, vec_dot's bits) for act_type == vec_dot_type, or NULL */
+    void (*gemm)(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
+                 float *out, int64_t ldo);
+    bool own_order;             /* gemm is a --numerics fast kernel with its own float order */
+    int32_t gemm_min_batch;     /* below this many activation rows, vec_dot per element instead */
 } qt__mat;
 
 typedef struct qt__layer {
@@ -143,8 +148,9 @@ void qt__engine_kv_finish_batch(qt_engine_ctx *e);
 
 /* lib/engine/matmul.c: out (B, m->n_out) = in (B, m->n_in) x W^T, threaded over rows. */
 void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m);
-/* Fill a qt__mat from a tensor with ne = [n_in, n_out] (checked by the caller). */
-qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant);
+/* Fill a qt__mat from a tensor with ne = [n_in, n_out] (checked by the caller);
+ * QT_NUMERICS_FAST lets it take a kernel with its own float order. */
+qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics);
 
 /* lib/engine/forward.c */
 qt_status qt__engine_forward(qt_engine_ctx *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits);

@@ -1,13 +1,26 @@
 /* lib/engine/matmul.c — y = W x for a batch of B activation rows, with W in
  * its stored format.
  *
- * Work is split across threads by output rows (qt_parallel_for). Each row of
- * W is touched once per call and met with all B activation rows, so prefill
- * is matrix-matrix: with activation quantization on, the B rows are first
- * converted to the row type's vec_dot_type (llama.cpp: ggml_compute_forward_mul_mat
- * converts src1 with from_float of vec_dot_type, then vec_dot per pair);
- * otherwise each weight row is dequantized once into per-thread scratch and
- * dotted in f32 with every activation row.
+ * With activation quantization on, the B rows are first converted to the row
+ * type's vec_dot_type (llama.cpp: ggml_compute_forward_mul_mat converts src1
+ * with from_float of vec_dot_type, then vec_dot per pair); otherwise each
+ * weight row is dequantized once into per-thread scratch and dotted in f32
+ * with every activation row.
+ *
+ * Quantized rows with a blocked kernel (lib/quant/gemm.h: q8_0, q4_0, q4_K,
+ * q6_K) go through it for decode (B = 1: several rows share each activation
+ * load; not q4_K/q6_K, whose vec_dot bench_gemm measured faster for one row)
+ * and prefill (tiles of rows x activations share every load): its bits
+ * are vec_dot's for every element, so the engine's results are the same with
+ * and without it. With --numerics fast a type may instead take a kernel in
+ * its own float order (gemm_fast: AVX-512 q8_0/q4_0, two blocks per vector),
+ * the same at every batch size and thread count but not llama.cpp's bits.
+ * Other types loop over vec_dot / vec_dot_gemm per element.
+ *
+ * Work is split across threads by fixed units of MATMUL_ROW_UNIT output rows
+ * (qt_parallel_for hands each thread a contiguous range of units); every
+ * output element is computed by the same code whatever the split, so results
+ * do not depend on the thread count.
  *
  * Like llama.cpp, the float order depends on the batch: llamafile_sgemm
  * (tinyBLAS) takes f32/f16 products with two or more activation rows when the
@@ -23,9 +36,10 @@
 #include <string.h>
 
 #include "quant/dot.h"
+#include "quant/gemm.h"
 #include "engine_internal.h"
 
-qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant) {
+qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics) {
     memset(m, 0, sizeof *m);
     m->t = t;
     m->tr = qt_type_get(t->type);
@@ -61,9 +75,22 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant) {
         m->dequant_rows = t->type != QT_TYPE_F32;
     }
     if (!m->dot_batch || m->n_out % 4 != 0) m->dot_batch = m->dot;
+    if (!m->dequant_rows && m->act_type == vt) {
+        m->gemm = qt__gemm_kernel(t->type);
+        m->gemm_min_batch = qt__gemm_min_batch(t->type);
+        if (numerics == QT_NUMERICS_FAST && qt__gemm_kernel_fast(t->type) != m->gemm) {
+            m->gemm = qt__gemm_kernel_fast(t->type);
+            m->gemm_min_batch = 1;
+            m->own_order = true;
+        }
+    }
     m->act_row_bytes = qt_row_size(m->act_type, m->n_in);
     return QT_OK;
 }
+
+/* Output rows per unit of work: a multiple of every gemm tile's row count,
+ * few enough units per thread to balance (2048 rows: 128 units). */
+#define MATMUL_ROW_UNIT 16
 
 typedef struct matmul_job {
     qt_engine_ctx *e;
@@ -73,33 +100,68 @@ typedef struct matmul_job {
     int32_t B;
 } matmul_job;
 
-static void matmul_rows(void *ctx, int64_t r0, int64_t r1, int ti) {
+/* nr weight rows (ldw bytes apart) against the job's B activation rows, one vec_dot per
+ * element. The float order is vec_dot's for a lone row and vec_dot_gemm's in a batch (they
+ * differ for f32/f16 only, where llama.cpp's tinyBLAS takes batches); in a multi-sequence
+ * batch (e->gemm_rows, lib/engine/batch.c) each row takes its own sequence's order, so a
+ * sequence's results do not depend on what else is in the batch. The blocked kernels above
+ * give vec_dot's bits at any batch size, so they need no such choice. */
+static void dots(const matmul_job *j, const void *w, size_t ldw, int64_t nr, float *out) {
+    const qt__mat *m = j->m;
+    const uint8_t *per_row = j->e->gemm_rows;
+    if (!per_row) {
+        qt__gemm_dots(j->B >= 2 ? m->dot_batch : m->dot, w, ldw, nr, j->act, m->act_row_bytes, j->B, m->n_in, out,
+                      m->n_out);
+        return;
+    }
+    const uint8_t *a = j->act;
+    for (int32_t b = 0; b < j->B; b++, a += m->act_row_bytes)
+        qt__gemm_dots(per_row[b] ? m->dot_batch : m->dot, w, ldw, nr, a, m->act_row_bytes, 1, m->n_in,
+                      out + (size_t)b * m->n_out, m->n_out);
+}
+
+static void matmul_units(void *ctx, int64_t u0, int64_t u1, int ti) {
     const matmul_job *j = ctx;
     const qt__mat *m = j->m;
+    const int64_t r0 = u0 * MATMUL_ROW_UNIT, r1 = u1 * MATMUL_ROW_UNIT < m->n_out ? u1 * MATMUL_ROW_UNIT : m->n_out;
+    const uint8_t *w = m->data + (size_t)r0 * m->row_bytes;
+    if (m->gemm && j->B >= m->gemm_min_batch) {
+        m->gemm(w, m->row_bytes, r1 - r0, j->act, m->act_row_bytes, j->B, m->n_in, j->out + r0, m->n_out);
+        return;
+    }
+    if (!m->dequant_rows) {
+        dots(j, w, m->row_bytes, r1 - r0, j->out + r0);
+        return;
+    }
     float *row = j->e->scratch[ti].row;
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *w = m->data + (size_t)r * m->row_bytes;
-        if (m->dequant_rows) {
-            m->tr->to_float(w, row, m->n_in);
-            w = (const uint8_t *)row;
-        }
-        const uint8_t *a = j->act, *gemm = j->e->gemm_rows;
-        for (int32_t b = 0; b < j->B; b++, a += m->act_row_bytes) {
-            const qt_vec_dot_fn dot = (gemm ? gemm[b] : j->B >= 2) ? m->dot_batch : m->dot;
-            j->out[(size_t)b * m->n_out + r] = dot(w, a, m->n_in);
-        }
+    for (int64_t r = r0; r < r1; r++, w += m->row_bytes) {
+        m->tr->to_float(w, row, m->n_in);
+        dots(j, row, 0, 1, j->out + r);
     }
 }
 
+typedef struct act_job {
+    const qt__mat *m;
+    const float *in;            /* (B, n_in) */
+    uint8_t *dst;               /* (B, act_row_bytes) */
+} act_job;
+
+static void act_rows(void *ctx, int64_t b0, int64_t b1, int ti) {
+    (void)ti;
+    const act_job *j = ctx;
+    for (int64_t b = b0; b < b1; b++)
+        qt__act_quantize(j->m->act_type, j->in + b * j->m->n_in, j->dst + (size_t)b * j->m->act_row_bytes, j->m->n_in);
+}
+
 void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m) {
+    /* below ~32k multiply-adds waking the pool costs more than it saves */
+    const bool small = (int64_t)B * m->n_out * m->n_in < 32768;
     const void *act = in;
     if (m->act_type != QT_TYPE_F32) {
-        uint8_t *dst = e->act;
-        for (int32_t b = 0; b < B; b++) qt__act_quantize(m->act_type, in + (size_t)b * m->n_in, dst + (size_t)b * m->act_row_bytes, m->n_in);
+        act_job aj = {m, in, e->act};
+        qt_parallel_for(small || B < 8 ? NULL : e->pool, B, act_rows, &aj);
         act = e->act;
     }
     matmul_job j = {e, m, out, act, B};
-    /* below ~32k multiply-adds waking the pool costs more than it saves */
-    const bool small = (int64_t)B * m->n_out * m->n_in < 32768;
-    qt_parallel_for(small ? NULL : e->pool, m->n_out, matmul_rows, &j);
+    qt_parallel_for(small ? NULL : e->pool, (m->n_out + MATMUL_ROW_UNIT - 1) / MATMUL_ROW_UNIT, matmul_units, &j);
 }

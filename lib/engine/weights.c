@@ -87,7 +87,7 @@ static qt_status with_path(const qt_engine_ctx *e, qt_status s) {
 static qt_status bind_matrix(const qt_engine_ctx *e, const qt_tensor *t, int64_t ne0, int64_t ne1, qt__mat *m) {
     qt_status s = check_shape(e, t, ne0, ne1);
     if (s != QT_OK) return s;
-    s = qt__mat_init(m, t, !e->opts.act_quant_off);
+    s = qt__mat_init(m, t, !e->opts.act_quant_off, e->opts.numerics);
     return s == QT_OK ? QT_OK : with_path(e, s);
 }
 
@@ -205,7 +205,7 @@ qt_status qt__engine_bind_weights(qt_engine_ctx *e) {
     qt_status s = QT_OK;
     const qt_tensor *t = find_global(e, QT_TN_TOKEN_EMBD, true, &s);
     if (!t) return s;
-    if ((s = qt__mat_init(&e->tok_embd, t, false)) != QT_OK) return with_path(e, s);
+    if ((s = qt__mat_init(&e->tok_embd, t, false, QT_NUMERICS_LLAMA)) != QT_OK) return with_path(e, s);
     if (!e->tok_embd.tr->to_float)
         return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': type %s has no dequantizer", qt_model_path(e->model), t->name,
                         e->tok_embd.tr->name);

@@ -14,6 +14,9 @@
 
 static qt_type_traits active[QT_TYPE_COUNT];
 static qt__ct_int4_row_fn ct_int4_kernel = qt__ct_int4_row_ref;
+static qt__gemm_fn gemm_kernels[QT_TYPE_COUNT]; /* NULL: none at this level */
+static qt__gemm_fn gemm_fast_kernels[QT_TYPE_COUNT];
+static int gemm_min_batch[QT_TYPE_COUNT];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void apply(const qt__kernel_variant *v) {
@@ -25,6 +28,11 @@ static void apply(const qt__kernel_variant *v) {
     if (v->to_float) t->to_float = v->to_float;
     if (v->vec_dot) t->vec_dot = v->vec_dot;
     if (v->vec_dot_gemm) t->vec_dot_gemm = v->vec_dot_gemm;
+    if (v->gemm) {
+        gemm_kernels[v->type] = v->gemm;
+        gemm_min_batch[v->type] = v->gemm_min_batch > 1 ? v->gemm_min_batch : 1;
+    }
+    if (v->gemm_fast) gemm_fast_kernels[v->type] = v->gemm_fast;
 }
 
 static void resolve(void) {
@@ -46,4 +54,20 @@ const qt_type_traits *qt__traits_dispatched(qt_type t) {
 qt__ct_int4_row_fn qt__ct_int4_row_kernel(void) {
     pthread_once(&once, resolve);
     return ct_int4_kernel;
+}
+
+qt__gemm_fn qt__gemm_kernel(qt_type t) {
+    pthread_once(&once, resolve);
+    return (unsigned)t < QT_TYPE_COUNT ? gemm_kernels[t] : NULL;
+}
+
+qt__gemm_fn qt__gemm_kernel_fast(qt_type t) {
+    pthread_once(&once, resolve);
+    if ((unsigned)t >= QT_TYPE_COUNT) return NULL;
+    return gemm_fast_kernels[t] ? gemm_fast_kernels[t] : gemm_kernels[t];
+}
+
+int qt__gemm_min_batch(qt_type t) {
+    pthread_once(&once, resolve);
+    return (unsigned)t < QT_TYPE_COUNT && gemm_min_batch[t] > 0 ? gemm_min_batch[t] : 1;
 }

@@ -104,13 +104,8 @@ float qt__dot_bf16_ref(const void *vx, const void *vy, int64_t n) {
 
 /* ---- 32-element blocks against q8_0 / q8_1 ------------------------------------- */
 
-/* Horizontal sum of 8 lanes in the order x86 code reduces a __m256
- * (hsum_float_8): high half + low half, then (0+2) + (1+3). */
-static inline float hsum8(const float a[8]) {
-    float t[4];
-    for (int i = 0; i < 4; i++) t[i] = a[i + 4] + a[i];
-    return (t[0] + t[2]) + (t[1] + t[3]);
-}
+/* Horizontal sums of 8 lanes: qt__hsum8_ref (dot.h), the order x86 code
+ * reduces a __m256 (hsum_float_8). */
 
 /* The AVX2 structure of ggml's vec_dot_q4_0_q8_0 & co.: per block an exact
  * int32 sum for each of 8 lanes (lane l covers elements 4l..4l+3), converted
@@ -143,7 +138,7 @@ float qt__dot_q4_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
         q4_values(x[b].qs, 8, q);
         block_lanes(acc, q, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
     }
-    return hsum8(acc);
+    return qt__hsum8_ref(acc);
 }
 
 float qt__dot_q4_1_q8_1_ref(const void *vx, const void *vy, int64_t n) {
@@ -157,7 +152,7 @@ float qt__dot_q4_1_q8_1_ref(const void *vx, const void *vy, int64_t n) {
         mins = fmaf(h2f(x[b].m), h2f(y[b].s), mins);
         block_lanes(acc, q, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
     }
-    return hsum8(acc) + mins;
+    return qt__hsum8_ref(acc) + mins;
 }
 
 static inline uint32_t load_qh(const uint8_t qh[4]) {
@@ -182,7 +177,7 @@ float qt__dot_q5_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
         q5_values(x[b].qs, x[b].qh, 16, q);
         block_lanes(acc, q, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
     }
-    return hsum8(acc);
+    return qt__hsum8_ref(acc);
 }
 
 float qt__dot_q5_1_q8_1_ref(const void *vx, const void *vy, int64_t n) {
@@ -195,7 +190,7 @@ float qt__dot_q5_1_q8_1_ref(const void *vx, const void *vy, int64_t n) {
         mins = fmaf(h2f(x[b].m), h2f(y[b].s), mins);
         block_lanes(acc, q, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
     }
-    return hsum8(acc) + mins;
+    return qt__hsum8_ref(acc) + mins;
 }
 
 float qt__dot_q8_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
@@ -203,7 +198,7 @@ float qt__dot_q8_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
     const block_q8_0 *y = vy;
     float acc[8] = {0};
     for (int64_t b = 0; b < n / QK8_0; b++) block_lanes(acc, x[b].qs, y[b].qs, h2f(x[b].d) * h2f(y[b].d));
-    return hsum8(acc);
+    return qt__hsum8_ref(acc);
 }
 
 /* IQ4_NL / IQ4_XS non-linear code book (docs/formats.md §3.4), defined in q_iq4.c. */
@@ -231,7 +226,7 @@ float qt__dot_iq4_nl_q8_0_ref(const void *vx, const void *vy, int64_t n) {
             block_lanes(acc[p], q, y[b + p].qs, h2f(y[b + p].d) * h2f(x[b + p].d));
         }
     for (int l = 0; l < 8; l++) acc[0][l] = acc[0][l] + acc[1][l];
-    float sum = hsum8(acc[0]);
+    float sum = qt__hsum8_ref(acc[0]);
     if (b < nb) {
         iq4_nl_values(x[b].qs, q);
         int32_t s = 0;
@@ -257,7 +252,7 @@ float qt__dot_mxfp4_q8_0_ref(const void *vx, const void *vy, int64_t n) {
         }
         block_lanes(acc, q, y[b].qs, ldexpf(1.0f, (int)x[b].e - 128) * h2f(y[b].d));
     }
-    return hsum8(acc);
+    return qt__hsum8_ref(acc);
 }
 
 /* ---- Q1_0 (128 elements) and Q2_0 (64) against q8_0 (llama.cpp 2026) --------------- */
@@ -286,7 +281,7 @@ float qt__dot_q1_0_q8_0_ref(const void *vx, const void *vy, int64_t n) {
         const float dx = h2f(x[b].d);
         for (int l = 0; l < 8; l++) acc[l] = fmaf(dx, blk[l], acc[l]);
     }
-    return hsum8(acc);
+    return qt__hsum8_ref(acc);
 }
 
 /* x86 has no SIMD ggml_vec_dot_q2_0_q8_0: llama.cpp runs the generic C,
@@ -346,7 +341,7 @@ float qt__dot_q2_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
         }
         k_lanes(acc, d, lanes);
     }
-    return hsum8(acc);
+    return qt__hsum8_ref(acc);
 }
 
 /* Q3_K's sixteen 6-bit scales (docs/formats.md §3.4), minus 32. */
@@ -374,7 +369,7 @@ float qt__dot_q3_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
         }
         k_lanes(acc, y[b].d * h2f(x[b].d), lanes);
     }
-    return hsum8(acc);
+    return qt__hsum8_ref(acc);
 }
 
 /* One Q4_K/Q5_K super-block against Q8_K: eight 32-element sub-blocks with
@@ -411,7 +406,7 @@ float qt__dot_q4_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
         for (int k = 0; k < 4; k++) accm[k] = fmaf(dmin, (float)mins[k], accm[k]);
         k_lanes(acc, d, lanes);
     }
-    return hsum8(acc) + ((accm[0] + accm[2]) + (accm[1] + accm[3]));
+    return qt__hsum8_ref(acc) + ((accm[0] + accm[2]) + (accm[1] + accm[3]));
 }
 
 /* Q5_K: the mins as one int32 per super-block into a scalar, FMA by -d_y * dmin. */
@@ -426,7 +421,7 @@ float qt__dot_q5_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
         summs = fmaf(dmin, (float)(mins[0] + mins[1] + mins[2] + mins[3]), summs);
         k_lanes(acc, d, lanes);
     }
-    return hsum8(acc) + summs;
+    return qt__hsum8_ref(acc) + summs;
 }
 
 /* Q6_K: codes 0..63 in the lanes, the -32 offset through Q8_K's bsums: lane l
@@ -447,7 +442,7 @@ float qt__dot_q6_K_q8_K_ref(const void *vx, const void *vy, int64_t n) {
         }
         k_lanes(acc, y[b].d * h2f(x[b].d), lanes);
     }
-    return hsum8(acc);
+    return qt__hsum8_ref(acc);
 }
 
 float qt__dot_iq4_xs_q8_K_ref(const void *vx, const void *vy, int64_t n) {
@@ -468,7 +463,7 @@ float qt__dot_iq4_xs_q8_K_ref(const void *vx, const void *vy, int64_t n) {
         }
         k_lanes(acc, h2f(x[b].d) * y[b].d, lanes);
     }
-    return hsum8(acc);
+    return qt__hsum8_ref(acc);
 }
 
 float qt__dot_tq2_0_q8_K_ref(const void *vx, const void *vy, int64_t n) {

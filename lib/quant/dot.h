@@ -77,6 +77,13 @@ static inline float qt__dot_f32_tail(float sum, const float *x, const float *y, 
     return sum;
 }
 
+/* llama.cpp's hsum_float_8: lanes i and i+4 added, then (0+2) + (1+3). */
+static inline float qt__hsum8_ref(const float a[8]) {
+    float t[4];
+    for (int i = 0; i < 4; i++) t[i] = a[i + 4] + a[i];
+    return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
 #ifdef QT_ARCH_X86
 float qt__dot_f32_avx2(const void *x, const void *y, int64_t n);
 float qt__dot_f16_avx2(const void *x, const void *y, int64_t n);

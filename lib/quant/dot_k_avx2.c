@@ -14,14 +14,6 @@
 #include "dot_x86.h"
 #include "simd_x86.h"
 
-/* Sixteen int16 lanes of one 32-element group: lanes 0-7 (elements 0..15 in
- * maddubs pairs) get s[p], lanes 8-15 get s[p + 1]; s holds 16 signed bytes. */
-static inline __m256i pair_scales(__m128i s, int p) {
-    const __m128i pick = _mm_set_epi64x((long long)(0x0101010101010101ULL * (uint64_t)(p + 1)),
-                                        (long long)(0x0101010101010101ULL * (uint64_t)p));
-    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s, pick));
-}
-
 /* maddubs of unsigned codes by signed q8, then madd by int16 scales: the
  * eight int32 lanes of one 32-element group. */
 static inline __m256i scaled_u8(__m256i codes, const int8_t *q8, __m256i scales) {
@@ -49,7 +41,7 @@ float qt__dot_q2_K_q8_K_avx2(const void *vx, const void *vy, int64_t n) {
             const __m256i bits = _mm256_loadu_si256((const __m256i *)(x[b].qs + 32 * h));
             for (int k = 0; k < 4; k++) {
                 const __m256i codes = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * k), three);
-                sum = _mm256_add_epi32(sum, scaled_u8(codes, y[b].qs + 128 * h + 32 * k, pair_scales(sc, 8 * h + 2 * k)));
+                sum = _mm256_add_epi32(sum, scaled_u8(codes, y[b].qs + 128 * h + 32 * k, qt__k_pair_scales(sc, 8 * h + 2 * k)));
             }
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), acc);
@@ -88,26 +80,12 @@ float qt__dot_q3_K_q8_K_avx2(const void *vx, const void *vy, int64_t n) {
                 const __m256i q = _mm256_sub_epi8(lo, _mm256_slli_epi16(_mm256_xor_si256(high, one), 2));
                 const __m256i qy = _mm256_loadu_si256((const __m256i *)(y[b].qs + 128 * h + 32 * k));
                 const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(qy, q));
-                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(pair_scales(sc, 8 * h + 2 * k), p16));
+                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(qt__k_pair_scales(sc, 8 * h + 2 * k), p16));
             }
         }
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d_of(&y[b], x[b].d)), _mm256_cvtepi32_ps(sum), acc);
     }
     return qt__hsum8_avx(acc);
-}
-
-/* Q4_K/Q5_K's eight 6-bit scales and mins (qt__get_scale_min_k4), four per
- * 32-bit word: sc[0..7] into sc, m[0..7] into m. */
-static inline void k4_scales(const uint8_t s[12], uint8_t sc[8], uint8_t m[8]) {
-    uint32_t a[3], out[4];
-    memcpy(a, s, 12);
-    const uint32_t m6 = 0x3F3F3F3F, m4 = 0x0F0F0F0F, m2 = 0x03030303;
-    out[0] = a[0] & m6;
-    out[1] = (a[2] & m4) | ((a[0] >> 6) & m2) << 4;
-    out[2] = a[1] & m6;
-    out[3] = ((a[2] >> 4) & m4) | ((a[1] >> 6) & m2) << 4;
-    memcpy(sc, out, 8);
-    memcpy(m, out + 2, 8);
 }
 
 /* The min terms of one super-block: lane k = m[2k] * S[2k] + m[2k+1] * S[2k+1],
@@ -144,7 +122,7 @@ float qt__dot_q4_K_q8_K_avx2(const void *vx, const void *vy, int64_t n) {
     for (int64_t b = 0; b < n / QK_K; b++) {
         const float d = d_of(&y[b], x[b].d), dmin = -y[b].d * _cvtsh_ss(x[b].dmin);
         uint8_t sc[8], m[8];
-        k4_scales(x[b].scales, sc, m);
+        qt__k4_scales(x[b].scales, sc, m);
         accm = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_mins(m, y[b].bsums)), accm);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(k4_lanes(x[b].qs, NULL, sc, y[b].qs)), acc);
     }
@@ -161,7 +139,7 @@ float qt__dot_q5_K_q8_K_avx2(const void *vx, const void *vy, int64_t n) {
     for (int64_t b = 0; b < n / QK_K; b++) {
         const float d = d_of(&y[b], x[b].d), dmin = -y[b].d * _cvtsh_ss(x[b].dmin);
         uint8_t sc[8], m[8];
-        k4_scales(x[b].scales, sc, m);
+        qt__k4_scales(x[b].scales, sc, m);
         __m128i mins = k4_mins(m, y[b].bsums);
         mins = _mm_add_epi32(mins, _mm_unpackhi_epi64(mins, mins));
         mins = _mm_add_epi32(mins, _mm_shuffle_epi32(mins, 1));
@@ -185,7 +163,7 @@ float qt__dot_q6_K_q8_K_avx2(const void *vx, const void *vy, int64_t n) {
             __m256i codes[4];
             qt__q6_K_codes_avx2(x[b].ql + 64 * h, x[b].qh + 32 * h, codes);
             for (int k = 0; k < 4; k++)
-                sum = _mm256_add_epi32(sum, scaled_u8(codes[k], y[b].qs + 128 * h + 32 * k, pair_scales(sc, 8 * h + 2 * k)));
+                sum = _mm256_add_epi32(sum, scaled_u8(codes[k], y[b].qs + 128 * h + 32 * k, qt__k_pair_scales(sc, 8 * h + 2 * k)));
         }
         sum = _mm256_sub_epi32(sum, offset);
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d_of(&y[b], x[b].d)), _mm256_cvtepi32_ps(sum), acc);

@@ -6,6 +6,8 @@
 #define QT_QUANT_DOT_X86_H
 
 #include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
 
 /* high half + low half, then (0+2) + (1+3): dot.c's hsum8 (llama.cpp's hsum_float_8) */
 static inline float qt__hsum8_avx(__m256 a) {
@@ -37,6 +39,30 @@ static inline __m256i qt__bits_to_0x10(uint32_t bits) {
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
     const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
     return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+/* K-quant pieces shared by dot_k_avx2.c and the blocked kernels (gemm_x86.h). */
+
+/* Sixteen int16 lanes of one 32-element group: lanes 0-7 (elements 0..15 in
+ * maddubs pairs) get s[p], lanes 8-15 get s[p + 1]; s holds 16 signed bytes. */
+static inline __m256i qt__k_pair_scales(__m128i s, int p) {
+    const __m128i pick = _mm_set_epi64x((long long)(0x0101010101010101ULL * (uint64_t)(p + 1)),
+                                        (long long)(0x0101010101010101ULL * (uint64_t)p));
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s, pick));
+}
+
+/* Q4_K/Q5_K's eight 6-bit scales and mins (qt__get_scale_min_k4), four per
+ * 32-bit word: sc[0..7] into sc, m[0..7] into m. */
+static inline void qt__k4_scales(const uint8_t s[12], uint8_t sc[8], uint8_t m[8]) {
+    uint32_t a[3], out[4];
+    memcpy(a, s, 12);
+    const uint32_t m6 = 0x3F3F3F3F, m4 = 0x0F0F0F0F, m2 = 0x03030303;
+    out[0] = a[0] & m6;
+    out[1] = (a[2] & m4) | ((a[0] >> 6) & m2) << 4;
+    out[2] = a[1] & m6;
+    out[3] = ((a[2] >> 4) & m4) | ((a[1] >> 6) & m2) << 4;
+    memcpy(sc, out, 8);
+    memcpy(m, out + 2, 8);
 }
 
 #endif

@@ -6,6 +6,7 @@
  * AVX-512 CPU runs the AVX2 ones (levels are cumulative).
  */
 #include "dot.h"
+#include "gemm.h"
 #include "simd.h"
 #include "variants.h"
 
@@ -30,7 +31,19 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_Q5_K, QT__CPU_AVX2, .vec_dot = qt__dot_q5_K_q8_K_avx2},
     {QT_TYPE_Q6_K, QT__CPU_AVX2, .vec_dot = qt__dot_q6_K_q8_K_avx2},
     {QT_TYPE_IQ4_XS, QT__CPU_AVX2, .vec_dot = qt__dot_iq4_xs_q8_K_avx2},
-    /* AVX-512 F + BW + VL */
+    /* blocked gemm kernels (gemm_avx2.c): vec_dot's bits, tiled over rows and activations */
+    {QT_TYPE_Q8_0, QT__CPU_AVX2, .gemm = qt__gemm_q8_0_avx2},
+    {QT_TYPE_Q4_0, QT__CPU_AVX2, .gemm = qt__gemm_q4_0_avx2},
+    {QT_TYPE_Q4_K, QT__CPU_AVX2, .gemm = qt__gemm_q4_K_avx2, .gemm_min_batch = 2},
+    {QT_TYPE_Q6_K, QT__CPU_AVX2, .gemm = qt__gemm_q6_K_avx2, .gemm_min_batch = 2},
+    /* AVX-512 F + BW + VL + VNNI */
+    {QT_TYPE_Q8_0, QT__CPU_AVX512, .gemm = qt__gemm_q8_0_avx512},
+    {QT_TYPE_Q4_0, QT__CPU_AVX512, .gemm = qt__gemm_q4_0_avx512},
+    {QT_TYPE_Q4_K, QT__CPU_AVX512, .gemm = qt__gemm_q4_K_avx512, .gemm_min_batch = 2},
+    {QT_TYPE_Q6_K, QT__CPU_AVX512, .gemm = qt__gemm_q6_K_avx512, .gemm_min_batch = 2},
+    /* --numerics fast: two blocks per 512-bit vector (not llama.cpp's float order) */
+    {QT_TYPE_Q8_0, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_q8_0_avx512, .gemm_fast_ref = qt__dot_fast_q8_0_ref},
+    {QT_TYPE_Q4_0, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_q4_0_avx512, .gemm_fast_ref = qt__dot_fast_q4_0_ref},
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .to_float = qt__dequantize_q4_0_avx512},
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .to_float = qt__dequantize_q8_0_avx512},
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .to_float = qt__dequantize_q4_K_avx512},

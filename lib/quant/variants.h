@@ -14,6 +14,7 @@
 
 #include "core/cpu_level.h"
 #include "ct_internal.h"
+#include "gemm.h"
 #include "quanta/quant.h"
 
 typedef struct qt__kernel_variant {
@@ -23,6 +24,11 @@ typedef struct qt__kernel_variant {
     qt_vec_dot_fn vec_dot;
     qt_vec_dot_fn vec_dot_gemm;
     qt__ct_int4_row_fn ct_int4_row; /* compressed-tensors int4 group rows (qt__ct_int4_row_ref) */
+    qt__gemm_fn gemm;               /* blocked rows x activations (gemm.h); reference: vec_dot per element */
+    int gemm_min_batch;             /* 0/1: use gemm from one activation row (decode) on; 2: from two
+                                       (bench_gemm: slower than vec_dot for one row) */
+    qt__gemm_fn gemm_fast;          /* the same in its own float order, for --numerics fast only */
+    qt_vec_dot_fn gemm_fast_ref;    /* gemm_fast's order, one element (scalar reference) */
 } qt__kernel_variant;
 
 /* Ends with a row whose level is QT__CPU_LEVEL_COUNT. */

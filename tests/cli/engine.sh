@@ -28,6 +28,9 @@ check "run without model" 2 "missing -m MODEL" "$q" run -p hi
 check "run bad -n" 2 "is not an integer" "$q" run -m "$model" -p hi -n 12x
 check "ppl without text" 2 "missing -f TEXT" "$q" perplexity -m "$model"
 check "bad act-quant" 2 "takes 'auto' or 'off'" "$q" run -m "$model" -p hi --act-quant maybe
+check "bad numerics" 2 "expected fast or llama" "$q" run -m "$model" -p hi --numerics exact
+check "ppl numerics without value" 2 "--numerics needs a value" "$q" perplexity -m "$model" -f "$model" --numerics
+check "numerics named" 0 "--numerics llama" "$q" run -m "$model" -p hi -n 2 --numerics llama
 
 # llama.cpp's greedy continuation (../shared/models/README.md), 32 tokens
 want="Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw"

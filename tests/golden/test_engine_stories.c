@@ -59,6 +59,7 @@ static qt_engine_ctx *open_engine(qt_model **m, const char *file, int32_t n_ctx)
     }
     qt_engine_opts o;
     qt_engine_opts_default(&o); /* f16 KV cache, llama.cpp's activation quantization */
+    o.numerics = QT_NUMERICS_LLAMA; /* the golden comparisons keep llama.cpp's float order */
     o.n_ctx = n_ctx;
     o.n_threads = 2;
     qt_engine_ctx *e = NULL;
@@ -242,10 +243,98 @@ static void test_speed(void) {
     qt_model_free(m);
 }
 
+/* tiny256-random quantized to `scheme` in the test's temporary directory. */
+static const char *tiny256_as(const char *scheme) {
+    static char path[8][600];
+    static int k;
+    char *out = path[k++ & 7];
+    snprintf(out, 600, "%s/tiny256-%s.gguf", qt_test_tmpdir(), scheme);
+    qt_model *m = NULL;
+    CHECK_OK(qt_model_open(qt_test_shared("models/tiny256-random.gguf"), &m));
+    qt_quantize_opts o = qt_quantize_opts_default();
+    o.scheme = scheme;
+    o.threads = 2;
+    qt_quantize_plan *p = NULL;
+    if (m) CHECK_OK(qt_quantize_plan_make(m, &o, &p));
+    if (p) CHECK_OK(qt_quantize_run(m, out, &o, p));
+    qt_quantize_plan_free(p);
+    qt_model_free(m);
+    return out;
+}
+
+/* Mean KL(llama || fast) over positions of the next-token distributions, and
+ * the largest logit difference, for one model file over 128 tokens. */
+static void fast_vs_llama(const char *path, const int32_t *tok, int32_t n_vocab_expect) {
+    float *lg[2] = {NULL, NULL};
+    int32_t V = 0;
+    for (int nm = 0; nm < 2; nm++) {
+        qt_model *m = NULL;
+        CHECK_OK(qt_model_open(path, &m));
+        if (!m) return;
+        qt_engine_opts o;
+        qt_engine_opts_default(&o);
+        o.numerics = nm ? QT_NUMERICS_LLAMA : QT_NUMERICS_FAST;
+        o.n_ctx = 256;
+        o.n_threads = 2;
+        qt_engine_ctx *e = NULL;
+        CHECK_OK(qt_engine_new(m, &o, &e));
+        if (e) {
+            V = qt_engine_n_vocab(e);
+            lg[nm] = malloc((size_t)128 * V * sizeof(float));
+            CHECK_OK(qt_engine_eval(e, tok, 128, 0, lg[nm]));
+            if (!nm) printf("  %s: %s\n", path, qt_engine_describe(e));
+        }
+        qt_engine_free(e);
+        qt_model_free(m);
+    }
+    CHECK_EQ_INT(V, n_vocab_expect);
+    if (!lg[0] || !lg[1]) { free(lg[0]); free(lg[1]); return; }
+    double kl = 0, mx = 0;
+    int64_t same = 0;
+    for (int pos = 0; pos < 128; pos++) {
+        const float *a = lg[1] + (size_t)pos * V, *b = lg[0] + (size_t)pos * V; /* a: llama, b: fast */
+        double ma = -INFINITY, mb = -INFINITY, za = 0, zb = 0, k = 0;
+        for (int v = 0; v < V; v++) ma = fmax(ma, a[v]), mb = fmax(mb, b[v]);
+        for (int v = 0; v < V; v++) za += exp(a[v] - ma), zb += exp(b[v] - mb);
+        for (int v = 0; v < V; v++) {
+            const double la = a[v] - ma - log(za), lb = b[v] - mb - log(zb);
+            k += exp(la) * (la - lb);
+            mx = fmax(mx, fabs((double)a[v] - b[v]));
+            same += a[v] == b[v];
+        }
+        kl += k / 128;
+    }
+    printf("  fast vs llama: mean KL %.3g, max |logit diff| %.3g, bit-identical %lld/%lld\n", kl, mx, (long long)same,
+           (long long)128 * V);
+    /* The stated bound (docs/engine.md, "Numerics"): mean KL <= 1e-3 nats and no logit
+     * more than 0.5 away, the tolerance test_logits_q8_0/q4_0 give llama.cpp's own
+     * files. Measured on this machine's AVX-512 kernels: KL 2e-4 (stories260K), 4e-6
+     * (tiny256); the differences start as last-bit rounding and grow where they flip
+     * an activation's int8 rounding in a later layer, as between llama.cpp and us. */
+    CHECK_MSG(kl <= 1e-3, "%s: fast vs llama mean KL %.3g > 1e-3", path, kl);
+    CHECK_MSG(mx <= 0.5, "%s: fast vs llama max logit diff %.3g > 0.5", path, mx);
+    free(lg[0]); free(lg[1]);
+}
+
+/* --numerics fast against llama: within the KL bound on stories260K (llama.cpp's
+ * Q8_0 and Q4_0 files) and tiny256 (quantized here to Q8_0, Q4_0, Q4_K_M, Q6_K). */
+static void test_numerics_fast_within_kl_bound(void) {
+    char *txt = qt_test_read(qt_test_shared("reference/llamacpp/logits-tokens-128.txt"), NULL);
+    int32_t tok[128];
+    char *p = txt;
+    for (int i = 0; i < 128; i++) tok[i] = (int32_t)strtol(p, &p, 10);
+    free(txt);
+    fast_vs_llama(model_path("stories260K-Q8_0.gguf"), tok, 512);
+    fast_vs_llama(model_path("stories260K-Q4_0.gguf"), tok, 512);
+    const char *schemes[] = {"q8_0", "q4_0", "q4_k_m", "q6_k"};
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) fast_vs_llama(tiny256_as(schemes[i]), tok, 512);
+}
+
 int main(void) {
     QT_RUN(test_logits_f32);
     QT_RUN(test_logits_q8_0);
     QT_RUN(test_logits_q4_0);
+    QT_RUN(test_numerics_fast_within_kl_bound);
     QT_RUN(test_greedy);
     QT_RUN(test_perplexity);
     QT_RUN(test_speed);

@@ -14,6 +14,7 @@ static qt_eval_model spec(const char *path_in_shared, const char *settings) {
     snprintf(s, sizeof s, "%s%s%s", qt_test_shared(path_in_shared), settings ? "@" : "", settings ? settings : "");
     qt_engine_opts eo;
     qt_engine_opts_default(&eo);
+    eo.numerics = QT_NUMERICS_LLAMA; /* the golden comparisons keep llama.cpp's float order */
     eo.n_threads = 1;
     qt_eval_model m;
     qt_status st = qt_eval_parse_model(s, &eo, &m);
@@ -124,6 +125,7 @@ static void test_base_ppl_is_engine_perplexity(void) {
     CHECK_OK(qt_tokenize(tok, text, n, true, &ids, &n_ids));
     qt_engine_opts eo;
     qt_engine_opts_default(&eo);
+    eo.numerics = QT_NUMERICS_LLAMA; /* the golden comparisons keep llama.cpp's float order */
     eo.n_ctx = 128;
     eo.n_threads = 1;
     qt_engine_ctx *e;
@@ -273,6 +275,7 @@ static void test_fp8_kv_trap(void) {
                                "kv=fp8-e4m3,kv-scale=dynamic,name=quiet-dynamic"};
     qt_engine_opts eo;
     qt_engine_opts_default(&eo);
+    eo.numerics = QT_NUMERICS_LLAMA; /* the golden comparisons keep llama.cpp's float order */
     eo.n_threads = 1;
     qt_eval_model c[5];
     for (int i = 0; i < 5; i++) {
@@ -349,6 +352,7 @@ static void test_heldout_metadata(void) {
     snprintf(sl, sizeof sl, "%s@name=leaky", leaky);
     qt_engine_opts eo;
     qt_engine_opts_default(&eo);
+    eo.numerics = QT_NUMERICS_LLAMA; /* the golden comparisons keep llama.cpp's float order */
     eo.n_threads = 1;
     qt_eval_model c[2];
     CHECK_OK(qt_eval_parse_model(sh, &eo, &c[0]));
@@ -408,6 +412,7 @@ static void test_bad_input(void) {
     /* model specs */
     qt_engine_opts eo;
     qt_engine_opts_default(&eo);
+    eo.numerics = QT_NUMERICS_LLAMA; /* the golden comparisons keep llama.cpp's float order */
     qt_eval_model m;
     CHECK_OK(qt_eval_parse_model("dir@x/model.gguf@kv=int8,kv-gran=head,name=my int8", &eo, &m));
     CHECK_EQ_STR(m.path, "dir@x/model.gguf");

@@ -41,7 +41,7 @@ fails=0
 for n in "${names[@]}"; do
     rec=$(echo "$out" | grep -F "\"model\":\"$TMP/$n.gguf\"")
     theirs=$(echo "$rec" | field text)
-    "$Q" run -m "$TMP/$n.gguf" -p "Once upon a time" -n 32 --temp 0 -t 1 --json="$TMP/$n.json" -q >/dev/null 2>"$TMP/run.err" ||
+    "$Q" run -m "$TMP/$n.gguf" -p "Once upon a time" -n 32 --temp 0 -t 1 --numerics llama --json="$TMP/$n.json" -q >/dev/null 2>"$TMP/run.err" ||
         { cat "$TMP/run.err"; echo "FAIL: quanta run $n"; fails=$((fails + 1)); continue; }
     ours=$(field text <"$TMP/$n.json")
     if [ -n "$theirs" ] && [ "$ours" = "$theirs" ]; then

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "quant/dot.h"
+#include "quant/gemm.h"
 #include "qtest.h"
 #include "quant/blocks.h"
 #include "quant/variants.h"
@@ -314,8 +315,113 @@ static void test_dot_variants_equal_reference(void) {
     if (!ran) SKIP("no dot variant runs on this CPU");
 }
 
+/* Weight rows of random bytes with finite scales (half_offsets), nr rows of n. */
+static void random_rows(qt_type t, uint8_t *w, int64_t nr, int64_t n) {
+    size_t off[2];
+    const int nh = half_offsets(t, off);
+    const size_t bytes = qt_row_size(t, n) * (size_t)nr, bsize = qt_type_get(t)->block_bytes;
+    for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)(frand() * 128.0f + 128.0f);
+    for (size_t b = 0; b < bytes / bsize; b++)
+        for (int h = 0; h < nh; h++) {
+            const qt_half v = qt_f32_to_fp16(0.05f * frand());
+            memcpy(w + b * bsize + off[h], &v, sizeof v);
+        }
+}
+
+/* One gemm variant against the scalar vec_dot, element by element and bit for
+ * bit, on awkward shapes: row counts that are not a multiple of any tile (1, 3,
+ * 5, 7, 17), batches 1..9 (every column remainder), panel edges (63..65, 129)
+ * and 512; the output written with a row stride, the gaps left alone. */
+static void check_gemm(qt_type t, qt__gemm_fn gemm, qt_vec_dot_fn ref, const char *level) {
+    const qt_type_traits *tr = qt_type_get(t), *vt = qt_type_get(tr->vec_dot_type);
+    const int64_t rows[] = {1, 2, 3, 4, 5, 7, 8, 17}, batch[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 63, 64, 65, 129, 512};
+    const int64_t lens[] = {tr->block_elems, 3 * tr->block_elems, 2048};
+    const int64_t max_nr = 17, max_nc = 512, ldo = max_nr + 3;
+    uint8_t *w = malloc(qt_row_size(t, 2048) * max_nr), *a = malloc(qt_row_size(vt->type, 2048) * max_nc);
+    float *y = malloc(2048 * sizeof *y), *out = malloc((size_t)(ldo * max_nc) * sizeof *out);
+    long mismatches = 0, checked = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        const int64_t n = lens[li];
+        const size_t ldw = qt_row_size(t, n), lda = qt_row_size(vt->type, n);
+        random_rows(t, w, max_nr, n);
+        for (int64_t c = 0; c < max_nc; c++) {
+            fill(y, n, 0.25f + (float)(c % 7));
+            CHECK(qt__act_quantize(vt->type, y, a + (size_t)c * lda, n));
+        }
+        for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++)
+            for (size_t bi = 0; bi < sizeof batch / sizeof batch[0]; bi++) {
+                const int64_t nr = rows[ri], nc = batch[bi];
+                for (int64_t i = 0; i < ldo * nc; i++) out[i] = -1234.5f;
+                gemm(w, ldw, nr, a, lda, nc, n, out, ldo);
+                for (int64_t c = 0; c < nc; c++)
+                    for (int64_t r = 0; r < ldo; r++) {
+                        const float got = out[c * ldo + r];
+                        const float want = r < nr ? ref(w + (size_t)r * ldw, a + (size_t)c * lda, n) : -1234.5f;
+                        checked++;
+                        if (memcmp(&got, &want, sizeof got) && mismatches++ < 5)
+                            CHECK_MSG(0, "%s gemm %s n=%lld rows %lld batch %lld: out[%lld][%lld] = %.9g, vec_dot %.9g",
+                                      tr->name, level, (long long)n, (long long)nr, (long long)nc, (long long)c,
+                                      (long long)r, (double)got, (double)want);
+                    }
+            }
+    }
+    CHECK_MSG(mismatches == 0, "%s gemm %s: %ld of %ld elements differ", tr->name, level, mismatches, checked);
+    free(w); free(a); free(y); free(out);
+}
+
+/* The engine's loop for types without a kernel (q5_0 here), over the dispatched vec_dot. */
+static void gemm_q5_0_dots(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
+                           float *out, int64_t ldo) {
+    qt__gemm_dots(qt_type_get(QT_TYPE_Q5_0)->vec_dot, w, ldw, nr, a, lda, nc, n, out, ldo);
+}
+
+/* Every gemm variant of lib/quant/variants.c gives vec_dot's bits. */
+static void test_gemm_variants_equal_vec_dot(void) {
+    int ran = 0;
+    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+        if (!v->gemm && !v->gemm_fast) continue;
+        const char *level = qt__cpu_level_str(v->level);
+        if (v->level > qt__cpu_level_get()) {
+            fprintf(stderr, "  SKIPPED gemm %s %s: this CPU (or QUANTA_CPU) lacks it\n", qt_type_get(v->type)->name, level);
+            continue;
+        }
+        if (v->gemm_fast) {
+            /* --numerics fast: its own order, against that order's scalar reference */
+            CHECK_MSG(v->gemm_fast_ref != NULL, "%s: a gemm_fast variant without a reference", level);
+            if (v->gemm_fast_ref) check_gemm(v->type, v->gemm_fast, v->gemm_fast_ref, "fast");
+            ran++;
+            continue;
+        }
+        CHECK_MSG(qt__traits_ref(v->type)->vec_dot != NULL, "%s: gemm without a vec_dot reference", level);
+        check_gemm(v->type, v->gemm, qt__traits_ref(v->type)->vec_dot, level);
+        ran++;
+    }
+    /* the resolved kernel is the highest level's, or none at scalar */
+    if (qt__cpu_level_get() == QT__CPU_SCALAR) CHECK(qt__gemm_kernel(QT_TYPE_Q4_0) == NULL);
+    else CHECK(qt__gemm_kernel(QT_TYPE_Q4_0) != NULL);
+    /* the reference loop itself, through the dispatched vec_dot */
+    check_gemm(QT_TYPE_Q5_0, gemm_q5_0_dots, qt__traits_ref(QT_TYPE_Q5_0)->vec_dot, "dots");
+    /* the fast order is a different order: the data tells it apart from vec_dot's */
+    if (qt__gemm_kernel_fast(QT_TYPE_Q4_0) != qt__gemm_kernel(QT_TYPE_Q4_0)) {
+        enum { N = 2048 };
+        float x[N], y[N];
+        uint8_t xq[N], yq[2 * N];
+        int differ = 0;
+        for (int rep = 0; rep < 20; rep++) {
+            fill(x, N, 1.0f);
+            fill(y, N, 1.0f);
+            CHECK_OK(qt_quantize_rows(QT_TYPE_Q4_0, x, xq, 1, N, NULL));
+            CHECK(qt__act_quantize(QT_TYPE_Q8_0, y, yq, N));
+            differ += qt__dot_fast_q4_0_ref(xq, yq, N) != qt__traits_ref(QT_TYPE_Q4_0)->vec_dot(xq, yq, N);
+        }
+        CHECK(differ > 0);
+    }
+    if (!ran) SKIP("no gemm variant runs on this CPU");
+}
+
 int main(void) {
     QT_RUN(test_dot_variants_equal_reference);
+    QT_RUN(test_gemm_variants_equal_vec_dot);
     QT_RUN(test_vec_dot_types_are_llama_cpp_pairs);
     QT_RUN(test_every_kernel_matches_dequantized_dot);
     QT_RUN(test_act_q8_0_definition);

@@ -38,6 +38,7 @@ static void tokens(int32_t *t, int n, int32_t n_vocab) {
 static float *logits_of(const qt_model *m, const int32_t *t, int n) {
     qt_engine_opts o;
     qt_engine_opts_default(&o);
+    o.numerics = QT_NUMERICS_LLAMA; /* the golden comparisons keep llama.cpp's float order */
     o.n_ctx = 64;
     o.n_threads = 1;
     qt_engine_ctx *e = NULL;

@@ -133,14 +133,8 @@ int cmd_eval(int argc, char **argv) {
 
     /* the engine options every model starts from (n_ctx is set per run) */
     qt_engine_opts eo;
-    qt_engine_opts_default(&eo);
-    eo.n_threads = (int)a.eng.threads;
-    eo.n_batch = (int32_t)a.eng.n_batch;
-    eo.kv_scale_gran = a.eng.kv_per_head ? QT_KV_SCALE_PER_HEAD : QT_KV_SCALE_PER_TENSOR;
-    eo.act_quant_off = a.eng.act_quant_off;
-    if (qt_kv_type_parse(a.eng.kv_dtype, &eo.kv_type) != QT_OK) return cli_usage(VERB, "--kv-dtype: %s", qt_last_error());
-    if (qt_kv_scale_source_parse(a.eng.kv_scale, &eo.kv_scale_source) != QT_OK)
-        return cli_usage(VERB, "--kv-scale: %s", qt_last_error());
+    if (engine_cli_to_opts(&a.eng, &eo) != QT_OK) return cli_usage(VERB, "%s", qt_last_error());
+    eo.n_ctx = 0;
     qt_eval_model base, *cands = calloc((size_t)a.n_cands, sizeof *cands);
     if (!cands) return cli_fail(qt_error(QT_ERR_NOMEM, "out of memory"));
     if (qt_eval_parse_model(a.base, &eo, &base) != QT_OK) { free(cands); return cli_usage(VERB, "--base: %s", qt_last_error()); }

@@ -1,4 +1,4 @@
-/* tools/quanta/engine_opts.h — the engine options `run`, `perplexity` and `serve` share. */
+/* tools/quanta/engine_opts.h — the engine options run, perplexity, eval, imatrix and serve share. */
 #ifndef QT_CLI_ENGINE_OPTS_H
 #define QT_CLI_ENGINE_OPTS_H
 
@@ -10,6 +10,7 @@ typedef struct engine_cli_opts {
     const char *kv_scale;       /* auto|file|one|dynamic */
     bool kv_per_head;
     bool act_quant_off;
+    const char *numerics;       /* fast|llama, checked when parsed */
 } engine_cli_opts;
 
 /* The context line differs: run's is the context, perplexity/eval score chunks of it. */
@@ -23,6 +24,8 @@ typedef struct engine_cli_opts {
     "  --kv-scale-gran G    tensor (default) or head: one scale per layer, or per layer and KV head\n" \
     "  --act-quant A        auto (default): activations quantized to each weight type's vec_dot\n"  \
     "                       type as llama.cpp does; off: weights dequantized, f32 activations\n"     \
+    "  --numerics N         fast (default): the fastest kernels, in their own float order where\n" \
+    "                       that is faster; llama: llama.cpp's order, its F32 logits bit for bit\n" \
     "  -b, --batch N        tokens per forward batch (default min(ctx, 512))\n"                      \
     "  -t, --threads N      threads (default: all CPUs)\n"
 
@@ -30,6 +33,8 @@ void engine_cli_defaults(engine_cli_opts *o);
 /* Consumes argv[*i] (and its value) if it is an engine option: returns 1 if
  * consumed, 0 if not an engine option, -1 after printing a usage error. */
 int engine_cli_parse(const char *verb, int argc, char **argv, int *i, engine_cli_opts *o);
+/* The library's options from the parsed ones (QT_ERR_UNSUPPORTED for a bad name). */
+qt_status engine_cli_to_opts(const engine_cli_opts *o, qt_engine_opts *eo);
 /* Resolves the options against the model and creates the engine. */
 qt_status engine_cli_create(const qt_model *m, const engine_cli_opts *o, qt_engine_ctx **out);
 /* The same with n_seq KV slots (`serve --parallel`). */
