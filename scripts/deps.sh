@@ -6,8 +6,9 @@
 #   libjansson-dev                        JSON: config.json, tokenizer.json, safetensors headers, --json output
 #   libpcre2-dev                          Unicode regex for the Llama-3 / Qwen2 BPE pre-tokenizers
 #   libutf8proc-dev                       Unicode NFC normalisation and categories for tokenizers
+#   libopenblas-dev, liblapacke-dev       GPTQ: BLAS syrk for Hessians, LAPACKE Cholesky for their inverse factors
 set -e
-PKGS="build-essential cmake pkg-config clang libclang-rt-dev libjansson-dev libpcre2-dev libutf8proc-dev"
+PKGS="build-essential cmake pkg-config clang libclang-rt-dev libjansson-dev libpcre2-dev libutf8proc-dev libopenblas-dev liblapacke-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -32,6 +32,7 @@
 #include "core.h"
 #include "formats.h"
 #include "gguf.h"
+#include "gptq.h"
 #include "model.h"
 
 #ifdef __cplusplus
@@ -165,6 +166,41 @@ QT_API qt_status qt_quantize_run(const qt_model *m, const char *out_path, const 
                                  qt_quantize_plan *p);
 QT_API void qt_quantize_plan_free(qt_quantize_plan *p);
 
+/* ---- GPTQ (Frantar et al. 2023, arXiv:2210.17323; lib/quantize/gptq_run.c, docs/gptq.md) ----
+ * Layer by layer on the engine's calibration seam: observe a layer on the
+ * calibration batch (one Hessian per distinct linear input), GPTQ each linear
+ * onto its target grid (quanta/gptq.h), rebind the layer to the quantized
+ * weights and run it again so the next layer sees the quantized outputs.
+ * Tensors outside the decoder layers (token_embd, output) and linears whose
+ * type has no GPTQ grid are rounded to nearest, each one named through note. */
+typedef struct qt_gptq_run_opts {
+    const int32_t *tokens;    /* (n_seq * n_tok) calibration sequences, each from position 0 */
+    int32_t n_seq, n_tok;
+    qt_gptq_opts gptq;        /* damping, block, act order (quanta/gptq.h) */
+    bool hessian_importance;  /* GGUF blocks: the block quantizer weighs columns by H_ii (default true) */
+    int threads;              /* the engine's; the bytes do not depend on it */
+    qt_progress progress;     /* "gptq": layers done / total */
+    void (*note)(void *ctx, const char *message); /* per layer (time, ETA), retries, RTN tensors */
+    void *note_ctx;
+} qt_gptq_run_opts;
+
+typedef struct qt_gptq_report {
+    int32_t n_gptq;           /* linears quantized with GPTQ */
+    int32_t n_rtn;            /* quantized linears of the layers rounded to nearest (no grid) */
+    int32_t n_retries;        /* Cholesky retries, all linears */
+    int64_t n_dead_cols;      /* input columns that never saw a non-zero value */
+    double loss;              /* sum of GPTQ's err^2 over all linears */
+    double seconds;           /* the layer loop */
+} qt_gptq_report;
+
+QT_API qt_gptq_run_opts qt_gptq_run_opts_default(void);
+/* GGUF: p from qt_quantize_plan_make(m, o); every planned linear type with a
+ * grid (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K) through GPTQ, the rest as
+ * qt_quantize_run does. o->imatrix must be NULL. The file records
+ * quanta.algorithm = "gptq". */
+QT_API qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
+                                       qt_quantize_plan *p, const qt_gptq_run_opts *g, qt_gptq_report *r);
+
 /* Provenance keys written beside llama.cpp's general.file_type,
  * general.quantization_version and quantize.imatrix.* (docs/quantize.md). */
 #define QT_QUANTIZE_KEY_VERSION "quanta.version"
@@ -172,6 +208,7 @@ QT_API void qt_quantize_plan_free(qt_quantize_plan *p);
 #define QT_QUANTIZE_KEY_SCHEME "quanta.scheme"
 #define QT_QUANTIZE_KEY_IMATRIX_SHA256 "quanta.imatrix.sha256"
 #define QT_QUANTIZE_KEY_FALLBACKS "quanta.fallbacks"
+#define QT_QUANTIZE_KEY_ALGORITHM "quanta.algorithm" /* "gptq"; absent: round-to-nearest */
 
 #ifdef __cplusplus
 }

@@ -101,7 +101,8 @@ struct qt_engine_ctx {
     float *k, *v;               /* (n_batch, n_kv) */
     float *att;                 /* (n_batch, n_q) attention output */
     float *hb, *hb2;            /* (n_batch, n_ff) */
-    void *act;                  /* (n_batch, largest act_row_bytes) activations converted for vec_dot */
+    void *act;                  /* (n_batch, act_row_cap) activations converted for vec_dot */
+    size_t act_row_cap;         /* bytes of one act row: the largest act_row_bytes, at least n_in f32 */
     qt__scratch *scratch;       /* (n_threads) */
     int n_threads;
     qt_threadpool *pool;

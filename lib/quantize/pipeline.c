@@ -35,6 +35,7 @@ typedef struct run_ctx {
     int64_t rows_per_slice;   /* ne[1] */
     double (*err)[2];         /* per chunk: sum (w - q)^2, sum w^2 */
     qt_status status;         /* first failure (set under no lock: any failure code will do) */
+    const qt__quantize_given *given; /* NULL, or data computed by an algorithm */
     bool drop;                /* the tensors point into a read-only file mapping (GGUF input):
                                  their pages may be dropped; never an owned buffer, which
                                  MADV_DONTNEED would zero */
@@ -137,6 +138,32 @@ static qt_status convert(run_ctx *c, qt_quantize_tensor *q, const qt_tensor *t, 
     return QT_OK;
 }
 
+/* Data an algorithm computed: copied, and measured against the input as convert() does. */
+static qt_status copy_given(run_ctx *c, qt_quantize_tensor *q, const qt_tensor *t, qt_type type, const uint8_t *data,
+                            void *dst, size_t nbytes) {
+    const int64_t ne0 = t->ne[0], n_rows = q->n_elements / ne0;
+    const size_t src_row = qt_row_size(t->type, ne0), dst_row = qt_row_size(type, ne0);
+    if (dst_row * (size_t)n_rows != nbytes)
+        return qt_error(QT_ERR_INTERNAL, "%s: tensor '%s': size mismatch", qt_model_path(c->m), t->name);
+    memcpy(dst, data, nbytes);
+    float *row = c->scratch[0], *back = c->scratch[0] + c->scratch_row;
+    double e2 = 0, w2 = 0;
+    for (int64_t r = 0; r < n_rows; r++) {
+        qt_status s = qt_dequantize_rows(t->type, (const uint8_t *)t->data + (size_t)r * src_row, row, 1, ne0);
+        if (s == QT_OK) s = qt_dequantize_rows(type, data + (size_t)r * dst_row, back, 1, ne0);
+        if (s != QT_OK) return s;
+        for (int64_t k = 0; k < ne0; k++) {
+            const double x = row[k], e = x - back[k];
+            e2 += e * e;
+            w2 += x * x;
+        }
+    }
+    q->measured = true;
+    q->rmse = q->n_elements ? sqrt(e2 / (double)q->n_elements) : 0;
+    q->snr_db = e2 > 0 ? 10.0 * log10(w2 / e2) : INFINITY;
+    return QT_OK;
+}
+
 static qt_status hook_data(void *user, const qt_tensor *t, qt_type type, void *dst, size_t nbytes) {
     run_ctx *c = user;
     int32_t i = plan_index(c->p, t);
@@ -145,6 +172,8 @@ static qt_status hook_data(void *user, const qt_tensor *t, qt_type type, void *d
     if (type == t->type) {
         if (nbytes != t->nbytes) return qt_error(QT_ERR_INTERNAL, "%s: tensor '%s': size mismatch", qt_model_path(c->m), t->name);
         memcpy(dst, t->data, nbytes);
+    } else if (i >= 0 && c->given && c->given->data && c->given->data[i] && t->ne[0] <= c->scratch_row) {
+        s = copy_given(c, &c->p->tensors[i], t, type, c->given->data[i], dst, nbytes);
     } else if (i >= 0 && t->ne[0] <= c->scratch_row) {
         s = convert(c, &c->p->tensors[i], t, type, dst);
     } else {
@@ -173,10 +202,12 @@ static qt_gguf_value i32_val(int64_t x) {
 #define MAX_KV 12
 
 /* llama-quantize's quantize.imatrix.* keys (llama.cpp tools/quantize) and quanta's own. */
-static int32_t build_kv(const qt_quantize_opts *o, const qt_quantize_plan *p, qt_gguf_kv *kv, qt_gguf_value *fb_items) {
+static int32_t build_kv(const qt_quantize_opts *o, const qt_quantize_plan *p, const qt__quantize_given *given,
+                        qt_gguf_kv *kv, qt_gguf_value *fb_items) {
     const qt__qplan_priv *pv = p->priv;
     int32_t n = 0;
     kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_VERSION, str_val(qt_version())};
+    if (given && given->algorithm) kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_ALGORITHM, str_val(given->algorithm)};
     if (o->command_line) kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_COMMAND, str_val(o->command_line)};
     kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_SCHEME, str_val(p->ftype->name)};
     if (pv->im) {
@@ -205,8 +236,8 @@ static void free_scratch(run_ctx *c) {
 }
 
 qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quantize_opts *o, qt_quantize_plan *p,
-                             uint64_t *size_only) {
-    run_ctx c = {.m = m, .p = p, .drop = qt_model_gguf(m) != NULL};
+                             uint64_t *size_only, const qt__quantize_given *given) {
+    run_ctx c = {.m = m, .p = p, .given = given, .drop = qt_model_gguf(m) != NULL};
     qt_status s = QT_OK;
     if (!size_only) {
         c.n_threads = o->threads > 0 ? o->threads : qt_default_threads();
@@ -228,7 +259,7 @@ qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quant
         wo.tensor_data = size_only ? NULL : hook_data;
         wo.user = &c;
         wo.extra_kv = kv;
-        wo.n_extra_kv = build_kv(o, p, kv, fb);
+        wo.n_extra_kv = build_kv(o, p, given, kv, fb);
         wo.file_type = p->ftype->id;
         wo.progress = o->progress;
         wo.size_only = size_only;
@@ -241,5 +272,5 @@ qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quant
 
 qt_status qt_quantize_run(const qt_model *m, const char *out_path, const qt_quantize_opts *o, qt_quantize_plan *p) {
     if (!out_path || !out_path[0]) return qt_error(QT_ERR_ARG, "quantize: no output path");
-    return qt__quantize_write(m, out_path, o, p, NULL);
+    return qt__quantize_write(m, out_path, o, p, NULL, NULL);
 }

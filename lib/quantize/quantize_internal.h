@@ -19,8 +19,16 @@ typedef struct qt__qplan_priv {
     char **fallback_strs;        /* (n_fallbacks) "name: wanted -> type" for quanta.fallbacks */
 } qt__qplan_priv;
 
-/* The writer options both the estimate and the run use (types, metadata). */
+/* Tensor data an algorithm computed itself (GPTQ), written instead of the
+ * pipeline's rounding. */
+typedef struct qt__quantize_given {
+    const uint8_t *const *data;  /* (p->n_tensors) in the planned type, or NULL: quantize as usual */
+    const char *algorithm;       /* recorded as quanta.algorithm */
+} qt__quantize_given;
+
+/* The writer options both the estimate and the run use (types, metadata).
+ * given may be NULL. */
 qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quantize_opts *o, qt_quantize_plan *p,
-                             uint64_t *size_only);
+                             uint64_t *size_only, const qt__quantize_given *given);
 
 #endif

@@ -41,6 +41,15 @@ static void help(void) {
            "  --pure                     the file type's base type for every tensor (no mixes)\n"
            "  --leave-output-tensor      copy output.weight as stored\n"
            "  --allow-requantize         accept an already-quantized input (quality is lost twice)\n"
+           "  --algo rtn|gptq            rtn (default): round to nearest, as llama-quantize; gptq: GPTQ\n"
+           "                             (Frantar et al. 2023) layer by layer on calibration text, onto\n"
+           "                             the planned GGUF types (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K;\n"
+           "                             others round to nearest, named); docs/gptq.md\n"
+           "  --calib FILE               calibration text for --algo gptq (held out from evaluation)\n"
+           "  --nsamples N               calibration sequences (default 128)\n"
+           "  --seqlen L                 tokens per sequence (default 512, at most the model's context)\n"
+           "  --seed S                   which windows of the text become the sequences (default 0)\n"
+           "  --act-order                GPTQ: columns by decreasing Hessian diagonal\n"
            "  --dry-run                  print types, bytes and bits per weight; write nothing\n"
            "  --threads N                quantizing threads (the bytes do not depend on N)\n"
            "  --force                    replace an existing OUT\n"
@@ -64,6 +73,12 @@ typedef struct args {
     bool dry_run, force;
     int quiet;
     cli_json json;
+    /* --algo gptq and its calibration (parsed here until the shared calibration
+     * options of tools/quanta/cli_vocab.c land) */
+    bool gptq, act_order;
+    const char *calib;
+    long long nsamples, seqlen, seed;
+    int32_t *batch;             /* (nsamples * seqlen) the calibration sequences */
 } args;
 
 static int parse_type(const char *opt, const char *v, qt_type *out) {
@@ -101,13 +116,21 @@ static int parse_value(args *a, const char *opt, const char *v) {
         int rc = cli_parse_int(VERB, opt, v, 1, 1024, &n);
         if (rc != CLI_OK) return rc;
         a->o.threads = (int)n;
-    }
+    } else if (!strcmp(opt, "--algo")) {
+        if (strcmp(v, "rtn") && strcmp(v, "gptq"))
+            return cli_usage(VERB, "--algo '%s': expected rtn or gptq (awq and smoothquant are not built yet)", v);
+        a->gptq = !strcmp(v, "gptq");
+    } else if (!strcmp(opt, "--calib")) a->calib = v;
+    else if (!strcmp(opt, "--nsamples")) return cli_parse_int(VERB, opt, v, 1, 1 << 20, &a->nsamples);
+    else if (!strcmp(opt, "--seqlen")) return cli_parse_int(VERB, opt, v, 2, 1 << 20, &a->seqlen);
+    else if (!strcmp(opt, "--seed")) return cli_parse_int(VERB, opt, v, 0, INT64_MAX, &a->seed);
     return CLI_OK;
 }
 
 static int parse(int argc, char **argv, args *a) {
     static const char *with_value[] = {"--scheme", "--imatrix", "--tensor-type", "--keep", "--output-tensor-type",
-                                       "--token-embedding-type", "--threads"};
+                                       "--token-embedding-type", "--threads", "--algo", "--calib", "--nsamples",
+                                       "--seqlen", "--seed"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int j = cli_json_arg(VERB, s, &a->json);
@@ -120,6 +143,7 @@ static int parse(int argc, char **argv, args *a) {
         if (!strcmp(s, "--allow-requantize")) { a->o.allow_requantize = true; continue; }
         if (!strcmp(s, "--dry-run")) { a->dry_run = true; continue; }
         if (!strcmp(s, "--force")) { a->force = true; continue; }
+        if (!strcmp(s, "--act-order")) { a->act_order = true; continue; }
         bool takes = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) takes |= !strcmp(s, with_value[k]);
         if (takes) {
@@ -133,6 +157,12 @@ static int parse(int argc, char **argv, args *a) {
     }
     if (!a->in || (!a->out && !a->dry_run)) return cli_usage(VERB, "need IN and OUT (OUT may be left out with --dry-run)");
     if (!a->scheme) return cli_usage(VERB, "need --scheme (e.g. --scheme q4_k_m)");
+    if (a->gptq && !a->calib) return cli_usage(VERB, "--algo gptq needs --calib FILE (calibration text)");
+    if (!a->gptq && (a->calib || a->act_order || a->nsamples || a->seqlen || a->seed))
+        return cli_usage(VERB, "--calib, --nsamples, --seqlen, --seed and --act-order go with --algo gptq");
+    if (a->gptq && a->o.imatrix) return cli_usage(VERB, "--imatrix is for --algo rtn; GPTQ uses the calibration text");
+    if (!a->nsamples) a->nsamples = 128;
+    if (!a->seqlen) a->seqlen = 512;
     a->o.overrides = a->over;
     a->o.keep = a->keep;
     return CLI_OK;
@@ -264,6 +294,66 @@ static void notes(const args *a, const qt_quantize_plan *p) {
                 p->n_requantized);
 }
 
+/* ---- --algo gptq ------------------------------------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The calibration batch: the text tokenized once, cut into windows of seqlen
+ * tokens; nsamples of them picked by a seeded shuffle, each starting with BOS. */
+static int calib_batch(const args *a, const qt_model *m, const int32_t *ids, int32_t n_ids, int32_t **out) {
+    const qt_vocab *v = qt_model_vocab(m);
+    const int32_t L = (int32_t)a->seqlen, n_win = n_ids / L;
+    if (a->seqlen > qt_model_hparams(m)->n_ctx_train)
+        return cli_usage(VERB, "--seqlen %lld is longer than the model's context (%d)", a->seqlen, qt_model_hparams(m)->n_ctx_train);
+    if (n_win < a->nsamples) {
+        fprintf(stderr, "quanta: error: %s: %d tokens make %d sequences of %d; --nsamples %lld needs %lld tokens\n",
+                a->calib, n_ids, n_win, L, a->nsamples, a->nsamples * L);
+        return CLI_FAIL;
+    }
+    int32_t *win = malloc((size_t)n_win * sizeof *win), *b = malloc((size_t)(a->nsamples * L) * sizeof *b);
+    if (!win || !b) { free(win); free(b); return cli_fail(qt_error(QT_ERR_NOMEM, "out of memory")); }
+    uint64_t st = (uint64_t)a->seed;
+    for (int32_t i = 0; i < n_win; i++) win[i] = i;
+    for (int32_t i = n_win - 1; i > 0; i--) {
+        const int32_t j = (int32_t)(splitmix64(&st) % (uint64_t)(i + 1)), t = win[i];
+        win[i] = win[j];
+        win[j] = t;
+    }
+    for (int32_t s2 = 0; s2 < a->nsamples; s2++) {
+        memcpy(b + (size_t)s2 * L, ids + (size_t)win[s2] * L, (size_t)L * sizeof *b);
+        if (v->add_bos && v->bos_id >= 0) b[(size_t)s2 * L] = v->bos_id;
+    }
+    free(win);
+    *out = b;
+    return CLI_OK;
+}
+
+static void gptq_note(void *ctx, const char *msg) {
+    if (!*(const int *)ctx) fprintf(stderr, "quanta: gptq: %s\n", msg);
+}
+
+static qt_status run_gptq(args *a, qt_model *m, qt_quantize_plan *p, const int32_t *batch) {
+    qt_gptq_run_opts g = qt_gptq_run_opts_default();
+    g.tokens = batch;
+    g.n_seq = (int32_t)a->nsamples;
+    g.n_tok = (int32_t)a->seqlen;
+    g.gptq.act_order = a->act_order;
+    g.threads = a->o.threads;
+    g.note = gptq_note;
+    g.note_ctx = &a->quiet;
+    qt_gptq_report r;
+    qt_status st = qt_gptq_quantize_gguf(m, a->out, &a->o, p, &g, &r);
+    if (st == QT_OK && !a->quiet)
+        fprintf(stderr, "quanta: gptq: %d linears by GPTQ, %d rounded to nearest (no grid), %d Cholesky retries, "
+                        "%lld dead columns, %.1f s\n", r.n_gptq, r.n_rtn, r.n_retries, (long long)r.n_dead_cols, r.seconds);
+    return st;
+}
+
 static int run_gguf(args *a, qt_model *m) {
     qt_quantize_plan *p = NULL;
     qt_status st = qt_quantize_plan_make(m, &a->o, &p);
@@ -276,7 +366,7 @@ static int run_gguf(args *a, qt_model *m) {
         if (!a->quiet) print_plan(p);
     } else {
         a->o.progress = cli_progress(a->quiet);
-        st = qt_quantize_run(m, a->out, &a->o, p);
+        st = a->gptq ? run_gptq(a, m, p, a->batch) : qt_quantize_run(m, a->out, &a->o, p);
         cli_progress_end();
         if (st != QT_OK) rc = cli_fail(st);
     }
@@ -386,6 +476,11 @@ static int run_scheme(args *a) {
         }
     }
     struct stat sb;
+    if (ct_key && a->gptq) {
+        fprintf(stderr, "quanta: error: --algo gptq --scheme %s: GPTQ onto compressed-tensors grids is not wired to the "
+                        "writer in this build; GGUF types are\n", a->scheme);
+        return CLI_FAIL;
+    }
     if (ct_key) {
         qt_model *m;
         qt_status st = qt_model_open(a->in, &m);
@@ -400,9 +495,19 @@ static int run_scheme(args *a) {
         return CLI_FAIL;
     }
     qt_model *m;
-    qt_status st = qt_model_open(a->in, &m);
-    if (st != QT_OK) return cli_fail(st);
-    int rc = run_gguf(a, m);
+    int rc = CLI_OK;
+    if (a->gptq) {
+        int32_t *ids = NULL, n_ids = 0;
+        if ((rc = cli_open_tokenized(a->in, a->calib, &m, &ids, &n_ids)) != CLI_OK) return rc;
+        rc = calib_batch(a, m, ids, n_ids, &a->batch);
+        free(ids);
+        if (rc != CLI_OK) { qt_model_free(m); return rc; }
+    } else {
+        qt_status st = qt_model_open(a->in, &m);
+        if (st != QT_OK) return cli_fail(st);
+    }
+    rc = run_gguf(a, m);
+    free(a->batch);
     qt_model_free(m);
     return rc;
 }
