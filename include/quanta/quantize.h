@@ -200,6 +200,16 @@ QT_API qt_gptq_run_opts qt_gptq_run_opts_default(void);
  * quanta.algorithm = "gptq". */
 QT_API qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
                                        qt_quantize_plan *p, const qt_gptq_run_opts *g, qt_gptq_report *r);
+/* compressed-tensors integer schemes (w4a16, w4a16-asym, w8a16, w8a8-int8;
+ * quanta/quantize_ct.h): every linear of the layers through GPTQ onto the
+ * scheme's groups (scales chosen when the column loop reaches the group),
+ * then qt_ct_export with those codes (o->int_codes is GPTQ's). The engine
+ * runs later layers on the dequantized values. o->keep must be empty. */
+struct qt_ct_export_opts;
+struct qt_ct_export_estimate;
+QT_API qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char *out_dir,
+                                     const struct qt_ct_export_opts *o, const qt_gptq_run_opts *g,
+                                     struct qt_ct_export_estimate *est, qt_gptq_report *r);
 
 /* Provenance keys written beside llama.cpp's general.file_type,
  * general.quantization_version and quantize.imatrix.* (docs/quantize.md). */

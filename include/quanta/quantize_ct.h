@@ -27,6 +27,7 @@
 #define QUANTA_QUANTIZE_CT_H
 
 #include "core.h"
+#include "ct.h"
 #include "model.h"
 
 #ifdef __cplusplus
@@ -52,6 +53,14 @@ typedef struct qt_ct_export_opts {
      * (the count is still returned in the estimate). */
     void (*warn)(void *ctx, const char *message);
     void *warn_ctx;
+    /* Integer schemes: codes an algorithm computed (GPTQ) for a linear
+     * (canonical name), in the model's (GGUF) row order: q (rows, cols),
+     * scales (rows, cols / group) already in the model dtype, zero points
+     * (rows, cols / group) or NULL when symmetric. Returns false to let the
+     * writer round to nearest (minmax). NULL: every linear is rounded. */
+    bool (*int_codes)(void *ctx, const char *name, int64_t rows, int64_t cols, const int8_t **q,
+                      const float **scales, const int8_t **zero_points);
+    void *int_codes_ctx;
 } qt_ct_export_opts;
 
 /* One tensor of the source as it will be written. */
@@ -81,6 +90,11 @@ QT_API const char *qt_ct_scheme_canonical(const char *name);
 /* Number of schemes and their keys (for --help). */
 QT_API int qt_ct_scheme_count(void);
 QT_API const char *qt_ct_scheme_key(int i);
+
+/* The integer grid of an integer scheme (w4a16, w4a16-asym, w8a16, w8a8-int8)
+ * for model m: bits, symmetry, strategy and group, and the model dtype its
+ * scales are rounded to. QT_ERR_UNSUPPORTED for a float scheme. */
+QT_API qt_status qt_ct_int_scheme(const qt_model *m, const char *scheme, qt_ct_int_args *out);
 
 /* What qt_ct_export would write, exactly, without quantizing or writing. */
 QT_API qt_status qt_ct_export_estimate_plan(const qt_model *m, const char *scheme, const qt_ct_export_opts *o,

@@ -465,6 +465,23 @@ static void quantize_range(void *ctx, int64_t begin, int64_t end, int thread_ind
     }
 }
 
+/* Codes an algorithm computed (qt_ct_export_opts.int_codes, GPTQ), in the
+ * model's row order: moved to HF row order as load_f32 moves weights. */
+static bool given_codes(const ct_writer *w, const ptensor *p, const qjob *j) {
+    const int8_t *q, *zp;
+    const float *fs;
+    if (w->sc->w != W_INT || !w->o.int_codes ||
+        !w->o.int_codes(w->o.int_codes_ctx, p->src->name, p->rows, p->cols, &q, &fs, &zp))
+        return false;
+    for (int64_t r = 0; r < p->rows; r++) {
+        const int64_t src = p->permute ? qt__tn_permuted_row(r, w->m->hp.head_dim, false) : r;
+        memcpy(j->q + r * p->cols, q + src * p->cols, (size_t)p->cols);
+        memcpy(j->fs + r * j->per_row, fs + src * j->per_row, (size_t)j->per_row * sizeof *fs);
+        if (j->zp) memcpy(j->zp + r * j->per_row, zp + src * j->per_row, (size_t)j->per_row);
+    }
+    return true;
+}
+
 static qt_status quantize_tensor(ct_writer *w, int32_t i) {
     ptensor *p = &w->t[i];
     qres *r = &p->r;
@@ -501,7 +518,7 @@ static qt_status quantize_tensor(ct_writer *w, int32_t i) {
     j.codes8 = r->scale;
     bool ok = j.fs && j.status && r->weight && r->scale && (sc->w != W_INT || (j.q && (sc->symmetric || j.zp)));
     if (!ok) s = qt_error(QT_ERR_NOMEM, "%s: out of memory quantizing %s", w->dir, p->hf);
-    if (s == QT_OK) {
+    if (s == QT_OK && !given_codes(w, p, &j)) {
         qt_parallel_for(w->pool, n_chunks, quantize_range, &j);
         for (int64_t k = 0; k < n_chunks && s == QT_OK; k++) {
             if (j.status[k] == QT_OK) continue;
@@ -911,6 +928,17 @@ qt_status qt_ct_export_estimate_plan(const qt_model *m, const char *scheme, cons
     if (s == QT_OK) s = fill_estimate(&w, out);
     writer_free(&w);
     return s;
+}
+
+qt_status qt_ct_int_scheme(const qt_model *m, const char *scheme, qt_ct_int_args *out) {
+    const ct_scheme *sc = scheme_find(scheme);
+    if (!sc) return qt_error(QT_ERR_ARG, "unknown compressed-tensors scheme '%s'", scheme);
+    if (sc->w != W_INT) return qt_error(QT_ERR_UNSUPPORTED, "scheme %s is not an integer weight scheme", sc->key);
+    const qt_tensor *emb = qt_model_find_tensor(m, "token_embd.weight");
+    *out = (qt_ct_int_args){.bits = sc->bits, .symmetric = sc->symmetric,
+                            .strategy = sc->group_size ? QT_CT_GROUP : QT_CT_CHANNEL, .group_size = sc->group_size,
+                            .dtype = emb && emb->type == QT_TYPE_F16 ? QT_CT_F16 : QT_CT_BF16};
+    return QT_OK;
 }
 
 qt_status qt_ct_export(const qt_model *m, const char *scheme, const char *out_dir, const qt_ct_export_opts *o,

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "quanta/ct.h"
+#include "quanta/quantize_ct.h"
 #include "quanta/engine.h"
 #include "quanta/gptq.h"
 #include "quantize_internal.h"
@@ -44,6 +45,8 @@ typedef struct gptq_target {
      * tensor (kept by the target), or leaves bind->data NULL to keep src. */
     qt_status (*linear)(void *ctx, const qt_tensor *src, float *W, const double *H, const qt_gptq_opts *o,
                         qt_gptq_stats *st, qt_tensor *bind, bool *done);
+    /* After the layer ran on its quantized linears (NULL: nothing to do). */
+    qt_status (*layer_done)(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il);
 } gptq_target;
 
 typedef struct observer_ctx {
@@ -141,6 +144,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_t
         for (int k = 0; s == QT_OK && k < N_LINEARS; k++) s = one_linear(m, lw, il, k, &oc, tg, g, r);
         for (int k = 0; k < N_INPUTS; k++) qt_gptq_hessian_free(&oc.h[k]);
         if (s == QT_OK) s = qt_layerwise_run_layer(lw, NULL, NULL);
+        if (s == QT_OK && tg->layer_done) s = tg->layer_done(tg->ctx, m, lw, il);
         if (s != QT_OK) break;
         const double el = now() - t0;
         note(g, "layer %d/%d quantized: %.1f s elapsed, ETA %.1f s", il + 1, n_layer, el,
@@ -236,7 +240,7 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
     x.given = calloc((size_t)p->n_tensors + 1, sizeof *x.given);
     x.importance = malloc((size_t)max_cols * sizeof *x.importance);
     qt_status s = x.given && x.importance ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory");
-    gptq_target tg = {&x, gguf_linear};
+    gptq_target tg = {&x, gguf_linear, NULL};
     const qt__quantize_given algo_only = {NULL, "gptq"}; /* the size with quanta.algorithm */
     if (s == QT_OK) s = qt__quantize_write(m, NULL, o, p, &p->output_bytes, &algo_only);
     if (s == QT_OK) s = run_layers(m, g, &tg, r);
@@ -248,5 +252,111 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
     for (int32_t i = 0; x.given && i < p->n_tensors; i++) free(x.given[i]);
     free(x.given);
     free(x.importance);
+    return s;
+}
+
+/* ---- compressed-tensors integer schemes: codes handed to qt_ct_export ---------------- */
+
+typedef struct ct_codes {
+    char name[QT_MAX_NAME];
+    int64_t rows, cols;
+    qt_gptq_ct_int g;         /* codes, scales, zero points */
+} ct_codes;
+
+typedef struct ct_target {
+    qt_ct_int_args a;
+    ct_codes *t;
+    int32_t n, cap;
+    float *bound[N_LINEARS];  /* the current layer's quantized weights in f32, bound to the engine */
+    qt_tensor bound_t[N_LINEARS];
+    int n_bound;
+} ct_target;
+
+static qt_status ct_linear(void *ctx, const qt_tensor *src, float *W, const double *H, const qt_gptq_opts *o,
+                           qt_gptq_stats *st, qt_tensor *bind, bool *done) {
+    ct_target *x = ctx;
+    const int64_t cols = src->ne[0], rows = src->ne[1];
+    const int64_t group = x->a.strategy == QT_CT_GROUP ? (x->a.group_size ? x->a.group_size : QT_CT_DEFAULT_GROUP_SIZE) : cols;
+    if (cols % group != 0)
+        return qt_error(QT_ERR_SHAPE, "%lld columns are not a multiple of the group size %lld", (long long)cols,
+                        (long long)group);
+    if (x->n == x->cap) {
+        const int32_t cap = x->cap ? 2 * x->cap : 64;
+        ct_codes *t = realloc(x->t, (size_t)cap * sizeof *t);
+        if (!t) return qt_error(QT_ERR_NOMEM, "out of memory");
+        x->t = t;
+        x->cap = cap;
+    }
+    ct_codes *c = &x->t[x->n];
+    *c = (ct_codes){.rows = rows, .cols = cols};
+    snprintf(c->name, sizeof c->name, "%s", src->name);
+    qt_status s = qt_gptq_ct_int_init(&c->g, x->a.bits, x->a.symmetric, (int)x->a.dtype, rows, cols, group);
+    if (s != QT_OK) return s;
+    x->n++;
+    qt_gptq_grid grid = qt_gptq_ct_int_grid(&c->g);
+    if ((s = qt_gptq_quantize(W, rows, cols, H, &grid, o, st)) != QT_OK) return s;
+    /* the engine runs the rest of the calibration on the dequantized values (vLLM's w*a16) */
+    float *f = malloc((size_t)(rows * cols) * sizeof *f);
+    if (!f) return qt_error(QT_ERR_NOMEM, "out of memory");
+    memcpy(f, W, (size_t)(rows * cols) * sizeof *f);
+    x->bound[x->n_bound] = f;
+    x->bound_t[x->n_bound] = *src;
+    x->n_bound++;
+    bind->type = QT_TYPE_F32;
+    bind->nbytes = (size_t)(rows * cols) * sizeof(float);
+    bind->data = f;
+    *done = true;
+    return QT_OK;
+}
+
+/* The layer is done: back to the model's own tensors, the f32 copies freed. */
+static qt_status ct_layer_done(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il) {
+    ct_target *x = ctx;
+    qt_status s = QT_OK;
+    for (int k = 0; k < N_LINEARS; k++) {
+        char name[QT_MAX_NAME];
+        snprintf(name, sizeof name, "blk.%d.%s.weight", il, inputs_of[k].linear);
+        const qt_tensor *t = qt_model_find_tensor(m, name);
+        if (t && s == QT_OK) s = qt_layerwise_set_weight(lw, il, inputs_of[k].linear, t);
+    }
+    for (int k = 0; k < x->n_bound; k++) free(x->bound[k]);
+    x->n_bound = 0;
+    return s;
+}
+
+static bool ct_given(void *ctx, const char *name, int64_t rows, int64_t cols, const int8_t **q, const float **scales,
+                     const int8_t **zero_points) {
+    const ct_target *x = ctx;
+    for (int32_t i = 0; i < x->n; i++) {
+        const ct_codes *c = &x->t[i];
+        if (strcmp(c->name, name) || c->rows != rows || c->cols != cols) continue;
+        *q = c->g.q;
+        *scales = c->g.scales;
+        *zero_points = c->g.zero_points;
+        return true;
+    }
+    return false;
+}
+
+qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char *out_dir, const qt_ct_export_opts *o,
+                              const qt_gptq_run_opts *g, qt_ct_export_estimate *est, qt_gptq_report *r) {
+    *r = (qt_gptq_report){0};
+    ct_target x = {0};
+    qt_status s = qt_ct_int_scheme(m, scheme, &x.a);
+    if (s != QT_OK) return qt_error(s, "gptq: %s", qt_last_error());
+    if (o->keep && o->keep[0])
+        return qt_error(QT_ERR_UNSUPPORTED, "gptq: --keep with a compressed-tensors scheme is not supported yet");
+    if (o->input_amax) return qt_error(QT_ERR_UNSUPPORTED, "gptq: static activation scales are not supported yet");
+    gptq_target tg = {&x, ct_linear, ct_layer_done};
+    s = run_layers(m, g, &tg, r);
+    for (int k = 0; k < x.n_bound; k++) free(x.bound[k]);
+    if (s == QT_OK) {
+        qt_ct_export_opts eo = *o;
+        eo.int_codes = ct_given;
+        eo.int_codes_ctx = &x;
+        s = qt_ct_export(m, scheme, out_dir, &eo, est);
+    }
+    for (int32_t i = 0; i < x.n; i++) qt_gptq_ct_int_free(&x.t[i].g);
+    free(x.t);
     return s;
 }

@@ -337,20 +337,30 @@ static void gptq_note(void *ctx, const char *msg) {
     if (!*(const int *)ctx) fprintf(stderr, "quanta: gptq: %s\n", msg);
 }
 
-static qt_status run_gptq(args *a, qt_model *m, qt_quantize_plan *p, const int32_t *batch) {
+static qt_gptq_run_opts gptq_opts(args *a) {
     qt_gptq_run_opts g = qt_gptq_run_opts_default();
-    g.tokens = batch;
+    g.tokens = a->batch;
     g.n_seq = (int32_t)a->nsamples;
     g.n_tok = (int32_t)a->seqlen;
     g.gptq.act_order = a->act_order;
     g.threads = a->o.threads;
     g.note = gptq_note;
     g.note_ctx = &a->quiet;
+    return g;
+}
+
+static void gptq_summary(const args *a, const qt_gptq_report *r) {
+    if (!a->quiet)
+        fprintf(stderr, "quanta: gptq: %d linears by GPTQ, %d rounded to nearest (no grid), %d Cholesky retries, "
+                        "%lld dead columns, %.1f s\n", r->n_gptq, r->n_rtn, r->n_retries, (long long)r->n_dead_cols,
+                r->seconds);
+}
+
+static qt_status run_gptq(args *a, qt_model *m, qt_quantize_plan *p) {
+    qt_gptq_run_opts g = gptq_opts(a);
     qt_gptq_report r;
     qt_status st = qt_gptq_quantize_gguf(m, a->out, &a->o, p, &g, &r);
-    if (st == QT_OK && !a->quiet)
-        fprintf(stderr, "quanta: gptq: %d linears by GPTQ, %d rounded to nearest (no grid), %d Cholesky retries, "
-                        "%lld dead columns, %.1f s\n", r.n_gptq, r.n_rtn, r.n_retries, (long long)r.n_dead_cols, r.seconds);
+    if (st == QT_OK) gptq_summary(a, &r);
     return st;
 }
 
@@ -366,7 +376,7 @@ static int run_gguf(args *a, qt_model *m) {
         if (!a->quiet) print_plan(p);
     } else {
         a->o.progress = cli_progress(a->quiet);
-        st = a->gptq ? run_gptq(a, m, p, a->batch) : qt_quantize_run(m, a->out, &a->o, p);
+        st = a->gptq ? run_gptq(a, m, p) : qt_quantize_run(m, a->out, &a->o, p);
         cli_progress_end();
         if (st != QT_OK) rc = cli_fail(st);
     }
@@ -433,6 +443,13 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     qt_status st;
     if (a->dry_run) {
         st = qt_ct_export_estimate_plan(m, key, &o, &e);
+    } else if (a->gptq) {
+        qt_gptq_run_opts g = gptq_opts(a);
+        qt_gptq_report r;
+        o.progress = cli_progress(a->quiet);
+        st = qt_gptq_quantize_ct(m, key, a->out, &o, &g, &e, &r);
+        cli_progress_end();
+        if (st == QT_OK) gptq_summary(a, &r);
     } else {
         o.progress = cli_progress(a->quiet);
         st = qt_ct_export(m, key, a->out, &o, &e);
@@ -476,27 +493,14 @@ static int run_scheme(args *a) {
         }
     }
     struct stat sb;
-    if (ct_key && a->gptq) {
-        fprintf(stderr, "quanta: error: --algo gptq --scheme %s: GPTQ onto compressed-tensors grids is not wired to the "
-                        "writer in this build; GGUF types are\n", a->scheme);
-        return CLI_FAIL;
-    }
-    if (ct_key) {
-        qt_model *m;
-        qt_status st = qt_model_open(a->in, &m);
-        if (st != QT_OK) return cli_fail(st);
-        int rc = run_ct(a, m, ct_key);
-        qt_model_free(m);
-        return rc;
-    }
-    a->o.scheme = ft->name;
-    if (!a->dry_run && !a->force && strcmp(a->out, "-") && stat(a->out, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    if (!ct_key) a->o.scheme = ft->name;
+    if (!ct_key && !a->dry_run && !a->force && strcmp(a->out, "-") && stat(a->out, &sb) == 0 && S_ISREG(sb.st_mode)) {
         fprintf(stderr, "quanta: error: %s exists; pass --force to replace it\n", a->out);
         return CLI_FAIL;
     }
     qt_model *m;
     int rc = CLI_OK;
-    if (a->gptq) {
+    if (a->gptq && !a->dry_run) {
         int32_t *ids = NULL, n_ids = 0;
         if ((rc = cli_open_tokenized(a->in, a->calib, &m, &ids, &n_ids)) != CLI_OK) return rc;
         rc = calib_batch(a, m, ids, n_ids, &a->batch);
@@ -506,7 +510,7 @@ static int run_scheme(args *a) {
         qt_status st = qt_model_open(a->in, &m);
         if (st != QT_OK) return cli_fail(st);
     }
-    rc = run_gguf(a, m);
+    rc = ct_key ? run_ct(a, m, ct_key) : run_gguf(a, m);
     free(a->batch);
     qt_model_free(m);
     return rc;
