@@ -3,7 +3,9 @@
 # (docs/gptq.md): stories260K to Q4_0 (ffn_down f16, as the issue's table)
 # calibrated on the calibration slice of ../shared/reference/llamacpp-quantize,
 # the same bytes at --threads 1 and 2, the file loads (inspect, run), and its
-# perplexity on the held-out evaluation slice is below round-to-nearest's;
+# perplexity on the held-out evaluation slice is below imatrix round-to-nearest's,
+# which is below plain round-to-nearest's; tiny256-random to Q4_K_M (K-quants)
+# with a KL divergence to the base below round-to-nearest's;
 # tiny256-random to w4a16 (compressed-tensors): loads, runs, and its KL
 # divergence to the base is below round-to-nearest's; the usage errors.
 source "$(dirname "$0")/lib/harness.sh"
@@ -49,10 +51,26 @@ ok test "$(wc -c <"$tmp/out")" -gt 20
 base=$(ppl "$stories" 256 8)
 rtn=$(ppl "$tmp/rtn.gguf" 256 8)
 gq=$(ppl "$tmp/t1/g.gguf" 256 8)
-echo "stories260K, evaluation slice, ctx 256, 8 chunks: F32 $base, Q4_0 RTN $rtn, Q4_0 GPTQ $gq"
-ok test -n "$base" -a -n "$rtn" -a -n "$gq"
+check "imatrix rtn q4_0" 0 "$q" quantize "$stories" "$tmp/imx.gguf" --scheme q4_0 --tensor-type ffn_down=f16 -q \
+    --imatrix "$shared/reference/llamacpp-quantize/imatrix-stories260K.gguf"
+imx=$(ppl "$tmp/imx.gguf" 256 8)
+echo "stories260K, evaluation slice, ctx 256, 8 chunks: F32 $base, Q4_0 RTN $rtn, imatrix RTN $imx, GPTQ $gq"
+ok test -n "$base" -a -n "$rtn" -a -n "$imx" -a -n "$gq"
 ok lt "$base" "$gq"
-ok lt "$gq" "$rtn"
+ok lt "$gq" "$imx"
+ok lt "$imx" "$rtn"
+
+# ---- GGUF K-quants: Q4_K_M on tiny256-random (every row 256 wide: q4_K and q6_K tensors) ---------------
+check "gptq q4_k_m" 0 "$q" quantize "$tiny" "$tmp/k-gptq.gguf" --scheme q4_k_m --algo gptq --calib "$tmp/calib.txt" \
+    --nsamples 8 --seqlen 128
+ok has err "56 linears by GPTQ, 0 rounded to nearest"
+check "rtn q4_k_m" 0 "$q" quantize "$tiny" "$tmp/k-rtn.gguf" --scheme q4_k_m -q
+"$q" eval --base "$tiny" --candidate "$tmp/k-rtn.gguf" --candidate "$tmp/k-gptq.gguf" -f "$tmp/eval.txt" -c 128 \
+    --chunks 4 --json >"$tmp/eval.json" 2>/dev/null
+kld=($(grep -o '"kld_mean": [0-9.e+-]*' "$tmp/eval.json" | awk '{print $2}'))
+echo "tiny256-random, evaluation slice, ctx 128, 4 chunks: mean KLD to F16: Q4_K_M RTN ${kld[0]}, GPTQ ${kld[1]}"
+ok test "${#kld[@]}" = 2
+ok lt "${kld[1]}" "${kld[0]}"
 
 # ---- compressed-tensors: w4a16 on tiny256-random (256-wide rows: groups of 128) -----------------------
 check "gptq w4a16" 0 "$q" quantize "$tiny" "$tmp/ct-gptq" --scheme w4a16 --algo gptq --calib "$tmp/calib.txt" \
