@@ -114,6 +114,8 @@ typedef struct qt_quantize_opts {
     bool allow_requantize;                    /* accept an already-quantized input tensor */
     int threads;                              /* <= 0: qt_default_threads() */
     const char *command_line;                 /* recorded as quanta.command_line; NULL: not recorded */
+    const char *algorithm;                    /* recorded as quanta.algorithm ("gptq"); NULL: round-to-nearest,
+                                                 not recorded */
     qt_progress progress;
 } qt_quantize_opts;
 
@@ -196,8 +198,8 @@ typedef struct qt_gptq_report {
 QT_API qt_gptq_run_opts qt_gptq_run_opts_default(void);
 /* GGUF: p from qt_quantize_plan_make(m, o); every planned linear type with a
  * grid (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K) through GPTQ, the rest as
- * qt_quantize_run does. o->imatrix must be NULL. The file records
- * quanta.algorithm = "gptq". */
+ * qt_quantize_run does. o->imatrix must be NULL and o->algorithm "gptq"
+ * (the plan's exact size includes that key). */
 QT_API qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
                                        qt_quantize_plan *p, const qt_gptq_run_opts *g, qt_gptq_report *r);
 /* compressed-tensors integer schemes (w4a16, w4a16-asym, w8a16, w8a8-int8;

@@ -231,6 +231,8 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
     if (!out_path || !out_path[0]) return qt_error(QT_ERR_ARG, "quantize: no output path");
     if (o->imatrix)
         return qt_error(QT_ERR_ARG, "gptq: --imatrix is for round-to-nearest; GPTQ uses the calibration Hessians");
+    if (!o->algorithm || strcmp(o->algorithm, "gptq"))
+        return qt_error(QT_ERR_ARG, "gptq: the quantize options must name the algorithm \"gptq\" (it is recorded)");
     int64_t max_cols = 1;
     for (int32_t i = 0; i < p->n_tensors; i++) {
         const qt_tensor *t = qt_model_find_tensor(m, p->tensors[i].name);
@@ -241,12 +243,10 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
     x.importance = malloc((size_t)max_cols * sizeof *x.importance);
     qt_status s = x.given && x.importance ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory");
     gptq_target tg = {&x, gguf_linear, NULL};
-    const qt__quantize_given algo_only = {NULL, "gptq"}; /* the size with quanta.algorithm */
-    if (s == QT_OK) s = qt__quantize_write(m, NULL, o, p, &p->output_bytes, &algo_only);
     if (s == QT_OK) s = run_layers(m, g, &tg, r);
     r->n_rtn = x.n_rtn;
     if (s == QT_OK) {
-        const qt__quantize_given given = {(const uint8_t *const *)x.given, "gptq"};
+        const qt__quantize_given given = {(const uint8_t *const *)x.given};
         s = qt__quantize_write(m, out_path, o, p, NULL, &given);
     }
     for (int32_t i = 0; x.given && i < p->n_tensors; i++) free(x.given[i]);

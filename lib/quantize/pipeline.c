@@ -202,12 +202,11 @@ static qt_gguf_value i32_val(int64_t x) {
 #define MAX_KV 12
 
 /* llama-quantize's quantize.imatrix.* keys (llama.cpp tools/quantize) and quanta's own. */
-static int32_t build_kv(const qt_quantize_opts *o, const qt_quantize_plan *p, const qt__quantize_given *given,
-                        qt_gguf_kv *kv, qt_gguf_value *fb_items) {
+static int32_t build_kv(const qt_quantize_opts *o, const qt_quantize_plan *p, qt_gguf_kv *kv, qt_gguf_value *fb_items) {
     const qt__qplan_priv *pv = p->priv;
     int32_t n = 0;
     kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_VERSION, str_val(qt_version())};
-    if (given && given->algorithm) kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_ALGORITHM, str_val(given->algorithm)};
+    if (o->algorithm) kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_ALGORITHM, str_val(o->algorithm)};
     if (o->command_line) kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_COMMAND, str_val(o->command_line)};
     kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_SCHEME, str_val(p->ftype->name)};
     if (pv->im) {
@@ -259,7 +258,7 @@ qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quant
         wo.tensor_data = size_only ? NULL : hook_data;
         wo.user = &c;
         wo.extra_kv = kv;
-        wo.n_extra_kv = build_kv(o, p, given, kv, fb);
+        wo.n_extra_kv = build_kv(o, p, kv, fb);
         wo.file_type = p->ftype->id;
         wo.progress = o->progress;
         wo.size_only = size_only;

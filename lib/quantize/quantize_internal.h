@@ -23,7 +23,6 @@ typedef struct qt__qplan_priv {
  * pipeline's rounding. */
 typedef struct qt__quantize_given {
     const uint8_t *const *data;  /* (p->n_tensors) in the planned type, or NULL: quantize as usual */
-    const char *algorithm;       /* recorded as quanta.algorithm */
 } qt__quantize_given;
 
 /* The writer options both the estimate and the run use (types, metadata).

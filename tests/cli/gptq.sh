@@ -42,6 +42,8 @@ ok has err "ETA"
 ok has err "30 linears by GPTQ"
 check "gptq q4_0, 2 threads" 0 gptq_q4 "$tmp/t2" 2 -q
 ok cmp "$tmp/t1/g.gguf" "$tmp/t2/g.gguf"
+check "gptq q4_0, dry run" 0 gptq_q4 "$tmp/t2" 1 --dry-run --json -q
+ok test "$(sed -n 's/^  "output_bytes": \([0-9]*\).*/\1/p' "$tmp/out")" = "$(wc -c <"$tmp/t1/g.gguf")"
 check "rtn q4_0" 0 "$q" quantize "$stories" "$tmp/rtn.gguf" --scheme q4_0 --tensor-type ffn_down=f16 -q
 expect "inspect" 0 "" "$q" inspect "$tmp/t1/g.gguf"
 ok has out "q4_0"

@@ -161,6 +161,7 @@ static int parse(int argc, char **argv, args *a) {
     if (!a->gptq && (a->calib || a->act_order || a->nsamples || a->seqlen || a->seed))
         return cli_usage(VERB, "--calib, --nsamples, --seqlen, --seed and --act-order go with --algo gptq");
     if (a->gptq && a->o.imatrix) return cli_usage(VERB, "--imatrix is for --algo rtn; GPTQ uses the calibration text");
+    if (a->gptq) a->o.algorithm = "gptq";
     if (!a->nsamples) a->nsamples = 128;
     if (!a->seqlen) a->seqlen = 512;
     a->o.overrides = a->over;
