@@ -85,8 +85,10 @@ QT_API qt_status qt_calib_shingles(const void *text, size_t len, uint64_t cutoff
  * point into fp and into ranges_buf (cap bytes), which must outlive them.
  * Returns the number of entries written to out (at most 4). */
 QT_API int32_t qt_calib_gguf_kv(const qt_calib_fingerprint *fp, char *ranges_buf, size_t cap, qt_gguf_kv out[4]);
-/* Reads the record back from a model opened from GGUF; *has = false when the
- * model records no calibration text (or is not GGUF). A shingle sample with
+/* Reads the record back from a model opened from GGUF (the keys above) or from
+ * a compressed-tensors directory (config.json's quantization_config.quanta.
+ * calibration: sha256, scheme, shingles as hex strings; the whole file); *has =
+ * false when the model records no calibration text. A shingle sample with
  * another scheme is ignored (the SHA-256 / range check still applies);
  * malformed entries are QT_ERR_FORMAT naming the key. */
 QT_API qt_status qt_calib_from_model(const qt_model *m, qt_calib_fingerprint *fp, bool *has);

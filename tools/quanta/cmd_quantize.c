@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "quantize_calib.h"
 
 #define VERB "quantize"
 #define MAX_PATTERNS 64
@@ -32,6 +33,15 @@ static void help(void) {
            "                             i-quants below 4 bits and Q2_K_S need one, per tensor, as in\n"
            "                             llama-quantize; a tensor the file lacks (token_embd, output)\n"
            "                             is quantized without weights, with a note\n"
+           "  --calib FILE [--nsamples N] [--seqlen L] [--seed S]\n"
+           "                             calibration text, cut by the rule every verb shares (N windows\n"
+           "                             of L tokens, default all of 512, each starting with BOS; S > 0\n"
+           "                             draws them at random; UTF-8 text or JSONL {\"text\": ...}):\n"
+           "                             GGUF schemes compute the importance matrix from it (exactly what\n"
+           "                             quanta imatrix --calib ... then --imatrix gives); fp8-static (and\n"
+           "                             nvfp4, which becomes W4A4) observe each linear's input absmax.\n"
+           "                             The file's SHA-256, token count, N, L, S and its fingerprint are\n"
+           "                             recorded (quanta.calibration.*; quanta inspect prints them)\n"
            "  --tensor-type REGEX=TYPE   give tensors whose GGUF name (e.g. blk.3.ffn_down.weight)\n"
            "                             matches REGEX (PCRE2, searched, first match wins) the ggml\n"
            "                             type TYPE (q6_K, q8_0, f16, ...); repeatable\n"
@@ -51,7 +61,7 @@ static void help(void) {
            "Where llama-quantize has no fallback for a row length (e.g. stories260K's 172-wide\n"
            "ffn_down in Q4_0) it refuses; quanta writes that tensor as F16 and records it in the\n"
            "file's quanta.fallbacks. OUT is written atomically: an error, Ctrl-C or SIGTERM leaves\n"
-           "nothing at OUT. compressed-tensors (vLLM) schemes are not written by this build yet.\n\n"
+           "nothing at OUT.\n\n"
            "exit status: 0 ok, 1 failed (nothing written), 2 usage error\n");
 }
 
@@ -64,6 +74,8 @@ typedef struct args {
     bool dry_run, force;
     int quiet;
     cli_json json;
+    cli_calib calib;
+    qcalib qc;
 } args;
 
 static int parse_type(const char *opt, const char *v, qt_type *out) {
@@ -113,6 +125,8 @@ static int parse(int argc, char **argv, args *a) {
         int j = cli_json_arg(VERB, s, &a->json);
         if (j < 0) return CLI_USAGE;
         if (j) continue;
+        if ((j = cli_calib_arg(VERB, argc, argv, &i, &a->calib)) < 0) return CLI_USAGE;
+        if (j) continue;
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) { help(); return -1; }
         if (cli_is_quiet(s)) { a->quiet = 1; continue; }
         if (!strcmp(s, "--pure")) { a->o.pure = true; continue; }
@@ -133,6 +147,9 @@ static int parse(int argc, char **argv, args *a) {
     }
     if (!a->in || (!a->out && !a->dry_run)) return cli_usage(VERB, "need IN and OUT (OUT may be left out with --dry-run)");
     if (!a->scheme) return cli_usage(VERB, "need --scheme (e.g. --scheme q4_k_m)");
+    if (a->calib.tuned && !a->calib.file) return cli_usage(VERB, "--nsamples, --seqlen and --seed apply to --calib FILE");
+    if (a->calib.file && a->o.imatrix)
+        return cli_usage(VERB, "--calib computes the importance matrix that --imatrix would give; use one of them");
     a->o.overrides = a->over;
     a->o.keep = a->keep;
     return CLI_OK;
@@ -216,6 +233,12 @@ static void print_summary(const args *a, const qt_quantize_plan *p, double secon
     free(w);
 }
 
+static json_t *calib_json(const qt_calib_set *c) {
+    return json_pack("{s:s, s:s, s:I, s:I, s:i, s:i, s:I}", "file", c->path, "sha256", c->fp.sha256, "file_bytes",
+                     (json_int_t)c->file_bytes, "tokens", (json_int_t)c->file_tokens, "nsamples", c->n_samples, "seqlen",
+                     c->seq_len, "seed", (json_int_t)c->seed);
+}
+
 static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     json_t *root = json_object(), *ts = json_array();
     json_object_set_new(root, "input", json_string(a->in));
@@ -230,6 +253,7 @@ static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     json_object_set_new(root, "peak_rss_measured", json_boolean(!a->dry_run));
     json_object_set_new(root, "fallbacks", json_integer(p->n_fallbacks));
     if (p->imatrix_sha256[0]) json_object_set_new(root, "imatrix_sha256", json_string(p->imatrix_sha256));
+    if (a->o.calib) json_object_set_new(root, "calibration", calib_json(a->o.calib));
     for (int32_t i = 0; i < p->n_tensors; i++) {
         const qt_quantize_tensor *t = &p->tensors[i];
         json_t *o = json_object();
@@ -254,7 +278,7 @@ static void notes(const args *a, const qt_quantize_plan *p) {
         const qt_quantize_tensor *t = &p->tensors[i];
         if (t->imatrix_missing)
             fprintf(stderr, "quanta: note: %s has no entry for %s: quantized without importance weights, as llama-quantize does\n",
-                    a->o.imatrix, t->name);
+                    a->o.imatrix_label ? a->o.imatrix_label : a->o.imatrix, t->name);
         if (t->quanta_fallback)
             fprintf(stderr, "quanta: note: %s: row length does not fit %s and llama-quantize has no fallback (it refuses); "
                             "writing %s\n", t->name, qt_type_get(t->wanted)->name, qt_type_get(t->type)->name);
@@ -264,14 +288,27 @@ static void notes(const args *a, const qt_quantize_plan *p) {
                 p->n_requantized);
 }
 
+/* --calib for a GGUF scheme: the importance matrix, computed here, read by the plan. */
+static int gguf_calibrate(args *a, const qt_model *m) {
+    if (!a->calib.file) return CLI_OK;
+    int rc = qcalib_imatrix(m, &a->calib, a->o.threads, a->quiet, &a->qc);
+    if (rc != CLI_OK) return rc;
+    a->o.imatrix = a->qc.imatrix_path;
+    a->o.imatrix_label = a->calib.file;
+    a->o.calib = &a->qc.set;
+    return CLI_OK;
+}
+
 static int run_gguf(args *a, qt_model *m) {
     qt_quantize_plan *p = NULL;
+    int rc = gguf_calibrate(a, m);
+    if (rc != CLI_OK) return rc;
     qt_status st = qt_quantize_plan_make(m, &a->o, &p);
+    qcalib_drop_file(&a->qc); /* the plan has it mapped */
     if (st != QT_OK) return cli_fail(st);
     notes(a, p);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = CLI_OK;
     if (a->dry_run) {
         if (!a->quiet) print_plan(p);
     } else {
@@ -319,6 +356,7 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
     json_object_set_new(root, "bits_per_weight", json_real(e->bits_per_weight));
     json_object_set_new(root, "peak_rss_bytes", a->dry_run ? json_null() : json_integer((json_int_t)rss));
     json_object_set_new(root, "kernel_warnings", json_integer(e->n_warnings));
+    if (a->calib.file) json_object_set_new(root, "calibration", calib_json(&a->qc.set));
     for (int32_t i = 0; i < e->n_tensors; i++) {
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(e->tensors[i].name));
@@ -339,6 +377,17 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     keep[a->o.n_keep] = NULL;
     qt_ct_export_opts o = {.force = a->force, .n_threads = a->o.threads, .keep = keep, .command = a->o.command_line,
                            .warn = ct_warn, .warn_ctx = &a->quiet};
+    qt_gguf_kv calib_kv[QT_CALIB_MAX_KV];
+    if (a->calib.file) {
+        if (!qt_ct_scheme_uses_act_stats(key))
+            return cli_usage(VERB, "--calib: scheme %s quantizes weights by round-to-nearest and its activations dynamically "
+                                   "or not at all; it takes no calibration (fp8-static and nvfp4 do)", key);
+        if ((rc = qcalib_amax(m, &a->calib, a->o.threads, a->quiet, &a->qc)) != CLI_OK) return rc;
+        o.input_amax = qcalib_amax_cb;
+        o.input_amax_ctx = &a->qc;
+        o.calibration = calib_kv;
+        o.n_calibration = qt_calib_set_gguf_kv(&a->qc.set, calib_kv);
+    }
     qt_ct_export_estimate e = {0};
     qt_status st;
     if (a->dry_run) {
@@ -418,6 +467,7 @@ int cmd_quantize(int argc, char **argv) {
         rc = run_scheme(&a);
         if (rc == CLI_OK && !a.quiet && !a.dry_run) fprintf(stderr, "quanta: wrote %s\n", a.out);
         free(cmd);
+        qcalib_free(&a.qc);
     }
     for (int i = 0; i < a.o.n_overrides; i++) free(a.over_pat[i]);
     return rc < 0 ? CLI_OK : rc;
