@@ -97,6 +97,10 @@ ok grep -qF '"seqlen": 128' $cfg
 for m in self_attn.q_proj self_attn.k_proj self_attn.v_proj self_attn.o_proj mlp.gate_proj mlp.up_proj mlp.down_proj; do
     ok grep -qF "model.layers.4.$m.input_scale" f8/model.safetensors
 done
+expect 0 "$q" inspect f8
+has out "compressed-tensors  format float-quantized, preset FP8"
+has out "quanta.calibration.sha256            \"$(sha256sum $cal | cut -c1-64)\""
+has out "quanta.calibration.nsamples          20"
 expect 0 "$q" run -m f8 -p "Once upon a time" -n 16 --temp 0 -q
 has out "Once upon a time"
 # the same bytes at any thread count
