@@ -97,8 +97,7 @@ static qt_status jsonl_line(const char *path, int64_t line, const char *p, size_
     return s;
 }
 
-/* The calibration text of a file's bytes (rule step 1): a copy, malloc'd. */
-static qt_status calib_text(const char *path, const char *data, size_t size, char **out, size_t *out_len) {
+qt_status qt__calib_text(const char *path, const char *data, size_t size, char **out, size_t *out_len) {
     size_t i = 0;
     while (i < size && is_blank(data[i])) i++;
     *out = NULL;
@@ -170,7 +169,7 @@ qt_status qt_calib_load(const qt_model *m, const qt_calib_opts *o, qt_calib_set 
     size_t size = 0, len = 0;
     int32_t *ids = NULL, n_ids = 0;
     qt_status s = qt_read_file(o->path, &data, &size);
-    if (s == QT_OK) s = calib_text(o->path, data, size, &text, &len);
+    if (s == QT_OK) s = qt__calib_text(o->path, data, size, &text, &len);
     if (s == QT_OK && (s = tokenize(m, text, len, &ids, &n_ids)) != QT_OK) s = qt_error(s, "%s: %s", o->path, qt_last_error());
     if (s == QT_OK) s = cut(qt_model_vocab(m), ids, n_ids, out);
     if (s == QT_OK) s = qt_calib_fingerprint_make(data, size, NULL, 0, &out->fp);
