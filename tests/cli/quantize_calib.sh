@@ -111,6 +111,11 @@ expect 0 "$q" quantize "$model" f8-broken --scheme fp8-dynamic -q
 sed -i -e 's/"strategy": "token"/"strategy": "tensor"/' -e 's/"dynamic": true/"dynamic": false/' f8-broken/config.json
 expect 1 "$q" run -m f8-broken -p "Once" -n 2 -q
 has err "q_proj.input_scale' missing"
+# nvfp4 with --calib: NVFP4 (W4A4) with input_global_scale (ffn_down's 172 columns are kept: groups of 16)
+expect 0 "$q" quantize "$model" nv --scheme nvfp4 "${C[@]}" --keep ffn_down -q
+ok grep -qF '"dynamic": "local"' nv/config.json
+ok grep -qF 'model.layers.2.self_attn.k_proj.input_global_scale' nv/model.safetensors
+expect 0 "$q" run -m nv -p "Once upon a time" -n 4 --temp 0 -q
 # eval --strict reads the calibration record of a compressed-tensors directory too
 expect 1 "$q" eval --base "$model" --candidate f8 -f $cal -c 128 --chunks 4 --strict -q
 has out "overlaps the candidate's calibration text"
