@@ -28,6 +28,7 @@
 
 #include "core.h"
 #include "ct.h"
+#include "gguf.h"
 #include "model.h"
 
 #ifdef __cplusplus
@@ -49,6 +50,12 @@ typedef struct qt_ct_export_opts {
      * calibration; needed by fp8-static, and turns nvfp4 into W4A4. NULL: none. */
     float (*input_amax)(void *ctx, const char *name);
     void *input_amax_ctx;
+    /* The calibration record (qt_calib_set_gguf_kv: "quanta.calibration.*"
+     * keys), written to quantization_config.quanta.calibration with the
+     * prefix dropped (docs/quantize.md); uint64 arrays as 16-hex-digit
+     * strings (JSON integers stop at 2^63). NULL: none. */
+    const qt_gguf_kv *calibration;
+    int32_t n_calibration;
     /* Each vLLM kernel shape problem (layer + kernel + rule). NULL: not reported
      * (the count is still returned in the estimate). */
     void (*warn)(void *ctx, const char *message);
@@ -87,6 +94,9 @@ typedef struct qt_ct_export_estimate {
 
 /* The scheme key for a name or alias (case-insensitive), NULL if unknown. */
 QT_API const char *qt_ct_scheme_canonical(const char *name);
+/* Whether a scheme uses input activation statistics (input_amax): fp8-static
+ * needs them; nvfp4 becomes NVFP4 (W4A4) with them. */
+QT_API bool qt_ct_scheme_uses_act_stats(const char *scheme);
 /* Number of schemes and their keys (for --help). */
 QT_API int qt_ct_scheme_count(void);
 QT_API const char *qt_ct_scheme_key(int i);

@@ -127,6 +127,9 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_t
     const int32_t n_layer = qt_model_hparams(m)->n_layer;
     if (!g->tokens || g->n_seq < 1 || g->n_tok < 2)
         return qt_error(QT_ERR_ARG, "gptq: calibration needs at least 1 sequence of 2 tokens (%d x %d)", g->n_seq, g->n_tok);
+    if (g->n_tok > qt_model_hparams(m)->n_ctx_train)
+        return qt_error(QT_ERR_ARG, "gptq: sequences of %d tokens are longer than the model's context (%d)", g->n_tok,
+                        qt_model_hparams(m)->n_ctx_train);
     qt_engine_opts eo;
     qt_engine_opts_default(&eo);
     eo.n_ctx = eo.n_batch = g->n_tok;

@@ -199,7 +199,7 @@ static qt_gguf_value i32_val(int64_t x) {
     return v;
 }
 
-#define MAX_KV 12
+#define MAX_KV (12 + QT_CALIB_MAX_KV)
 
 /* llama-quantize's quantize.imatrix.* keys (llama.cpp tools/quantize) and quanta's own. */
 static int32_t build_kv(const qt_quantize_opts *o, const qt_quantize_plan *p, qt_gguf_kv *kv, qt_gguf_value *fb_items) {
@@ -210,13 +210,14 @@ static int32_t build_kv(const qt_quantize_opts *o, const qt_quantize_plan *p, qt
     if (o->command_line) kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_COMMAND, str_val(o->command_line)};
     kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_SCHEME, str_val(p->ftype->name)};
     if (pv->im) {
-        kv[n++] = (qt_gguf_kv){"quantize.imatrix.file", str_val(o->imatrix)};
+        kv[n++] = (qt_gguf_kv){"quantize.imatrix.file", str_val(o->imatrix_label ? o->imatrix_label : o->imatrix)};
         if (qt_imatrix_n_datasets(pv->im) > 0)
             kv[n++] = (qt_gguf_kv){"quantize.imatrix.dataset", str_val(qt_imatrix_dataset(pv->im, 0))};
         kv[n++] = (qt_gguf_kv){"quantize.imatrix.entries_count", i32_val(qt_imatrix_n_entries(pv->im))};
         kv[n++] = (qt_gguf_kv){"quantize.imatrix.chunks_count", i32_val(qt_imatrix_chunk_count(pv->im))};
         kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_IMATRIX_SHA256, str_val(p->imatrix_sha256)};
     }
+    if (o->calib) n += qt_calib_set_gguf_kv(o->calib, kv + n);
     if (p->n_fallbacks) {
         for (int32_t i = 0; i < p->n_fallbacks; i++) fb_items[i] = str_val(pv->fallback_strs[i]);
         qt_gguf_value v = {.type = QT_GGUF_ARRAY};

@@ -11,6 +11,10 @@
 /* Calls fn(ctx, hash) for the FNV-1a hash of every 13-word shingle of t, in
  * text order (the held-out check samples evaluation text with the same rule). */
 void qt__calib_shingle_scan(const uint8_t *t, size_t len, void (*fn)(void *, uint64_t), void *ctx);
+/* The calibration text of a file's bytes (quanta/quantize.h, rule step 1):
+ * plain text as it is, JSONL's "text" fields joined by "\n\n"; *out is
+ * malloc'd and NUL-terminated; errors name path and line. */
+qt_status qt__calib_text(const char *path, const char *data, size_t size, char **out, size_t *out_len);
 typedef struct qt__qplan_priv {
     qt_imatrix *im;              /* NULL without --imatrix */
     const qt_tensor *first;      /* the model's tensor array: plan index = tensor - first */

@@ -23,12 +23,12 @@ expect "--help" 0 "" "$q" quantize --help
 ok has out "--algo rtn|gptq"
 expect "gptq without --calib" 2 "needs --calib" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --algo gptq
 expect "unknown algorithm" 2 "expected rtn or gptq" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --algo awq
-expect "calib without gptq" 2 "go with --algo gptq" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --calib "$tmp/calib.txt"
-expect "gptq with an imatrix" 2 "--imatrix is for --algo rtn" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 \
+expect "act order without gptq" 2 "goes with --algo gptq" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --act-order
+expect "gptq with an imatrix" 2 "use one of them" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 \
     --algo gptq --calib "$tmp/calib.txt" --imatrix "$shared/reference/llamacpp-quantize/imatrix-stories260K.gguf"
-expect "too little text" 1 "needs" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --algo gptq \
+expect "too little text" 1 "samples asked for" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --algo gptq \
     --calib "$tmp/calib.txt" --nsamples 100000 --seqlen 256
-expect "seqlen beyond the context" 2 "longer than the model's context" "$q" quantize "$stories" "$tmp/x.gguf" \
+expect "seqlen beyond the context" 1 "longer than the model's context" "$q" quantize "$stories" "$tmp/x.gguf" \
     --scheme q4_0 --algo gptq --calib "$tmp/calib.txt" --seqlen 4096
 ok test ! -e "$tmp/x.gguf"
 

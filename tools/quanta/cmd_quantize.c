@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "quantize_calib.h"
 
 #define VERB "quantize"
 #define MAX_PATTERNS 64
@@ -32,6 +33,21 @@ static void help(void) {
            "                             i-quants below 4 bits and Q2_K_S need one, per tensor, as in\n"
            "                             llama-quantize; a tensor the file lacks (token_embd, output)\n"
            "                             is quantized without weights, with a note\n"
+           "  --calib FILE [--nsamples N] [--seqlen L] [--seed S]\n"
+           "                             calibration text, cut by the rule every verb shares (N windows\n"
+           "                             of L tokens, default all of 512, each starting with BOS; S > 0\n"
+           "                             draws them at random; UTF-8 text or JSONL {\"text\": ...}):\n"
+           "                             GGUF schemes compute the importance matrix from it (exactly what\n"
+           "                             quanta imatrix --calib ... then --imatrix gives); fp8-static (and\n"
+           "                             nvfp4, which becomes W4A4) observe each linear's input absmax.\n"
+           "                             The file's SHA-256, token count, N, L, S and its fingerprint are\n"
+           "                             recorded (quanta.calibration.*; quanta inspect prints them)\n"
+           "  --algo rtn|gptq            rtn (default): round to nearest, as llama-quantize; gptq: GPTQ\n"
+           "                             (Frantar et al. 2023) layer by layer on the --calib samples, onto\n"
+           "                             the planned GGUF types (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K;\n"
+           "                             others round to nearest, named) or the groups of w4a16,\n"
+           "                             w4a16-asym, w8a16, w8a8-int8; docs/gptq.md\n"
+           "  --act-order                GPTQ: columns by decreasing Hessian diagonal\n"
            "  --tensor-type REGEX=TYPE   give tensors whose GGUF name (e.g. blk.3.ffn_down.weight)\n"
            "                             matches REGEX (PCRE2, searched, first match wins) the ggml\n"
            "                             type TYPE (q6_K, q8_0, f16, ...); repeatable\n"
@@ -41,15 +57,6 @@ static void help(void) {
            "  --pure                     the file type's base type for every tensor (no mixes)\n"
            "  --leave-output-tensor      copy output.weight as stored\n"
            "  --allow-requantize         accept an already-quantized input (quality is lost twice)\n"
-           "  --algo rtn|gptq            rtn (default): round to nearest, as llama-quantize; gptq: GPTQ\n"
-           "                             (Frantar et al. 2023) layer by layer on calibration text, onto\n"
-           "                             the planned GGUF types (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K;\n"
-           "                             others round to nearest, named); docs/gptq.md\n"
-           "  --calib FILE               calibration text for --algo gptq (held out from evaluation)\n"
-           "  --nsamples N               calibration sequences (default 128)\n"
-           "  --seqlen L                 tokens per sequence (default 512, at most the model's context)\n"
-           "  --seed S                   which windows of the text become the sequences (default 0)\n"
-           "  --act-order                GPTQ: columns by decreasing Hessian diagonal\n"
            "  --dry-run                  print types, bytes and bits per weight; write nothing\n"
            "  --threads N                quantizing threads (the bytes do not depend on N)\n"
            "  --force                    replace an existing OUT\n"
@@ -60,7 +67,7 @@ static void help(void) {
            "Where llama-quantize has no fallback for a row length (e.g. stories260K's 172-wide\n"
            "ffn_down in Q4_0) it refuses; quanta writes that tensor as F16 and records it in the\n"
            "file's quanta.fallbacks. OUT is written atomically: an error, Ctrl-C or SIGTERM leaves\n"
-           "nothing at OUT. compressed-tensors (vLLM) schemes are not written by this build yet.\n\n"
+           "nothing at OUT.\n\n"
            "exit status: 0 ok, 1 failed (nothing written), 2 usage error\n");
 }
 
@@ -73,12 +80,9 @@ typedef struct args {
     bool dry_run, force;
     int quiet;
     cli_json json;
-    /* --algo gptq and its calibration (parsed here until the shared calibration
-     * options of tools/quanta/cli_vocab.c land) */
-    bool gptq, act_order;
-    const char *calib;
-    long long nsamples, seqlen, seed;
-    int32_t *batch;             /* (nsamples * seqlen) the calibration sequences */
+    cli_calib calib;
+    qcalib qc;
+    bool gptq, act_order;       /* --algo gptq, --act-order */
 } args;
 
 static int parse_type(const char *opt, const char *v, qt_type *out) {
@@ -120,21 +124,19 @@ static int parse_value(args *a, const char *opt, const char *v) {
         if (strcmp(v, "rtn") && strcmp(v, "gptq"))
             return cli_usage(VERB, "--algo '%s': expected rtn or gptq (awq and smoothquant are not built yet)", v);
         a->gptq = !strcmp(v, "gptq");
-    } else if (!strcmp(opt, "--calib")) a->calib = v;
-    else if (!strcmp(opt, "--nsamples")) return cli_parse_int(VERB, opt, v, 1, 1 << 20, &a->nsamples);
-    else if (!strcmp(opt, "--seqlen")) return cli_parse_int(VERB, opt, v, 2, 1 << 20, &a->seqlen);
-    else if (!strcmp(opt, "--seed")) return cli_parse_int(VERB, opt, v, 0, INT64_MAX, &a->seed);
+    }
     return CLI_OK;
 }
 
 static int parse(int argc, char **argv, args *a) {
     static const char *with_value[] = {"--scheme", "--imatrix", "--tensor-type", "--keep", "--output-tensor-type",
-                                       "--token-embedding-type", "--threads", "--algo", "--calib", "--nsamples",
-                                       "--seqlen", "--seed"};
+                                       "--token-embedding-type", "--threads", "--algo"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int j = cli_json_arg(VERB, s, &a->json);
         if (j < 0) return CLI_USAGE;
+        if (j) continue;
+        if ((j = cli_calib_arg(VERB, argc, argv, &i, &a->calib)) < 0) return CLI_USAGE;
         if (j) continue;
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) { help(); return -1; }
         if (cli_is_quiet(s)) { a->quiet = 1; continue; }
@@ -157,13 +159,13 @@ static int parse(int argc, char **argv, args *a) {
     }
     if (!a->in || (!a->out && !a->dry_run)) return cli_usage(VERB, "need IN and OUT (OUT may be left out with --dry-run)");
     if (!a->scheme) return cli_usage(VERB, "need --scheme (e.g. --scheme q4_k_m)");
-    if (a->gptq && !a->calib) return cli_usage(VERB, "--algo gptq needs --calib FILE (calibration text)");
-    if (!a->gptq && (a->calib || a->act_order || a->nsamples || a->seqlen || a->seed))
-        return cli_usage(VERB, "--calib, --nsamples, --seqlen, --seed and --act-order go with --algo gptq");
+    if (a->calib.tuned && !a->calib.file) return cli_usage(VERB, "--nsamples, --seqlen and --seed apply to --calib FILE");
+    if (a->calib.file && a->o.imatrix)
+        return cli_usage(VERB, "--calib computes the importance matrix that --imatrix would give; use one of them");
+    if (a->gptq && !a->calib.file) return cli_usage(VERB, "--algo gptq needs --calib FILE (calibration text)");
     if (a->gptq && a->o.imatrix) return cli_usage(VERB, "--imatrix is for --algo rtn; GPTQ uses the calibration text");
+    if (a->act_order && !a->gptq) return cli_usage(VERB, "--act-order goes with --algo gptq");
     if (a->gptq) a->o.algorithm = "gptq";
-    if (!a->nsamples) a->nsamples = 128;
-    if (!a->seqlen) a->seqlen = 512;
     a->o.overrides = a->over;
     a->o.keep = a->keep;
     return CLI_OK;
@@ -247,6 +249,12 @@ static void print_summary(const args *a, const qt_quantize_plan *p, double secon
     free(w);
 }
 
+static json_t *calib_json(const qt_calib_set *c) {
+    return json_pack("{s:s, s:s, s:I, s:I, s:i, s:i, s:I}", "file", c->path, "sha256", c->fp.sha256, "file_bytes",
+                     (json_int_t)c->file_bytes, "tokens", (json_int_t)c->file_tokens, "nsamples", c->n_samples, "seqlen",
+                     c->seq_len, "seed", (json_int_t)c->seed);
+}
+
 static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     json_t *root = json_object(), *ts = json_array();
     json_object_set_new(root, "input", json_string(a->in));
@@ -261,6 +269,7 @@ static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     json_object_set_new(root, "peak_rss_measured", json_boolean(!a->dry_run));
     json_object_set_new(root, "fallbacks", json_integer(p->n_fallbacks));
     if (p->imatrix_sha256[0]) json_object_set_new(root, "imatrix_sha256", json_string(p->imatrix_sha256));
+    if (a->o.calib) json_object_set_new(root, "calibration", calib_json(a->o.calib));
     for (int32_t i = 0; i < p->n_tensors; i++) {
         const qt_quantize_tensor *t = &p->tensors[i];
         json_t *o = json_object();
@@ -285,7 +294,7 @@ static void notes(const args *a, const qt_quantize_plan *p) {
         const qt_quantize_tensor *t = &p->tensors[i];
         if (t->imatrix_missing)
             fprintf(stderr, "quanta: note: %s has no entry for %s: quantized without importance weights, as llama-quantize does\n",
-                    a->o.imatrix, t->name);
+                    a->o.imatrix_label ? a->o.imatrix_label : a->o.imatrix, t->name);
         if (t->quanta_fallback)
             fprintf(stderr, "quanta: note: %s: row length does not fit %s and llama-quantize has no fallback (it refuses); "
                             "writing %s\n", t->name, qt_type_get(t->wanted)->name, qt_type_get(t->type)->name);
@@ -297,52 +306,15 @@ static void notes(const args *a, const qt_quantize_plan *p) {
 
 /* ---- --algo gptq ------------------------------------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* The calibration batch: the text tokenized once, cut into windows of seqlen
- * tokens; nsamples of them picked by a seeded shuffle, each starting with BOS. */
-static int calib_batch(const args *a, const qt_model *m, const int32_t *ids, int32_t n_ids, int32_t **out) {
-    const qt_vocab *v = qt_model_vocab(m);
-    const int32_t L = (int32_t)a->seqlen, n_win = n_ids / L;
-    if (a->seqlen > qt_model_hparams(m)->n_ctx_train)
-        return cli_usage(VERB, "--seqlen %lld is longer than the model's context (%d)", a->seqlen, qt_model_hparams(m)->n_ctx_train);
-    if (n_win < a->nsamples) {
-        fprintf(stderr, "quanta: error: %s: %d tokens make %d sequences of %d; --nsamples %lld needs %lld tokens\n",
-                a->calib, n_ids, n_win, L, a->nsamples, a->nsamples * L);
-        return CLI_FAIL;
-    }
-    int32_t *win = malloc((size_t)n_win * sizeof *win), *b = malloc((size_t)(a->nsamples * L) * sizeof *b);
-    if (!win || !b) { free(win); free(b); return cli_fail(qt_error(QT_ERR_NOMEM, "out of memory")); }
-    uint64_t st = (uint64_t)a->seed;
-    for (int32_t i = 0; i < n_win; i++) win[i] = i;
-    for (int32_t i = n_win - 1; i > 0; i--) {
-        const int32_t j = (int32_t)(splitmix64(&st) % (uint64_t)(i + 1)), t = win[i];
-        win[i] = win[j];
-        win[j] = t;
-    }
-    for (int32_t s2 = 0; s2 < a->nsamples; s2++) {
-        memcpy(b + (size_t)s2 * L, ids + (size_t)win[s2] * L, (size_t)L * sizeof *b);
-        if (v->add_bos && v->bos_id >= 0) b[(size_t)s2 * L] = v->bos_id;
-    }
-    free(win);
-    *out = b;
-    return CLI_OK;
-}
-
 static void gptq_note(void *ctx, const char *msg) {
     if (!*(const int *)ctx) fprintf(stderr, "quanta: gptq: %s\n", msg);
 }
 
 static qt_gptq_run_opts gptq_opts(args *a) {
     qt_gptq_run_opts g = qt_gptq_run_opts_default();
-    g.tokens = a->batch;
-    g.n_seq = (int32_t)a->nsamples;
-    g.n_tok = (int32_t)a->seqlen;
+    g.tokens = a->qc.set.tokens;
+    g.n_seq = a->qc.set.n_samples;
+    g.n_tok = a->qc.set.seq_len;
     g.gptq.act_order = a->act_order;
     g.threads = a->o.threads;
     g.note = gptq_note;
@@ -365,14 +337,33 @@ static qt_status run_gptq(args *a, qt_model *m, qt_quantize_plan *p) {
     return st;
 }
 
+/* --calib for a GGUF scheme: the importance matrix, computed here, read by the plan;
+ * with --algo gptq the samples themselves (GPTQ's Hessians replace the imatrix). */
+static int gguf_calibrate(args *a, const qt_model *m) {
+    if (!a->calib.file) return CLI_OK;
+    if (a->gptq) { /* the samples, in a dry run too: their provenance keys are in the file's size */
+        int rc = qcalib_samples(m, &a->calib, &a->qc);
+        if (rc == CLI_OK) a->o.calib = &a->qc.set;
+        return rc;
+    }
+    int rc = qcalib_imatrix(m, &a->calib, a->o.threads, a->quiet, &a->qc);
+    if (rc != CLI_OK) return rc;
+    a->o.imatrix = a->qc.imatrix_path;
+    a->o.imatrix_label = a->calib.file;
+    a->o.calib = &a->qc.set;
+    return CLI_OK;
+}
+
 static int run_gguf(args *a, qt_model *m) {
     qt_quantize_plan *p = NULL;
+    int rc = gguf_calibrate(a, m);
+    if (rc != CLI_OK) return rc;
     qt_status st = qt_quantize_plan_make(m, &a->o, &p);
+    qcalib_drop_file(&a->qc); /* the plan has it mapped */
     if (st != QT_OK) return cli_fail(st);
     notes(a, p);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = CLI_OK;
     if (a->dry_run) {
         if (!a->quiet) print_plan(p);
     } else {
@@ -420,6 +411,7 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
     json_object_set_new(root, "bits_per_weight", json_real(e->bits_per_weight));
     json_object_set_new(root, "peak_rss_bytes", a->dry_run ? json_null() : json_integer((json_int_t)rss));
     json_object_set_new(root, "kernel_warnings", json_integer(e->n_warnings));
+    if (a->calib.file) json_object_set_new(root, "calibration", calib_json(&a->qc.set));
     for (int32_t i = 0; i < e->n_tensors; i++) {
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(e->tensors[i].name));
@@ -440,6 +432,21 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     keep[a->o.n_keep] = NULL;
     qt_ct_export_opts o = {.force = a->force, .n_threads = a->o.threads, .keep = keep, .command = a->o.command_line,
                            .warn = ct_warn, .warn_ctx = &a->quiet};
+    qt_gguf_kv calib_kv[QT_CALIB_MAX_KV];
+    if (a->calib.file && a->gptq) {
+        if ((rc = qcalib_samples(m, &a->calib, &a->qc)) != CLI_OK) return rc;
+        o.calibration = calib_kv;
+        o.n_calibration = qt_calib_set_gguf_kv(&a->qc.set, calib_kv);
+    } else if (a->calib.file) {
+        if (!qt_ct_scheme_uses_act_stats(key))
+            return cli_usage(VERB, "--calib: scheme %s quantizes weights by round-to-nearest and its activations dynamically "
+                                   "or not at all; it takes no calibration (fp8-static and nvfp4 do)", key);
+        if ((rc = qcalib_amax(m, &a->calib, a->o.threads, a->quiet, &a->qc)) != CLI_OK) return rc;
+        o.input_amax = qcalib_amax_cb;
+        o.input_amax_ctx = &a->qc;
+        o.calibration = calib_kv;
+        o.n_calibration = qt_calib_set_gguf_kv(&a->qc.set, calib_kv);
+    }
     qt_ct_export_estimate e = {0};
     qt_status st;
     if (a->dry_run) {
@@ -494,25 +501,23 @@ static int run_scheme(args *a) {
         }
     }
     struct stat sb;
-    if (!ct_key) a->o.scheme = ft->name;
-    if (!ct_key && !a->dry_run && !a->force && strcmp(a->out, "-") && stat(a->out, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    if (ct_key) {
+        qt_model *m;
+        qt_status st = qt_model_open(a->in, &m);
+        if (st != QT_OK) return cli_fail(st);
+        int rc = run_ct(a, m, ct_key);
+        qt_model_free(m);
+        return rc;
+    }
+    a->o.scheme = ft->name;
+    if (!a->dry_run && !a->force && strcmp(a->out, "-") && stat(a->out, &sb) == 0 && S_ISREG(sb.st_mode)) {
         fprintf(stderr, "quanta: error: %s exists; pass --force to replace it\n", a->out);
         return CLI_FAIL;
     }
     qt_model *m;
-    int rc = CLI_OK;
-    if (a->gptq && !a->dry_run) {
-        int32_t *ids = NULL, n_ids = 0;
-        if ((rc = cli_open_tokenized(a->in, a->calib, &m, &ids, &n_ids)) != CLI_OK) return rc;
-        rc = calib_batch(a, m, ids, n_ids, &a->batch);
-        free(ids);
-        if (rc != CLI_OK) { qt_model_free(m); return rc; }
-    } else {
-        qt_status st = qt_model_open(a->in, &m);
-        if (st != QT_OK) return cli_fail(st);
-    }
-    rc = ct_key ? run_ct(a, m, ct_key) : run_gguf(a, m);
-    free(a->batch);
+    qt_status st = qt_model_open(a->in, &m);
+    if (st != QT_OK) return cli_fail(st);
+    int rc = run_gguf(a, m);
     qt_model_free(m);
     return rc;
 }
@@ -528,6 +533,7 @@ int cmd_quantize(int argc, char **argv) {
         rc = run_scheme(&a);
         if (rc == CLI_OK && !a.quiet && !a.dry_run) fprintf(stderr, "quanta: wrote %s\n", a.out);
         free(cmd);
+        qcalib_free(&a.qc);
     }
     for (int i = 0; i < a.o.n_overrides; i++) free(a.over_pat[i]);
     return rc < 0 ? CLI_OK : rc;
