@@ -21,6 +21,7 @@
 #include "quanta/quantize_ct.h"
 #include "quanta/plan.h"
 #include "quanta/engine.h"
+#include "quanta/gptq.h"
 #include "quanta/quantize.h"
 #include "quanta/eval.h"
 #include "quanta/serve.h"

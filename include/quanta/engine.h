@@ -214,6 +214,15 @@ QT_API qt_status qt_layerwise_new(qt_engine_ctx *e, const int32_t *tokens, int32
                                   qt_layerwise **out);
 /* Runs the next layer on every sequence (observer may be NULL); QT_ERR_ARG after the last. */
 QT_API qt_status qt_layerwise_run_layer(qt_layerwise *lw, qt_linear_observer observer, void *user);
+/* Runs the next layer on every sequence for its observer only: the hidden
+ * states stay as they were and the next layer is still this one (observe,
+ * change the layer's weights, then run_layer feeds the changed layer's
+ * outputs on: GPTQ's sequential order). */
+QT_API qt_status qt_layerwise_observe_layer(qt_layerwise *lw, qt_linear_observer observer, void *user);
+/* Binds layer `layer`'s linear (attn_q ... ffn_down) to tensor t (same shape,
+ * any type with a dot kernel or a dequantizer) for every later evaluation by
+ * this engine; t and its data must outlive the engine. */
+QT_API qt_status qt_layerwise_set_weight(qt_layerwise *lw, int32_t layer, const char *linear, const qt_tensor *t);
 QT_API int32_t qt_layerwise_next_layer(const qt_layerwise *lw);
 /* After the last layer: logits (n_seq * n_tok, n_vocab), sequence by sequence. */
 QT_API qt_status qt_layerwise_logits(qt_layerwise *lw, float *logits);

@@ -33,6 +33,7 @@
 #include "core.h"
 #include "formats.h"
 #include "gguf.h"
+#include "gptq.h"
 #include "model.h"
 
 #ifdef __cplusplus
@@ -86,11 +87,88 @@ QT_API qt_status qt_calib_shingles(const void *text, size_t len, uint64_t cutoff
  * point into fp and into ranges_buf (cap bytes), which must outlive them.
  * Returns the number of entries written to out (at most 4). */
 QT_API int32_t qt_calib_gguf_kv(const qt_calib_fingerprint *fp, char *ranges_buf, size_t cap, qt_gguf_kv out[4]);
-/* Reads the record back from a model opened from GGUF; *has = false when the
- * model records no calibration text (or is not GGUF). A shingle sample with
+/* Reads the record back from a model opened from GGUF (the keys above) or from
+ * a compressed-tensors directory (config.json's quantization_config.quanta.
+ * calibration: sha256, scheme, shingles as hex strings; the whole file); *has =
+ * false when the model records no calibration text. A shingle sample with
  * another scheme is ignored (the SHA-256 / range check still applies);
  * malformed entries are QT_ERR_FORMAT naming the key. */
 QT_API qt_status qt_calib_from_model(const qt_model *m, qt_calib_fingerprint *fp, bool *has);
+
+/* ---- calibration samples: --calib FILE [--nsamples N] [--seqlen L] [--seed S] ----
+ * One rule in every verb that calibrates (quantize, imatrix, later GPTQ):
+ * 1. the text: a plain UTF-8 file, or JSONL (every non-blank line an object
+ *    with a string "text"; a file is JSONL when its first non-blank byte is
+ *    '{'), the texts joined by "\n\n"; an object with "messages" and no
+ *    "text" needs a chat template and is refused (QT_ERR_UNSUPPORTED);
+ * 2. tokenized once, BOS first when the vocabulary adds one;
+ * 3. cut into W = floor(T / L) non-overlapping windows, window i being
+ *    tokens [i*L, (i+1)*L) (llama-imatrix's chunks);
+ * 4. seed 0: the first N windows (llama-imatrix --chunks N); seed S > 0: N
+ *    distinct windows drawn by a Fisher-Yates shuffle of 0..W-1 driven by
+ *    splitmix64(S), then put in ascending order; N = 0: all W windows;
+ * 5. each sample's first token replaced by BOS (when the vocabulary has one),
+ *    so every sample starts as a document does (llama-imatrix's rule).
+ * Fewer windows than N is an error naming the file and the counts. */
+#define QT_CALIB_DEFAULT_SEQLEN 512
+
+/* Provenance keys written beside the QT_CALIB_KEY_* fingerprint (docs/quantize.md). */
+#define QT_CALIB_KEY_FILE "quanta.calibration.file"
+#define QT_CALIB_KEY_TOKENS "quanta.calibration.tokens"
+#define QT_CALIB_KEY_NSAMPLES "quanta.calibration.nsamples"
+#define QT_CALIB_KEY_SEQLEN "quanta.calibration.seqlen"
+#define QT_CALIB_KEY_SEED "quanta.calibration.seed"
+#define QT_CALIB_MAX_KV 9
+
+typedef struct qt_calib_opts {
+    const char *path;   /* the calibration file */
+    int32_t n_samples;  /* N; <= 0: every window */
+    int32_t seq_len;    /* L; <= 0: QT_CALIB_DEFAULT_SEQLEN */
+    uint64_t seed;      /* S; 0: the first N windows */
+} qt_calib_opts;
+
+/* Window indices (rule steps 3-4): *starts (malloc'd, n_out entries,
+ * ascending) are first-token offsets. QT_ERR_ARG when fewer than n_samples
+ * windows of seq_len fit in n_tokens (the message names the counts). */
+QT_API qt_status qt_calib_windows(int64_t n_tokens, int32_t seq_len, int32_t n_samples, uint64_t seed, int64_t **starts,
+                                  int32_t *n_out);
+
+typedef struct qt_calib_set {
+    const char *path;           /* opts.path */
+    int64_t file_bytes;
+    int64_t file_tokens;        /* T: the whole text's tokens (with BOS) */
+    int32_t n_samples, seq_len; /* as cut */
+    uint64_t seed;
+    int32_t *tokens;            /* (n_samples * seq_len) the samples, concatenated, BOS first in each */
+    qt_calib_fingerprint fp;    /* of the whole file (n_ranges 0) */
+} qt_calib_set;
+
+/* Reads, tokenizes with m's vocabulary and cuts the calibration samples
+ * (the rule above); errors name the file. */
+QT_API qt_status qt_calib_load(const qt_model *m, const qt_calib_opts *o, qt_calib_set *out);
+QT_API void qt_calib_set_free(qt_calib_set *s);
+/* The GGUF metadata recording a set: QT_CALIB_KEY_FILE, TOKENS, NSAMPLES,
+ * SEQLEN, SEED and the fingerprint's (qt_calib_gguf_kv). The entries point
+ * into s, which must outlive them. Returns the count (<= QT_CALIB_MAX_KV). */
+QT_API int32_t qt_calib_set_gguf_kv(const qt_calib_set *s, qt_gguf_kv out[QT_CALIB_MAX_KV]);
+
+/* Per-tensor absmax of the input activations of every linear of every decoder
+ * layer (llm-compressor's static minmax observer over the whole calibration
+ * set: max |x| over all samples, tokens and columns), through the engine's
+ * layer-wise seam. Names are the canonical weight names (blk.N.attn_q.weight).
+ * Order-free, so the same at any thread count. */
+typedef struct qt_engine_ctx qt_engine_ctx;
+typedef struct qt_act_amax {
+    int32_t n;
+    char (*names)[64];          /* (n) */
+    float *amax;                /* (n) */
+} qt_act_amax;
+/* e must hold batches of s->seq_len tokens. */
+QT_API qt_status qt_calib_act_amax(const qt_model *m, qt_engine_ctx *e, const qt_calib_set *s, qt_progress progress,
+                                   qt_act_amax *out);
+/* amax of weight tensor `name`, NAN when not observed. */
+QT_API float qt_act_amax_get(const qt_act_amax *a, const char *name);
+QT_API void qt_act_amax_free(qt_act_amax *a);
 
 /* --tensor-type PATTERN=TYPE: PCRE2, searched (not anchored) in the
  * canonical GGUF tensor name; the first matching pattern wins, as in
@@ -114,6 +192,11 @@ typedef struct qt_quantize_opts {
     bool allow_requantize;                    /* accept an already-quantized input tensor */
     int threads;                              /* <= 0: qt_default_threads() */
     const char *command_line;                 /* recorded as quanta.command_line; NULL: not recorded */
+    const char *algorithm;                    /* recorded as quanta.algorithm ("gptq"); NULL: round-to-nearest,
+                                                 not recorded */
+    const char *imatrix_label;                /* recorded as quantize.imatrix.file; NULL: imatrix */
+    const qt_calib_set *calib;                /* calibration text the imatrix came from: its
+                                                 quanta.calibration.* keys are written; NULL: none */
     qt_progress progress;
     /* Staging and resume (docs/quantize.md). A file OUT is always written as
      * OUT.partial and renamed at the end. resumable: a failed or cancelled run
@@ -193,6 +276,51 @@ QT_API qt_status qt_quantize_run(const qt_model *m, const char *out_path, const 
 QT_API qt_status qt_quantize_clear_partial(const char *out_path, bool *removed);
 QT_API void qt_quantize_plan_free(qt_quantize_plan *p);
 
+/* ---- GPTQ (Frantar et al. 2023, arXiv:2210.17323; lib/quantize/gptq_run.c, docs/gptq.md) ----
+ * Layer by layer on the engine's calibration seam: observe a layer on the
+ * calibration batch (one Hessian per distinct linear input), GPTQ each linear
+ * onto its target grid (quanta/gptq.h), rebind the layer to the quantized
+ * weights and run it again so the next layer sees the quantized outputs.
+ * Tensors outside the decoder layers (token_embd, output) and linears whose
+ * type has no GPTQ grid are rounded to nearest, each one named through note. */
+typedef struct qt_gptq_run_opts {
+    const int32_t *tokens;    /* (n_seq * n_tok) calibration sequences, each from position 0 */
+    int32_t n_seq, n_tok;
+    qt_gptq_opts gptq;        /* damping, block, act order (quanta/gptq.h) */
+    bool hessian_importance;  /* GGUF blocks: the block quantizer weighs columns by H_ii (default true) */
+    int threads;              /* the engine's; the bytes do not depend on it */
+    qt_progress progress;     /* "gptq": layers done / total */
+    void (*note)(void *ctx, const char *message); /* per layer (time, ETA), retries, RTN tensors */
+    void *note_ctx;
+} qt_gptq_run_opts;
+
+typedef struct qt_gptq_report {
+    int32_t n_gptq;           /* linears quantized with GPTQ */
+    int32_t n_rtn;            /* quantized linears of the layers rounded to nearest (no grid) */
+    int32_t n_retries;        /* Cholesky retries, all linears */
+    int64_t n_dead_cols;      /* input columns that never saw a non-zero value */
+    double loss;              /* sum of GPTQ's err^2 over all linears */
+    double seconds;           /* the layer loop */
+} qt_gptq_report;
+
+QT_API qt_gptq_run_opts qt_gptq_run_opts_default(void);
+/* GGUF: p from qt_quantize_plan_make(m, o); every planned linear type with a
+ * grid (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K) through GPTQ, the rest as
+ * qt_quantize_run does. o->imatrix must be NULL and o->algorithm "gptq"
+ * (the plan's exact size includes that key). */
+QT_API qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
+                                       qt_quantize_plan *p, const qt_gptq_run_opts *g, qt_gptq_report *r);
+/* compressed-tensors integer schemes (w4a16, w4a16-asym, w8a16, w8a8-int8;
+ * quanta/quantize_ct.h): every linear of the layers through GPTQ onto the
+ * scheme's groups (scales chosen when the column loop reaches the group),
+ * then qt_ct_export with those codes (o->int_codes is GPTQ's). The engine
+ * runs later layers on the dequantized values. o->keep must be empty. */
+struct qt_ct_export_opts;
+struct qt_ct_export_estimate;
+QT_API qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char *out_dir,
+                                     const struct qt_ct_export_opts *o, const qt_gptq_run_opts *g,
+                                     struct qt_ct_export_estimate *est, qt_gptq_report *r);
+
 /* Provenance keys written beside llama.cpp's general.file_type,
  * general.quantization_version and quantize.imatrix.* (docs/quantize.md). */
 #define QT_QUANTIZE_KEY_VERSION "quanta.version"
@@ -200,6 +328,7 @@ QT_API void qt_quantize_plan_free(qt_quantize_plan *p);
 #define QT_QUANTIZE_KEY_SCHEME "quanta.scheme"
 #define QT_QUANTIZE_KEY_IMATRIX_SHA256 "quanta.imatrix.sha256"
 #define QT_QUANTIZE_KEY_FALLBACKS "quanta.fallbacks"
+#define QT_QUANTIZE_KEY_ALGORITHM "quanta.algorithm" /* "gptq"; absent: round-to-nearest */
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,8 @@
 #define QUANTA_QUANTIZE_CT_H
 
 #include "core.h"
+#include "ct.h"
+#include "gguf.h"
 #include "model.h"
 
 #ifdef __cplusplus
@@ -48,10 +50,24 @@ typedef struct qt_ct_export_opts {
      * calibration; needed by fp8-static, and turns nvfp4 into W4A4. NULL: none. */
     float (*input_amax)(void *ctx, const char *name);
     void *input_amax_ctx;
+    /* The calibration record (qt_calib_set_gguf_kv: "quanta.calibration.*"
+     * keys), written to quantization_config.quanta.calibration with the
+     * prefix dropped (docs/quantize.md); uint64 arrays as 16-hex-digit
+     * strings (JSON integers stop at 2^63). NULL: none. */
+    const qt_gguf_kv *calibration;
+    int32_t n_calibration;
     /* Each vLLM kernel shape problem (layer + kernel + rule). NULL: not reported
      * (the count is still returned in the estimate). */
     void (*warn)(void *ctx, const char *message);
     void *warn_ctx;
+    /* Integer schemes: codes an algorithm computed (GPTQ) for a linear
+     * (canonical name), in the model's (GGUF) row order: q (rows, cols),
+     * scales (rows, cols / group) already in the model dtype, zero points
+     * (rows, cols / group) or NULL when symmetric. Returns false to let the
+     * writer round to nearest (minmax). NULL: every linear is rounded. */
+    bool (*int_codes)(void *ctx, const char *name, int64_t rows, int64_t cols, const int8_t **q,
+                      const float **scales, const int8_t **zero_points);
+    void *int_codes_ctx;
 } qt_ct_export_opts;
 
 /* One tensor of the source as it will be written. */
@@ -78,9 +94,17 @@ typedef struct qt_ct_export_estimate {
 
 /* The scheme key for a name or alias (case-insensitive), NULL if unknown. */
 QT_API const char *qt_ct_scheme_canonical(const char *name);
+/* Whether a scheme uses input activation statistics (input_amax): fp8-static
+ * needs them; nvfp4 becomes NVFP4 (W4A4) with them. */
+QT_API bool qt_ct_scheme_uses_act_stats(const char *scheme);
 /* Number of schemes and their keys (for --help). */
 QT_API int qt_ct_scheme_count(void);
 QT_API const char *qt_ct_scheme_key(int i);
+
+/* The integer grid of an integer scheme (w4a16, w4a16-asym, w8a16, w8a8-int8)
+ * for model m: bits, symmetry, strategy and group, and the model dtype its
+ * scales are rounded to. QT_ERR_UNSUPPORTED for a float scheme. */
+QT_API qt_status qt_ct_int_scheme(const qt_model *m, const char *scheme, qt_ct_int_args *out);
 
 /* What qt_ct_export would write, exactly, without quantizing or writing. */
 QT_API qt_status qt_ct_export_estimate_plan(const qt_model *m, const char *scheme, const qt_ct_export_opts *o,

@@ -77,6 +77,10 @@ static qt_status alloc_buffers(qt_engine_ctx *e) {
             if (ms[i]->n_in > max_in) max_in = ms[i]->n_in;
         }
     }
+    /* room for f32 rows too: the calibration seam may rebind a linear to any type
+     * (qt_layerwise_set_weight), and no activation type is wider than f32 */
+    if ((size_t)max_in * sizeof(float) > act_bytes) act_bytes = (size_t)max_in * sizeof(float);
+    e->act_row_cap = act_bytes;
     e->act = calloc(B, act_bytes ? act_bytes : 1);
     if (!e->act && s == QT_OK) s = qt_error(QT_ERR_NOMEM, "engine: out of memory");
 

@@ -112,7 +112,8 @@ struct qt_engine_ctx {
     float *k, *v;               /* (n_rows, n_kv) */
     float *att;                 /* (n_rows, n_q) attention output */
     float *hb, *hb2;            /* (n_rows, n_ff) */
-    void *act;                  /* (n_rows, largest act_row_bytes) activations converted for vec_dot */
+    void *act;                  /* (n_rows, act_row_cap) activations converted for vec_dot */
+    size_t act_row_cap;         /* bytes of one act row: the largest act_row_bytes, at least n_in f32 */
     /* where each row of the batch belongs (qt__engine_rows_single, or batch.c for several sequences) */
     int32_t *row_pos;           /* (n_rows) the row's position in its sequence */
     int32_t *row_seq;           /* (n_rows) the row's KV slot */

@@ -5,6 +5,7 @@
  * residual stream at position 0 and writes layer il's KV rows 0..n_tok-1, which
  * only layer il's attention reads, so sequences never see each other.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +45,8 @@ qt_status qt_layerwise_new(qt_engine_ctx *e, const int32_t *tokens, int32_t n_se
     return QT_OK;
 }
 
-qt_status qt_layerwise_run_layer(qt_layerwise *lw, qt_linear_observer observer, void *user) {
+/* Runs layer `next` on every sequence; keep: store the outputs and move on. */
+static qt_status run_next(qt_layerwise *lw, qt_linear_observer observer, void *user, bool keep) {
     qt_engine_ctx *e = lw->e;
     if (lw->next >= e->hp.n_layer) return qt_error(QT_ERR_ARG, "layerwise: all %d layers have run", e->hp.n_layer);
     const size_t seq_floats = (size_t)lw->n_tok * e->hp.n_embd;
@@ -60,12 +62,51 @@ qt_status qt_layerwise_run_layer(qt_layerwise *lw, qt_linear_observer observer, 
         e->n_past = 0;
         qt__engine_rows_single(e, lw->n_tok);
         qt__engine_layer(e, lw->next, lw->n_tok);
-        memcpy(h, e->x, seq_floats * sizeof(float));
+        if (keep) memcpy(h, e->x, seq_floats * sizeof(float));
     }
     e->observer = NULL;
     e->observer_user = NULL;
     e->n_past = 0; /* the cache holds no whole sequence: the engine starts afresh */
-    lw->next++;
+    if (keep) lw->next++;
+    return QT_OK;
+}
+
+qt_status qt_layerwise_run_layer(qt_layerwise *lw, qt_linear_observer observer, void *user) {
+    return run_next(lw, observer, user, true);
+}
+
+qt_status qt_layerwise_observe_layer(qt_layerwise *lw, qt_linear_observer observer, void *user) {
+    return run_next(lw, observer, user, false);
+}
+
+/* The engine's matrix for a linear's GGUF base name. */
+static qt__mat *layer_mat(qt__layer *L, const char *linear) {
+    static const struct { const char *name; size_t off; } mats[] = {
+        {"attn_q", offsetof(qt__layer, wq)},         {"attn_k", offsetof(qt__layer, wk)},
+        {"attn_v", offsetof(qt__layer, wv)},         {"attn_output", offsetof(qt__layer, wo)},
+        {"ffn_gate", offsetof(qt__layer, w_gate)},   {"ffn_up", offsetof(qt__layer, w_up)},
+        {"ffn_down", offsetof(qt__layer, w_down)},
+    };
+    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
+        if (!strcmp(mats[i].name, linear)) return (qt__mat *)((char *)L + mats[i].off);
+    return NULL;
+}
+
+qt_status qt_layerwise_set_weight(qt_layerwise *lw, int32_t layer, const char *linear, const qt_tensor *t) {
+    qt_engine_ctx *e = lw->e;
+    if (layer < 0 || layer >= e->hp.n_layer) return qt_error(QT_ERR_ARG, "layerwise: no layer %d", layer);
+    qt__mat *m = layer_mat(&e->layers[layer], linear);
+    if (!m) return qt_error(QT_ERR_ARG, "layerwise: no linear '%s'", linear);
+    if (t->ne[0] != m->n_in || t->ne[1] != m->n_out)
+        return qt_error(QT_ERR_SHAPE, "layerwise: blk.%d.%s: %lld x %lld replacing %lld x %lld", layer, linear,
+                        (long long)t->ne[0], (long long)t->ne[1], (long long)m->n_in, (long long)m->n_out);
+    qt__mat nm;
+    qt_status s = qt__mat_init(&nm, t, !e->opts.act_quant_off, e->opts.numerics);
+    if (s != QT_OK) return s;
+    if (nm.act_row_bytes > e->act_row_cap)
+        return qt_error(QT_ERR_INTERNAL, "layerwise: blk.%d.%s: activation rows of %zu bytes (room for %zu)", layer,
+                        linear, nm.act_row_bytes, e->act_row_cap);
+    *m = nm;
     return QT_OK;
 }
 

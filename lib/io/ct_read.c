@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,10 @@ qt_status qt__ct_layout_parse(const char *cfg_path, const json_t *qc, qt__ct_lay
     const char *key;
     json_t *g;
     json_object_foreach(groups, key, g) {
-        json_t *w = json_object_get(g, "weights");
+        json_t *w = json_object_get(g, "weights"), *ia = json_object_get(g, "input_activations");
+        const char *ia_st = json_string_value(json_object_get(ia, "strategy"));
+        out->static_input = json_is_object(ia) && json_is_false(json_object_get(ia, "dynamic")) && ia_st &&
+                            !strcmp(ia_st, "tensor");
         const char *fmt = json_string_value(json_object_get(g, "format"));
         if (!fmt) fmt = json_string_value(json_object_get(qc, "format"));
         if (!json_is_object(w) || !fmt)
@@ -172,6 +176,20 @@ static qt_status dequant(const qt__ct_layout *L, const char *fp, const qt_st_che
     return s;
 }
 
+/* Static per-tensor activations: one positive finite input_scale per quantized Linear. */
+static qt_status check_input_scale(const char *fp, const qt_st_checkpoint *ck, const char *module) {
+    const qt_st_tensor *t = piece(ck, module, ".input_scale");
+    if (!t)
+        return qt_error(QT_ERR_FORMAT, "%s: tensor '%s.input_scale' missing (quantization_config says static per-tensor "
+                        "input activations)", fp, module);
+    float v;
+    qt_ct_dtype dt;
+    qt_status s = scales_f32(fp, t, 1, &v, &dt);
+    if (s == QT_OK && !(v > 0.0f && v < INFINITY))
+        s = qt_error(QT_ERR_FORMAT, "%s: tensor '%s': input scale %g is not a positive finite number", fp, t->name, v);
+    return s;
+}
+
 qt_status qt__ct_load_module(qt_model *m, const qt__ct_layout *L, const qt_st_checkpoint *ck, const char *weight_name,
                              int64_t rows, int64_t cols, qt_tensor *out, bool *found) {
     *found = false;
@@ -194,9 +212,11 @@ qt_status qt__ct_load_module(qt_model *m, const qt__ct_layout *L, const qt_st_ch
             return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': [%lld, %lld] but config.json implies [%lld, %lld]", fp, shape->name,
                             (long long)sh[0], (long long)sh[1], (long long)rows, (long long)cols);
     }
+    qt_status s = L->static_input ? check_input_scale(fp, ck, module) : QT_OK;
+    if (s != QT_OK) return s;
     float *buf = qt__model_alloc(m, (size_t)(rows * cols) * sizeof *buf);
     if (!buf) return QT_ERR_NOMEM;
-    qt_status s = dequant(L, fp, ck, module, rows, cols, buf);
+    s = dequant(L, fp, ck, module, rows, cols, buf);
     if (s != QT_OK) return s;
     out->type = QT_TYPE_F32;
     out->n_dims = 2;

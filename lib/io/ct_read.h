@@ -16,6 +16,9 @@ typedef struct qt__ct_layout {
     bool is_float, symmetric, block;
     qt_ct_strategy strategy;
     int64_t group_size, bh, bw;
+    bool static_input;        /* input_activations static per tensor (llm-compressor FP8, W8A8 static):
+                                 every quantized Linear stores <module>.input_scale [1], checked on load
+                                 (the engine runs f32 activations: the scale is not applied) */
 } qt__ct_layout;
 
 /* quantization_config (qc) -> layout; inactive for KV-cache-only configs. */

@@ -102,6 +102,10 @@ const char *qt_ct_scheme_canonical(const char *name) {
     const ct_scheme *s = scheme_find(name);
     return s ? s->key : NULL;
 }
+bool qt_ct_scheme_uses_act_stats(const char *name) {
+    const ct_scheme *s = scheme_find(name);
+    return s && (s->needs_amax || s->w == W_NVFP4);
+}
 int qt_ct_scheme_count(void) { return N_SCHEMES; }
 const char *qt_ct_scheme_key(int i) { return i >= 0 && i < N_SCHEMES ? schemes[i].key : NULL; }
 
@@ -465,6 +469,23 @@ static void quantize_range(void *ctx, int64_t begin, int64_t end, int thread_ind
     }
 }
 
+/* Codes an algorithm computed (qt_ct_export_opts.int_codes, GPTQ), in the
+ * model's row order: moved to HF row order as load_f32 moves weights. */
+static bool given_codes(const ct_writer *w, const ptensor *p, const qjob *j) {
+    const int8_t *q, *zp;
+    const float *fs;
+    if (w->sc->w != W_INT || !w->o.int_codes ||
+        !w->o.int_codes(w->o.int_codes_ctx, p->src->name, p->rows, p->cols, &q, &fs, &zp))
+        return false;
+    for (int64_t r = 0; r < p->rows; r++) {
+        const int64_t src = p->permute ? qt__tn_permuted_row(r, w->m->hp.head_dim, false) : r;
+        memcpy(j->q + r * p->cols, q + src * p->cols, (size_t)p->cols);
+        memcpy(j->fs + r * j->per_row, fs + src * j->per_row, (size_t)j->per_row * sizeof *fs);
+        if (j->zp) memcpy(j->zp + r * j->per_row, zp + src * j->per_row, (size_t)j->per_row);
+    }
+    return true;
+}
+
 static qt_status quantize_tensor(ct_writer *w, int32_t i) {
     ptensor *p = &w->t[i];
     qres *r = &p->r;
@@ -501,7 +522,7 @@ static qt_status quantize_tensor(ct_writer *w, int32_t i) {
     j.codes8 = r->scale;
     bool ok = j.fs && j.status && r->weight && r->scale && (sc->w != W_INT || (j.q && (sc->symmetric || j.zp)));
     if (!ok) s = qt_error(QT_ERR_NOMEM, "%s: out of memory quantizing %s", w->dir, p->hf);
-    if (s == QT_OK) {
+    if (s == QT_OK && !given_codes(w, p, &j)) {
         qt_parallel_for(w->pool, n_chunks, quantize_range, &j);
         for (int64_t k = 0; k < n_chunks && s == QT_OK; k++) {
             if (j.status[k] == QT_OK) continue;
@@ -733,11 +754,48 @@ static json_t *ignore_list(const ct_writer *w) {
     return ig;
 }
 
+/* A GGUF metadata value as JSON: strings, integers, and arrays of uint64 as
+ * 16-hex-digit strings (the bottom-k shingle hashes exceed JSON's int64). */
+static json_t *kv_json(const qt_gguf_value *v) {
+    char hex[17];
+    switch (v->type) {
+    case QT_GGUF_STRING: return json_stringn(v->str.ptr, (size_t)v->str.len);
+    case QT_GGUF_UINT8: case QT_GGUF_UINT16: case QT_GGUF_UINT32: case QT_GGUF_UINT64:
+        return v->u64 <= (uint64_t)INT64_MAX ? json_integer((json_int_t)v->u64) : (snprintf(hex, sizeof hex, "%016llx", (unsigned long long)v->u64), json_string(hex));
+    case QT_GGUF_INT8: case QT_GGUF_INT16: case QT_GGUF_INT32: case QT_GGUF_INT64: return json_integer((json_int_t)v->i64);
+    case QT_GGUF_ARRAY:
+        if (v->arr.type == QT_GGUF_UINT64) {
+            json_t *a = json_array();
+            for (uint64_t i = 0; i < v->arr.n; i++) {
+                uint64_t x;
+                memcpy(&x, (const uint8_t *)v->arr.raw + 8 * i, 8);
+                snprintf(hex, sizeof hex, "%016llx", (unsigned long long)x);
+                json_array_append_new(a, json_string(hex));
+            }
+            return a;
+        }
+        return json_null();
+    default: return json_null();
+    }
+}
+
+static json_t *calibration_json(const ct_writer *w) {
+    static const char prefix[] = "quanta.calibration.";
+    json_t *c = json_object();
+    for (int32_t i = 0; i < w->o.n_calibration; i++) {
+        const char *k = w->o.calibration[i].key;
+        if (!strncmp(k, prefix, sizeof prefix - 1)) k += sizeof prefix - 1;
+        json_object_set_new(c, k, kv_json(&w->o.calibration[i].value));
+    }
+    return c;
+}
+
 static json_t *quant_config(const ct_writer *w) {
     json_t *grp = json_pack("{s:[s], s:o, s:o, s:n, s:s}", "targets", "Linear", "weights", weight_args(w->sc),
                             "input_activations", act_args(w), "output_activations", "format", w->sc->ct_format);
     json_t *prov = json_pack("{s:s, s:s, s:s, s:s}", "version", qt_version(), "scheme", w->sc->key, "preset", preset_name(w),
                              "method", "rtn");
+    if (w->o.calibration && w->o.n_calibration > 0) json_object_set_new(prov, "calibration", calibration_json(w));
     json_object_set_new(prov, "command", w->o.command ? json_string(w->o.command) : json_null());
     return json_pack("{s:s, s:s, s:s, s:n, s:{s:o}, s:o, s:n, s:{}, s:{}, s:s, s:o}", "quant_method", "compressed-tensors",
                      "format", w->sc->ct_format, "quantization_status", "compressed", "global_compression_ratio",
@@ -911,6 +969,17 @@ qt_status qt_ct_export_estimate_plan(const qt_model *m, const char *scheme, cons
     if (s == QT_OK) s = fill_estimate(&w, out);
     writer_free(&w);
     return s;
+}
+
+qt_status qt_ct_int_scheme(const qt_model *m, const char *scheme, qt_ct_int_args *out) {
+    const ct_scheme *sc = scheme_find(scheme);
+    if (!sc) return qt_error(QT_ERR_ARG, "unknown compressed-tensors scheme '%s'", scheme);
+    if (sc->w != W_INT) return qt_error(QT_ERR_UNSUPPORTED, "scheme %s is not an integer weight scheme", sc->key);
+    const qt_tensor *emb = qt_model_find_tensor(m, "token_embd.weight");
+    *out = (qt_ct_int_args){.bits = sc->bits, .symmetric = sc->symmetric,
+                            .strategy = sc->group_size ? QT_CT_GROUP : QT_CT_CHANNEL, .group_size = sc->group_size,
+                            .dtype = emb && emb->type == QT_TYPE_F16 ? QT_CT_F16 : QT_CT_BF16};
+    return QT_OK;
 }
 
 qt_status qt_ct_export(const qt_model *m, const char *scheme, const char *out_dir, const qt_ct_export_opts *o,

@@ -4,7 +4,9 @@
  * bottom-k sampling: Cohen & Kaplan 2007), recorded as GGUF metadata so that
  * lib/eval/heldout.c can tell whether evaluation text was held out.
  */
+#include <jansson.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -223,11 +225,55 @@ static bool is_hex64(const char *s) {
     return s[64] == '\0';
 }
 
+/* A compressed-tensors directory's record: config.json's
+ * quantization_config.quanta.calibration (qt_ct_export_opts.calibration):
+ * sha256, scheme, and shingles as 16-hex-digit strings. */
+static qt_status calib_from_config(const char *dir, qt_calib_fingerprint *fp, bool *has) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *root = json_load_file(path, 0, NULL);
+    json_t *c = json_object_get(json_object_get(json_object_get(root, "quantization_config"), "quanta"), "calibration");
+    qt_status s = QT_OK;
+    const char *sha = json_string_value(json_object_get(c, "sha256"));
+    const char *scheme = json_string_value(json_object_get(c, "scheme"));
+    json_t *sh = json_object_get(c, "shingles");
+    if (!c) goto done;
+    if (!sha || !is_hex64(sha)) {
+        s = qt_error(QT_ERR_FORMAT, "%s: field 'quantization_config.quanta.calibration.sha256': not 64 lowercase hex digits", path);
+        goto done;
+    }
+    memcpy(fp->sha256, sha, 65);
+    *has = true;
+    if (!scheme || strcmp(scheme, QT_CALIB_SCHEME) || !json_is_array(sh) || json_array_size(sh) == 0) goto done;
+    if (json_array_size(sh) > QT_CALIB_MAX_SHINGLES || !(fp->shingles = malloc(sizeof(uint64_t) * json_array_size(sh)))) {
+        s = qt_error(QT_ERR_FORMAT, "%s: field 'quantization_config.quanta.calibration.shingles': %zu entries, at most %d",
+                     path, json_array_size(sh), QT_CALIB_MAX_SHINGLES);
+        goto done;
+    }
+    for (size_t i = 0; i < json_array_size(sh); i++) {
+        const char *h = json_string_value(json_array_get(sh, i));
+        char *end = NULL;
+        uint64_t v = h && strlen(h) == 16 ? strtoull(h, &end, 16) : 0;
+        if (!end || *end || (i && v <= fp->shingles[i - 1])) {
+            s = qt_error(QT_ERR_FORMAT, "%s: field 'quantization_config.quanta.calibration.shingles': entry %zu is not an "
+                         "ascending 16-hex-digit hash", path, i);
+            break;
+        }
+        fp->shingles[fp->n_shingles++] = v;
+    }
+done:
+    if (s != QT_OK) { qt_calib_fingerprint_free(fp); *has = false; }
+    json_decref(root);
+    return s;
+}
+
 qt_status qt_calib_from_model(const qt_model *m, qt_calib_fingerprint *fp, bool *has) {
     memset(fp, 0, sizeof *fp);
     *has = false;
     const qt_gguf *g = qt_model_gguf(m);
     const char *sha, *name = qt_model_path(m);
+    struct stat sb;
+    if (!g && name && stat(name, &sb) == 0 && S_ISDIR(sb.st_mode)) return calib_from_config(name, fp, has);
     if (!g || qt_gguf_get_str(g, QT_CALIB_KEY_SHA256, &sha) != QT_OK) return QT_OK;
     if (!is_hex64(sha)) return qt_error(QT_ERR_FORMAT, "%s: metadata '%s': not 64 lowercase hex digits", name, QT_CALIB_KEY_SHA256);
     memcpy(fp->sha256, sha, 65);

@@ -37,6 +37,7 @@ typedef struct run_ctx {
     qt_status status;         /* first failure (set under no lock: any failure code will do) */
     const qt_quantize_opts *o;
     qt__resume *r;            /* the run's staging; NULL for the estimate */
+    const qt__quantize_given *given; /* NULL, or data computed by an algorithm */
     bool drop;                /* the tensors point into a read-only file mapping (GGUF input):
                                  their pages may be dropped; never an owned buffer, which
                                  MADV_DONTNEED would zero */
@@ -139,6 +140,32 @@ static qt_status convert(run_ctx *c, qt_quantize_tensor *q, const qt_tensor *t, 
     return QT_OK;
 }
 
+/* Data an algorithm computed: copied, and measured against the input as convert() does. */
+static qt_status copy_given(run_ctx *c, qt_quantize_tensor *q, const qt_tensor *t, qt_type type, const uint8_t *data,
+                            void *dst, size_t nbytes) {
+    const int64_t ne0 = t->ne[0], n_rows = q->n_elements / ne0;
+    const size_t src_row = qt_row_size(t->type, ne0), dst_row = qt_row_size(type, ne0);
+    if (dst_row * (size_t)n_rows != nbytes)
+        return qt_error(QT_ERR_INTERNAL, "%s: tensor '%s': size mismatch", qt_model_path(c->m), t->name);
+    memcpy(dst, data, nbytes);
+    float *row = c->scratch[0], *back = c->scratch[0] + c->scratch_row;
+    double e2 = 0, w2 = 0;
+    for (int64_t r = 0; r < n_rows; r++) {
+        qt_status s = qt_dequantize_rows(t->type, (const uint8_t *)t->data + (size_t)r * src_row, row, 1, ne0);
+        if (s == QT_OK) s = qt_dequantize_rows(type, data + (size_t)r * dst_row, back, 1, ne0);
+        if (s != QT_OK) return s;
+        for (int64_t k = 0; k < ne0; k++) {
+            const double x = row[k], e = x - back[k];
+            e2 += e * e;
+            w2 += x * x;
+        }
+    }
+    q->measured = true;
+    q->rmse = q->n_elements ? sqrt(e2 / (double)q->n_elements) : 0;
+    q->snr_db = e2 > 0 ? 10.0 * log10(w2 / e2) : INFINITY;
+    return QT_OK;
+}
+
 static qt_status hook_data(void *user, const qt_tensor *t, qt_type type, void *dst, size_t nbytes) {
     run_ctx *c = user;
     int32_t i = plan_index(c->p, t);
@@ -147,6 +174,8 @@ static qt_status hook_data(void *user, const qt_tensor *t, qt_type type, void *d
     if (type == t->type) {
         if (nbytes != t->nbytes) return qt_error(QT_ERR_INTERNAL, "%s: tensor '%s': size mismatch", qt_model_path(c->m), t->name);
         memcpy(dst, t->data, nbytes);
+    } else if (i >= 0 && c->given && c->given->data && c->given->data[i] && t->ne[0] <= c->scratch_row) {
+        s = copy_given(c, &c->p->tensors[i], t, type, c->given->data[i], dst, nbytes);
     } else if (i >= 0 && t->ne[0] <= c->scratch_row) {
         s = convert(c, &c->p->tensors[i], t, type, dst);
     } else {
@@ -179,23 +208,25 @@ static qt_gguf_value i32_val(int64_t x) {
     return v;
 }
 
-#define MAX_KV 12
+#define MAX_KV (12 + QT_CALIB_MAX_KV)
 
 /* llama-quantize's quantize.imatrix.* keys (llama.cpp tools/quantize) and quanta's own. */
 static int32_t build_kv(const qt_quantize_opts *o, const qt_quantize_plan *p, qt_gguf_kv *kv, qt_gguf_value *fb_items) {
     const qt__qplan_priv *pv = p->priv;
     int32_t n = 0;
     kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_VERSION, str_val(qt_version())};
+    if (o->algorithm) kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_ALGORITHM, str_val(o->algorithm)};
     if (o->command_line) kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_COMMAND, str_val(o->command_line)};
     kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_SCHEME, str_val(p->ftype->name)};
     if (pv->im) {
-        kv[n++] = (qt_gguf_kv){"quantize.imatrix.file", str_val(o->imatrix)};
+        kv[n++] = (qt_gguf_kv){"quantize.imatrix.file", str_val(o->imatrix_label ? o->imatrix_label : o->imatrix)};
         if (qt_imatrix_n_datasets(pv->im) > 0)
             kv[n++] = (qt_gguf_kv){"quantize.imatrix.dataset", str_val(qt_imatrix_dataset(pv->im, 0))};
         kv[n++] = (qt_gguf_kv){"quantize.imatrix.entries_count", i32_val(qt_imatrix_n_entries(pv->im))};
         kv[n++] = (qt_gguf_kv){"quantize.imatrix.chunks_count", i32_val(qt_imatrix_chunk_count(pv->im))};
         kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_IMATRIX_SHA256, str_val(p->imatrix_sha256)};
     }
+    if (o->calib) n += qt_calib_set_gguf_kv(o->calib, kv + n);
     if (p->n_fallbacks) {
         for (int32_t i = 0; i < p->n_fallbacks; i++) fb_items[i] = str_val(pv->fallback_strs[i]);
         qt_gguf_value v = {.type = QT_GGUF_ARRAY};
@@ -214,8 +245,8 @@ static void free_scratch(run_ctx *c) {
 }
 
 qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quantize_opts *o, qt_quantize_plan *p,
-                             uint64_t *size_only, qt__resume *r) {
-    run_ctx c = {.m = m, .p = p, .o = o, .r = r, .drop = qt_model_gguf(m) != NULL};
+                             uint64_t *size_only, qt__resume *r, const qt__quantize_given *given) {
+    run_ctx c = {.m = m, .p = p, .o = o, .r = r, .given = given, .drop = qt_model_gguf(m) != NULL};
     qt_status s = QT_OK;
     if (!size_only) {
         c.n_threads = o->threads > 0 ? o->threads : qt_default_threads();
@@ -255,9 +286,14 @@ qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quant
 
 qt_status qt_quantize_run(const qt_model *m, const char *out_path, const qt_quantize_opts *o, qt_quantize_plan *p) {
     if (!out_path || !out_path[0]) return qt_error(QT_ERR_ARG, "quantize: no output path");
+    return qt__quantize_write_staged(m, out_path, o, p, NULL);
+}
+
+qt_status qt__quantize_write_staged(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
+                                    qt_quantize_plan *p, const qt__quantize_given *given) {
     qt__resume r;
     qt_status s = qt__resume_begin(&r, m, out_path, o, p);
-    if (s == QT_OK) s = qt__quantize_write(m, out_path, o, p, NULL, &r);
+    if (s == QT_OK) s = qt__quantize_write(m, out_path, o, p, NULL, &r, given);
     qt__resume_end(&r, s, p);
     return s;
 }

@@ -11,6 +11,10 @@
 /* Calls fn(ctx, hash) for the FNV-1a hash of every 13-word shingle of t, in
  * text order (the held-out check samples evaluation text with the same rule). */
 void qt__calib_shingle_scan(const uint8_t *t, size_t len, void (*fn)(void *, uint64_t), void *ctx);
+/* The calibration text of a file's bytes (quanta/quantize.h, rule step 1):
+ * plain text as it is, JSONL's "text" fields joined by "\n\n"; *out is
+ * malloc'd and NUL-terminated; errors name path and line. */
+qt_status qt__calib_text(const char *path, const char *data, size_t size, char **out, size_t *out_len);
 typedef struct qt__qplan_priv {
     qt_imatrix *im;              /* NULL without --imatrix */
     const qt_tensor *first;      /* the model's tensor array: plan index = tensor - first */
@@ -47,9 +51,18 @@ qt_status qt__resume_checkpoint(qt__resume *r, const qt_quantize_plan *p, int32_
  * kept (p->partial_kept) or removed on failure; frees r. */
 void qt__resume_end(qt__resume *r, qt_status s, qt_quantize_plan *p);
 
+/* Tensor data an algorithm computed itself (GPTQ), written instead of the
+ * pipeline's rounding. */
+typedef struct qt__quantize_given {
+    const uint8_t *const *data;  /* (p->n_tensors) in the planned type, or NULL: quantize as usual */
+} qt__quantize_given;
+
 /* The writer options both the estimate and the run use (types, metadata);
- * r: the run's staging (NULL for the estimate). */
+ * r: the run's staging (NULL for the estimate); given may be NULL. */
 qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quantize_opts *o, qt_quantize_plan *p,
-                             uint64_t *size_only, qt__resume *r);
+                             uint64_t *size_only, qt__resume *r, const qt__quantize_given *given);
+/* A run's write to out_path through its staging (OUT.partial, --resumable). */
+qt_status qt__quantize_write_staged(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
+                                    qt_quantize_plan *p, const qt__quantize_given *given);
 
 #endif

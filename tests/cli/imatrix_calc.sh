@@ -23,7 +23,7 @@ has out "--process-output"; has out "--chunks"; has out "--json"; has out "-q"
 expect 2 "$q" imatrix -f $cal -o a.gguf
 has err "missing -m MODEL"
 expect 2 "$q" imatrix -m "$model" -o a.gguf
-has err "missing -f TEXT"
+has err "missing --calib TEXT"
 expect 2 "$q" imatrix -m "$model" -f $cal --chunks 0
 expect 2 "$q" imatrix -m "$model" -f $cal --chunks x
 expect 2 "$q" imatrix -m "$model" -f $cal -c 0
@@ -34,11 +34,19 @@ expect 1 "$q" imatrix -m "$model" -f missing.txt -o a.gguf
 has err "missing.txt"
 expect 1 "$q" imatrix -m missing.gguf -f $cal -o a.gguf
 has err "missing.gguf"
-# too little text: llama-imatrix needs 2 chunks
+# too little text: no window fits; llama-imatrix needs 2 chunks
 printf 'Once upon a time.\n' >short.txt
 expect 1 "$q" imatrix -m "$model" -f short.txt -c 128 -o a.gguf
-has err "needs at least 256"
+has err "no window of 128 fits"
+expect 1 "$q" imatrix -m "$model" -f short.txt -c 4 -o a.gguf
+has err "needs at least 8"
 ok test ! -e a.gguf
+expect 1 "$q" imatrix -m "$model" --calib $cal --seqlen 128 --nsamples 100000 -o a.gguf
+has err "100000 samples asked for"
+ok test ! -e a.gguf
+expect 2 "$q" imatrix -m "$model" --calib $cal --seed -1
+expect 2 "$q" imatrix -m "$model" --calib $cal --nsamples 0
+expect 2 "$q" imatrix -m "$model" --calib
 # an output in a directory that does not exist
 expect 1 "$q" imatrix -m "$model" -f $cal -c 64 --chunks 2 -o no/such/dir/a.gguf
 ok test ! -e no
@@ -59,6 +67,27 @@ has out "100 of 128 tokens"
 expect 0 "$q" imatrix -m "$model" -f $cal -c 64 --chunks 2 -o j.gguf --json=sum.json -q
 ok grep -qF '"entries": 35' sum.json
 has out "35 entries from 2 chunks of 64 tokens"
+# --calib/--nsamples/--seqlen: the options every calibrating verb shares, llama-imatrix's as synonyms
+expect 0 "$q" imatrix -m "$model" --calib $cal --seqlen 64 --nsamples 2 -o cal.gguf -q
+ok cmp cal.gguf j.gguf
+# JSONL {"text": ...} is the same text (a JSONL copy under the same name: same dataset string)
+cp $cal plain.txt
+{ printf '{"text": "'; sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' plain.txt | awk '{printf "%s\\n", $0}'; printf '"}\n'; } >$cal
+ok test "$(head -c 9 $cal)" = '{"text": '
+expect 0 "$q" imatrix -m "$model" --calib $cal --seqlen 64 --nsamples 2 -o cal-jsonl.gguf -q
+ok cmp cal-jsonl.gguf j.gguf
+cp plain.txt $cal
+printf '{"messages": [{"role": "user", "content": "hi"}]}\n' >chat.jsonl
+expect 1 "$q" imatrix -m "$model" --calib chat.jsonl -o chat.gguf
+has err "chat template"
+printf '{"text": "a"}\nnot json\n' >bad.jsonl
+expect 1 "$q" imatrix -m "$model" --calib bad.jsonl -o bad.gguf
+has err "bad.jsonl: line 2"
+# --seed S > 0 draws other windows: another matrix, the same one every time
+expect 0 "$q" imatrix -m "$model" --calib $cal --seqlen 64 --nsamples 2 --seed 7 -o s7a.gguf -q
+expect 0 "$q" imatrix -m "$model" --calib $cal --seqlen 64 --nsamples 2 --seed 7 -o s7b.gguf -q
+ok cmp s7a.gguf s7b.gguf
+ok test "$(cmp s7a.gguf j.gguf >/dev/null 2>&1; echo $?)" = 1
 # --process-output: stories260K has its own output.weight; tiny256's is tied
 expect 0 "$q" imatrix -m "$model" -f $cal -c 64 --chunks 2 -o po.gguf --process-output -q
 has out "36 entries"

@@ -2,9 +2,16 @@
 # tests/interop/test_quantize_llamacpp.sh QUANTA SHARED_DIR
 #
 # GGUF files made by `quanta quantize` from stories260K (Q8_0, Q4_0, Q4_K_M,
-# IQ4_XS, and IQ2_XS with llama-imatrix's importance matrix) load in real
-# llama.cpp (node-llama-cpp's prebuilt CPU library) and generate, greedily,
-# the same 32 tokens as quanta's own engine on the same file. The npm packages
+# IQ4_XS, IQ2_XS with llama-imatrix's importance matrix, and IQ2_XS with the
+# importance matrix `--calib` computes) load in real llama.cpp (node-llama-cpp's
+# prebuilt CPU library) and
+# - generate, greedily, the same 32 tokens as quanta's own engine on the same file;
+# - give the same perplexity as `quanta perplexity` on the same tokens (8 chunks
+#   of 128 of held-out text, llama-perplexity's scoring), within the spread of
+#   llama.cpp's own CPU libraries (bounds and measurements: test_quantize_ppl.mjs),
+#   against the library node-llama-cpp picks here and against its AVX2 one.
+#   QT_LLAMACPP_ALL=1 also prints the spread over every library this CPU runs.
+# The npm packages
 # come from the npm_packages setup fixture (tests/interop/node_env.sh). Exit 77
 # = skipped (no node >= 20 / no npm registry), except under CI=true.
 set -u
@@ -19,11 +26,16 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 M="$SHARED/models/stories260K.gguf"
 IM="$SHARED/reference/llamacpp-quantize/imatrix-stories260K.gguf"
-names=(q8_0 q4_0 q4_k_m iq4_xs iq2_xs-imatrix)
+# the calibration slice llama-imatrix's reference run used (its README)
+tail -n +4331 "$SHARED/data/tinystories-valid-first1000.txt" >"$TMP/calib.txt"
+names=(q8_0 q4_0 q4_k_m iq4_xs iq2_xs-imatrix iq2_xs-calib)
 for n in "${names[@]}"; do
-    s=${n%-imatrix}
+    s=${n%-*}
     extra=()
-    [ "$n" != "$s" ] && extra=(--imatrix "$IM")
+    case $n in
+    *-imatrix) extra=(--imatrix "$IM") ;;
+    *-calib) extra=(--calib "$TMP/calib.txt" --seqlen 128 --nsamples 100) ;;
+    esac
     "$Q" quantize "$M" "$TMP/$n.gguf" --scheme "$s" "${extra[@]}" -q || { echo "FAIL: quanta quantize --scheme $s"; exit 1; }
 done
 files=()
@@ -52,4 +64,36 @@ for n in "${names[@]}"; do
     fi
 done
 [ $fails -eq 0 ] || exit 1
-echo "test_quantize_llamacpp: llama.cpp loads every file quanta quantize wrote and continues greedily as quanta's engine does"
+
+# perplexity: quanta's tokens of held-out text, scored by llama.cpp and by quanta
+head -n 300 "$SHARED/data/tinystories-valid-first1000.txt" >"$TMP/ppl.txt"
+"$Q" tokenize -m "$M" -f "$TMP/ppl.txt" >"$TMP/tokens.txt" || { echo "FAIL: quanta tokenize"; exit 1; }
+bos=$(cut -d' ' -f1 "$TMP/tokens.txt")
+for n in "${names[@]}"; do
+    "$Q" perplexity -m "$TMP/$n.gguf" -f "$TMP/ppl.txt" -c 128 --chunks 8 -t 1 -q --json="$TMP/$n.ppl.json" >/dev/null ||
+        { echo "FAIL: quanta perplexity $n"; exit 1; }
+done
+runs=()
+ppl() { # ROLE NODE_MODULES
+    node "$HERE/llamacpp_ppl.mjs" "$2" "$TMP/tokens.txt" 128 8 "$bos" "${files[@]}" >"$TMP/ppl-$1.jsonl" 2>"$TMP/node.err" ||
+        { tail -20 "$TMP/node.err"; echo "FAIL: llama.cpp ($1) could not score quanta's files"; exit 1; }
+    echo "  $1: $(cat "$TMP/node.err")"
+    runs+=("$1=$TMP/ppl-$1.jsonl")
+}
+ppl native "$NODE_MODULES"
+ppl avx2 "$NODE_MODULES_AVX2"
+if [ "${QT_LLAMACPP_ALL:-}" = 1 ]; then
+    for lib in "$NODE_MODULES/$LLAMACPP_BINS"/libggml-cpu-*.so; do
+        cpu=${lib##*/libggml-cpu-}
+        cpu=${cpu%.so}
+        llamacpp_variant "$TMP/$cpu/node_modules" "$cpu" || exit 1
+        if node "$HERE/llamacpp_ppl.mjs" "$TMP/$cpu/node_modules" "$TMP/tokens.txt" 128 8 "$bos" "${files[@]}" \
+            >"$TMP/all-$cpu.jsonl" 2>/dev/null; then
+            runs+=("spread=$TMP/all-$cpu.jsonl")
+        else
+            echo "note: llama.cpp's $cpu library does not run on this CPU"
+        fi
+    done
+fi
+node "$HERE/test_quantize_ppl.mjs" "$TMP" "${runs[@]}" || { echo "FAIL: perplexity differs from llama.cpp's"; exit 1; }
+echo "test_quantize_llamacpp: llama.cpp loads every file quanta quantize wrote, continues greedily as quanta's engine does, and measures the same perplexity"

@@ -127,7 +127,81 @@ static void test_layerwise_equals_full_forward(void) {
     qt_model_free(m);
 }
 
+/* observe_layer runs a layer for its observer only (the same rows twice, the
+ * hidden states unchanged); set_weight rebinds a linear: the model's own
+ * tensor changes nothing, a Q8_0 copy changes the logits, a wrong shape is refused. */
+static void counter(void *user, int32_t layer, const char *linear, const float *x, int32_t n_tokens, int32_t n_in) {
+    (void)layer; (void)linear; (void)x; (void)n_in;
+    *(int64_t *)user += n_tokens;
+}
+
+static void run_all(qt_layerwise *lw, int32_t n_layer, bool observe_first, float *logits) {
+    for (int32_t l = 0; l < n_layer; l++) {
+        if (observe_first) {
+            int64_t seen = 0;
+            CHECK_OK(qt_layerwise_observe_layer(lw, counter, &seen));
+            CHECK_EQ_INT(seen, 7 * N_SEQ * N_TOK);
+            CHECK_EQ_INT(qt_layerwise_next_layer(lw), l);
+        }
+        CHECK_OK(qt_layerwise_run_layer(lw, NULL, NULL));
+    }
+    CHECK_OK(qt_layerwise_logits(lw, logits));
+}
+
+static void test_observe_and_rebind(void) {
+    qt_model *m;
+    CHECK_OK(qt_model_open(qt_test_shared("models/stories260K.gguf"), &m));
+    qt_engine_opts o;
+    qt_engine_opts_default(&o);
+    o.n_ctx = 64;
+    o.n_threads = 2;
+    qt_engine_ctx *e;
+    CHECK_OK(qt_engine_new(m, &o, &e));
+    const int32_t n_vocab = qt_engine_n_vocab(e), n_layer = qt_model_hparams(m)->n_layer;
+    int32_t tokens[N_SEQ * N_TOK];
+    for (int i = 0; i < N_SEQ * N_TOK; i++) tokens[i] = 1 + (i * 29 + 5) % (n_vocab - 1);
+    const size_t nl = (size_t)N_SEQ * N_TOK * n_vocab;
+    float *a = malloc(nl * sizeof *a), *b = malloc(nl * sizeof *b);
+    qt_layerwise *lw;
+    CHECK_OK(qt_layerwise_new(e, tokens, N_SEQ, N_TOK, &lw));
+    run_all(lw, n_layer, false, a);
+    qt_layerwise_free(lw);
+    CHECK_OK(qt_layerwise_new(e, tokens, N_SEQ, N_TOK, &lw));
+    run_all(lw, n_layer, true, b);
+    CHECK(memcmp(a, b, nl * sizeof *a) == 0);
+    /* rebinding to the model's own tensor changes nothing */
+    const qt_tensor *t = qt_model_find_tensor(m, "blk.2.ffn_up.weight");
+    CHECK_OK(qt_layerwise_set_weight(lw, 2, "ffn_up", t));
+    qt_layerwise_free(lw);
+    CHECK_OK(qt_layerwise_new(e, tokens, N_SEQ, N_TOK, &lw));
+    run_all(lw, n_layer, false, b);
+    CHECK(memcmp(a, b, nl * sizeof *a) == 0);
+    qt_layerwise_free(lw);
+    /* a Q8_0 copy of blk.1.attn_q */
+    const qt_tensor *wq = qt_model_find_tensor(m, "blk.1.attn_q.weight");
+    qt_tensor q8 = *wq;
+    q8.type = QT_TYPE_Q8_0;
+    q8.nbytes = qt_row_size(QT_TYPE_Q8_0, wq->ne[0]) * (size_t)wq->ne[1];
+    void *d = malloc(q8.nbytes);
+    CHECK_OK(qt_quantize_rows(QT_TYPE_Q8_0, wq->data, d, wq->ne[1], wq->ne[0], NULL));
+    q8.data = d;
+    CHECK_OK(qt_layerwise_new(e, tokens, N_SEQ, N_TOK, &lw));
+    CHECK_OK(qt_layerwise_set_weight(lw, 1, "attn_q", &q8));
+    run_all(lw, n_layer, false, b);
+    CHECK(memcmp(a, b, nl * sizeof *a) != 0);
+    CHECK_STATUS(qt_layerwise_set_weight(lw, 1, "attn_k", wq), QT_ERR_SHAPE);
+    CHECK_STATUS(qt_layerwise_set_weight(lw, 1, "attn_z", wq), QT_ERR_ARG);
+    CHECK_STATUS(qt_layerwise_set_weight(lw, 99, "attn_q", wq), QT_ERR_ARG);
+    qt_layerwise_free(lw);
+    free(d);
+    free(a);
+    free(b);
+    qt_engine_free(e);
+    qt_model_free(m);
+}
+
 int main(void) {
     QT_RUN(test_layerwise_equals_full_forward);
+    QT_RUN(test_observe_and_rebind);
     return qt_test_finish("test_engine_layerwise");
 }

@@ -46,6 +46,26 @@ int cli_json_emit_tree(const cli_json *j, void *root, size_t extra_flags, const 
 /* Opens model and tokenizes the whole text file with its tokenizer (BOS as the
  * vocabulary says); on failure prints the error, frees everything and returns CLI_FAIL. */
 int cli_open_tokenized(const char *model, const char *file, qt_model **m, int32_t **ids, int32_t *n_ids);
+/* --calib FILE [--nsamples N] [--seqlen L] [--seed S]: one meaning in every verb
+ * that calibrates (quanta/quantize.h, "calibration samples": N windows of L
+ * tokens cut from FILE, chosen by S). */
+typedef struct cli_calib {
+    const char *file;        /* NULL: no --calib */
+    long long n_samples;     /* 0: every window */
+    long long seq_len;       /* 0: not given (QT_CALIB_DEFAULT_SEQLEN) */
+    unsigned long long seed; /* 0: the first N windows */
+    bool tuned;              /* --nsamples, --seqlen or --seed was given */
+} cli_calib;
+#define CLI_CALIB_HELP                                                                                  \
+    "  --calib FILE         calibration text: UTF-8, or JSONL with {\"text\": ...} per line; tokenized\n"  \
+    "                       once (BOS first) and cut into windows of L tokens, each starting with BOS\n" \
+    "  --nsamples N         use N windows (default: all of them)\n"                                     \
+    "  --seqlen L           tokens per window (default 512)\n"                                           \
+    "  --seed S             0 (default): the first N windows; S > 0: N windows drawn with seed S\n"
+/* 1: argv[*i] was a calibration option (*i advanced past its value); 0: not one; -1: usage error printed. */
+int cli_calib_arg(const char *verb, int argc, char **argv, int *i, cli_calib *c);
+/* The library's options for c (the defaults filled in). */
+qt_calib_opts cli_calib_lib(const cli_calib *c);
 /* -q or --quiet. */
 bool cli_is_quiet(const char *a);
 /* Writes text to path by the output rule (atomic; '-' = stdout). */

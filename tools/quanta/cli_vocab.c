@@ -1,6 +1,7 @@
 /* tools/quanta/cli_vocab.c — the option vocabulary every verb shares:
  * --json / --json=FILE, -q/--quiet, KV cache dtypes and scheme names, each
  * spelled and checked one way (bad values are usage errors, exit 2). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,32 @@ int cli_json_arg(const char *verb, const char *a, cli_json *j) {
     j->on = true;
     j->file = a + 7;
     return 1;
+}
+
+int cli_calib_arg(const char *verb, int argc, char **argv, int *i, cli_calib *c) {
+    const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (strcmp(o, "--calib") && strcmp(o, "--nsamples") && strcmp(o, "--seqlen") && strcmp(o, "--seed")) return 0;
+    if (!v || !*v) { cli_usage(verb, "%s needs a value", o); return -1; }
+    if (!strcmp(o, "--calib")) c->file = v;
+    else if (!strcmp(o, "--nsamples")) { if (cli_parse_int(verb, o, v, 1, 1 << 30, &c->n_samples)) return -1; }
+    else if (!strcmp(o, "--seqlen")) { if (cli_parse_int(verb, o, v, 2, 1 << 20, &c->seq_len)) return -1; }
+    else {
+        char *end;
+        errno = 0;
+        c->seed = strtoull(v, &end, 10);
+        if (v[0] < '0' || v[0] > '9' || *end || errno) {
+            cli_usage(verb, "%s: '%s' is not an integer from 0 to 2^64-1", o, v);
+            return -1;
+        }
+    }
+    if (strcmp(o, "--calib")) c->tuned = true;
+    ++*i;
+    return 1;
+}
+
+qt_calib_opts cli_calib_lib(const cli_calib *c) {
+    return (qt_calib_opts){.path = c->file, .n_samples = (int32_t)c->n_samples,
+                           .seq_len = c->seq_len > 0 ? (int32_t)c->seq_len : QT_CALIB_DEFAULT_SEQLEN, .seed = c->seed};
 }
 
 bool cli_is_quiet(const char *a) { return !strcmp(a, "-q") || !strcmp(a, "--quiet"); }

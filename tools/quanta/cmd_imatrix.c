@@ -8,19 +8,22 @@
 #include "engine_opts.h"
 
 static void help(void) {
-    printf("usage: quanta imatrix -m MODEL -f TEXT -o FILE [options]\n\n"
+    printf("usage: quanta imatrix -m MODEL --calib TEXT -o FILE [options]\n\n"
            "The importance matrix llama.cpp's llama-imatrix computes, with the same method: the text\n"
-           "is tokenized once with BOS and cut into non-overlapping chunks of CTX tokens whose first\n"
-           "token is replaced by BOS; for every linear of every layer (blk.N.attn_q.weight ...), the\n"
-           "sum over all tokens of each input column's squared activation and the token count are\n"
-           "written as a GGUF imatrix (T.in_sum2, T.counts, imatrix.datasets/chunk_count/chunk_size)\n"
-           "that llama-quantize --imatrix reads. token_embd gets no entry; output.weight only with\n"
-           "--process-output.\n\n"
+           "is tokenized once with BOS and cut into non-overlapping windows of L tokens whose first\n"
+           "token is replaced by BOS (the calibration rule every verb shares; docs/imatrix.md);\n"
+           "for every linear of every layer (blk.N.attn_q.weight ...), the sum over all tokens of\n"
+           "each input column's squared activation and the token count are written as a GGUF\n"
+           "imatrix (T.in_sum2, T.counts, imatrix.datasets/chunk_count/chunk_size) that\n"
+           "llama-quantize --imatrix reads. token_embd gets no entry; output.weight only with\n"
+           "--process-output. llama-imatrix's -f, --chunks and -c are synonyms of --calib,\n"
+           "--nsamples and --seqlen (--seqlen wins over -c).\n\n"
            "  -m, --model PATH     GGUF file, HF directory or llama2.c .bin\n"
-           "  -f, --file PATH      UTF-8 calibration text (recorded in imatrix.datasets as given)\n"
+           CLI_CALIB_HELP
+           "  -f, --file PATH      = --calib PATH (recorded in imatrix.datasets as given)\n"
+           "  --chunks N           = --nsamples N (the text needs 2 windows or more)\n"
+           "  -c, --ctx-size N     = --seqlen N (default 512, as llama-imatrix)\n"
            "  -o, --output FILE    the imatrix (.gguf), written atomically (default imatrix.gguf)\n"
-           "  -c, --ctx-size N     chunk length in tokens (default 512, as llama-imatrix)\n"
-           "  --chunks N           use only the first N chunks (default: all; the text needs 2 or more)\n"
            "  --process-output     also collect output.weight (untied output projections only)\n"
            "  --json[=FILE]        summary (chunks, chunk_size, tokens, entries, output) on stdout or in FILE\n"
            "  -q, --quiet          no progress\n"
@@ -28,8 +31,8 @@ static void help(void) {
 }
 
 typedef struct imx_args {
-    const char *model, *file, *out;
-    long long n_chunks;
+    const char *model, *out;
+    cli_calib calib;
     bool process_output, quiet;
     cli_json json;
     engine_cli_opts eng;
@@ -48,17 +51,21 @@ static int parse(int argc, char **argv, imx_args *a) {
         int j = cli_json_arg("imatrix", o, &a->json);
         if (j < 0) return CLI_USAGE;
         if (j) continue;
+        if ((j = cli_calib_arg("imatrix", argc, argv, &i, &a->calib)) < 0) return CLI_USAGE;
+        if (j) continue;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) { help(); return -1; }
         else if (!strcmp(o, "-m") || !strcmp(o, "--model")) { if (!v) return cli_usage("imatrix", "%s needs a value", o); a->model = v; i++; }
-        else if (!strcmp(o, "-f") || !strcmp(o, "--file")) { if (!v) return cli_usage("imatrix", "%s needs a value", o); a->file = v; i++; }
+        else if (!strcmp(o, "-f") || !strcmp(o, "--file")) { if (!v) return cli_usage("imatrix", "%s needs a value", o); a->calib.file = v; i++; }
         else if (!strcmp(o, "-o") || !strcmp(o, "--output")) { if (!v || !*v) return cli_usage("imatrix", "%s needs a value", o); a->out = v; i++; }
-        else if (!strcmp(o, "--chunks")) { if (cli_parse_int("imatrix", o, v, 1, 1 << 30, &a->n_chunks)) return CLI_USAGE; i++; }
+        else if (!strcmp(o, "--chunks")) { if (cli_parse_int("imatrix", o, v, 1, 1 << 30, &a->calib.n_samples)) return CLI_USAGE; i++; }
         else if (!strcmp(o, "--process-output")) a->process_output = true;
         else if (cli_is_quiet(o)) a->quiet = true;
         else return cli_usage("imatrix", "unknown option '%s'", o);
     }
     if (!a->model) return cli_usage("imatrix", "missing -m MODEL");
-    if (!a->file) return cli_usage("imatrix", "missing -f TEXT");
+    if (!a->calib.file) return cli_usage("imatrix", "missing --calib TEXT (or -f TEXT)");
+    if (a->calib.seq_len) a->eng.n_ctx = a->calib.seq_len;
+    a->calib.seq_len = a->eng.n_ctx;
     if (!strcmp(a->out, "-")) return cli_usage("imatrix", "-o -: an imatrix is binary; name a file");
     /* A chunk runs as one batch through the layer-wise seam. */
     if (a->eng.n_batch < a->eng.n_ctx) a->eng.n_batch = a->eng.n_ctx;
@@ -74,7 +81,7 @@ static int summary(const imx_args *a, const qt_imatrix_result *r) {
         if (!out) return cli_fail(qt_error(QT_ERR_NOMEM, "imatrix: out of memory"));
         json_t *o = json_object();
         json_object_set_new(o, "model", json_string(a->model));
-        json_object_set_new(o, "text", json_string(a->file));
+        json_object_set_new(o, "text", json_string(a->calib.file));
         json_object_set_new(o, "output", json_string(a->out));
         json_object_set_new(o, "chunks", json_integer(r->chunk_count));
         json_object_set_new(o, "chunk_size", json_integer(r->chunk_size));
@@ -92,20 +99,20 @@ static int summary(const imx_args *a, const qt_imatrix_result *r) {
     return rc;
 }
 
-static int compute(const imx_args *a, qt_model *m, const int32_t *ids, int32_t n_ids) {
+static int compute(const imx_args *a, qt_model *m, const qt_calib_set *cs) {
     qt_engine_ctx *e = NULL;
     qt_status s = engine_cli_create(m, &a->eng, &e);
     if (s != QT_OK) return cli_fail(s);
     const qt_vocab *v = qt_model_vocab(m);
-    qt_imatrix_calc_opts o = {.n_ctx = (int32_t)a->eng.n_ctx, .n_chunks = (int32_t)a->n_chunks,
+    qt_imatrix_calc_opts o = {.n_ctx = cs->seq_len,
                               .bos_id = v->add_bos ? v->bos_id : -1, .process_output = a->process_output,
                               .progress = cli_progress(a->quiet || (a->json.on && !a->json.file))};
     qt_imatrix_result r;
-    s = qt_imatrix_compute(m, e, ids, n_ids, &o, &r);
+    s = qt_imatrix_compute(m, e, cs->tokens, (int64_t)cs->n_samples * cs->seq_len, &o, &r);
     cli_progress_end();
     qt_engine_free(e);
     if (s != QT_OK) return cli_fail(s);
-    const char *datasets[1] = {a->file};
+    const char *datasets[1] = {a->calib.file};
     qt_imatrix_info info = {datasets, 1, r.chunk_count, r.chunk_size};
     s = qt_imatrix_write(a->out, r.stats, r.n_stats, &info);
     int rc = s == QT_OK ? summary(a, &r) : cli_fail(s);
@@ -119,10 +126,13 @@ int cmd_imatrix(int argc, char **argv) {
     if (rc < 0) return CLI_OK;
     if (rc != CLI_OK) return rc;
     qt_model *m;
-    int32_t *ids, n_ids;
-    if ((rc = cli_open_tokenized(a.model, a.file, &m, &ids, &n_ids)) != CLI_OK) return rc;
-    rc = compute(&a, m, ids, n_ids);
-    free(ids);
+    qt_status s = qt_model_open(a.model, &m);
+    if (s != QT_OK) return cli_fail(s);
+    const qt_calib_opts co = cli_calib_lib(&a.calib);
+    qt_calib_set cs;
+    s = qt_calib_load(m, &co, &cs);
+    rc = s == QT_OK ? compute(&a, m, &cs) : cli_fail(s);
+    qt_calib_set_free(&cs);
     qt_model_free(m);
     return rc;
 }

@@ -168,6 +168,39 @@ static void value_text(const qt_gguf_value *v, char *buf, size_t cap) {
 }
 
 /* Keys that describe quantization or where the file came from. */
+/* An HF directory's config.json quantization_config (compressed-tensors), or NULL. */
+static json_t *ct_config(const char *path) {
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, "%s/config.json", path);
+    json_t *root = json_load_file(cfg, 0, NULL);
+    json_t *qc = json_incref(json_object_get(root, "quantization_config"));
+    json_decref(root);
+    return qc;
+}
+
+/* The compressed-tensors provenance: format, llm-compressor preset, quanta's
+ * scheme and the calibration record (quantization_config.quanta). */
+static bool print_ct_config(const char *path) {
+    json_t *qc = ct_config(path);
+    if (!qc) return false;
+    json_t *prov = json_object_get(qc, "quanta"), *cal = json_object_get(prov, "calibration");
+    const char *fmt = json_string_value(json_object_get(qc, "format"));
+    printf("compressed-tensors  format %s", fmt ? fmt : "?");
+    if (prov) printf(", preset %s, written by quanta %s as --scheme %s", json_string_value(json_object_get(prov, "preset")),
+                     json_string_value(json_object_get(prov, "version")), json_string_value(json_object_get(prov, "scheme")));
+    printf("\n");
+    const char *k;
+    json_t *v;
+    json_object_foreach(cal, k, v) {
+        char *t = json_is_array(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY);
+        if (json_is_array(v)) printf("  quanta.calibration.%-17s [%zu hashes]\n", k, json_array_size(v));
+        else printf("  quanta.calibration.%-17s %s\n", k, t ? t : "?");
+        free(t);
+    }
+    json_decref(qc);
+    return true;
+}
+
 static bool provenance_key(const char *k) {
     return !strncmp(k, "general.", 8) || !strncmp(k, "quantize.", 9) || !strncmp(k, "quanta.", 7);
 }
@@ -242,10 +275,13 @@ static void print_text(const qt_model *m, const summary *s) {
                 printf("  %-36s %s\n", kv->key, val);
         }
     }
+    const bool ct = !g && print_ct_config(qt_model_path(m));
     bool quantized = false;
     for (int t = 0; t < QT_TYPE_COUNT; t++)
         if (s->per_type_tensors[t] && qt_type_get((qt_type)t) && qt_type_get((qt_type)t)->is_quantized) quantized = true;
-    printf("quantization  %s\n", quantized ? "block-quantized tensors present (see formats)" : "none (floating-point tensors only)");
+    printf("quantization  %s\n", quantized ? "block-quantized tensors present (see formats)"
+                                  : ct ? "compressed-tensors, dequantized to the formats above on load"
+                                       : "none (floating-point tensors only)");
 }
 
 /* ---- JSON ------------------------------------------------------------------------------ */
@@ -351,7 +387,8 @@ static json_t *build_json(const qt_model *m, const summary *s) {
             json_object_set_new(prov, "file_type_name", json_string(ftype_name((uint32_t)ft->u64)));
         json_object_set_new(root, "quantization", prov);
     } else {
-        json_object_set_new(root, "quantization", json_object());
+        json_t *qc = ct_config(qt_model_path(m));
+        json_object_set_new(root, "quantization", qc ? qc : json_object());
     }
     return root;
 }

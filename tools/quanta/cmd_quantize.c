@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "quantize_calib.h"
 
 #define VERB "quantize"
 #define MAX_PATTERNS 64
@@ -33,6 +34,21 @@ static void help(void) {
            "                             i-quants below 4 bits and Q2_K_S need one, per tensor, as in\n"
            "                             llama-quantize; a tensor the file lacks (token_embd, output)\n"
            "                             is quantized without weights, with a note\n"
+           "  --calib FILE [--nsamples N] [--seqlen L] [--seed S]\n"
+           "                             calibration text, cut by the rule every verb shares (N windows\n"
+           "                             of L tokens, default all of 512, each starting with BOS; S > 0\n"
+           "                             draws them at random; UTF-8 text or JSONL {\"text\": ...}):\n"
+           "                             GGUF schemes compute the importance matrix from it (exactly what\n"
+           "                             quanta imatrix --calib ... then --imatrix gives); fp8-static (and\n"
+           "                             nvfp4, which becomes W4A4) observe each linear's input absmax.\n"
+           "                             The file's SHA-256, token count, N, L, S and its fingerprint are\n"
+           "                             recorded (quanta.calibration.*; quanta inspect prints them)\n"
+           "  --algo rtn|gptq            rtn (default): round to nearest, as llama-quantize; gptq: GPTQ\n"
+           "                             (Frantar et al. 2023) layer by layer on the --calib samples, onto\n"
+           "                             the planned GGUF types (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K;\n"
+           "                             others round to nearest, named) or the groups of w4a16,\n"
+           "                             w4a16-asym, w8a16, w8a8-int8; docs/gptq.md\n"
+           "  --act-order                GPTQ: columns by decreasing Hessian diagonal\n"
            "  --tensor-type REGEX=TYPE   give tensors whose GGUF name (e.g. blk.3.ffn_down.weight)\n"
            "                             matches REGEX (PCRE2, searched, first match wins) the ggml\n"
            "                             type TYPE (q6_K, q8_0, f16, ...); repeatable\n"
@@ -75,6 +91,9 @@ typedef struct args {
     int quiet;
     char *resume_cmd;      /* the command that continues this run (--resumable) */
     cli_json json;
+    cli_calib calib;
+    qcalib qc;
+    bool gptq, act_order;       /* --algo gptq, --act-order */
 } args;
 
 static int parse_type(const char *opt, const char *v, qt_type *out) {
@@ -112,17 +131,23 @@ static int parse_value(args *a, const char *opt, const char *v) {
         int rc = cli_parse_int(VERB, opt, v, 1, 1024, &n);
         if (rc != CLI_OK) return rc;
         a->o.threads = (int)n;
+    } else if (!strcmp(opt, "--algo")) {
+        if (strcmp(v, "rtn") && strcmp(v, "gptq"))
+            return cli_usage(VERB, "--algo '%s': expected rtn or gptq (awq and smoothquant are not built yet)", v);
+        a->gptq = !strcmp(v, "gptq");
     }
     return CLI_OK;
 }
 
 static int parse(int argc, char **argv, args *a) {
     static const char *with_value[] = {"--scheme", "--imatrix", "--tensor-type", "--keep", "--output-tensor-type",
-                                       "--token-embedding-type", "--threads"};
+                                       "--token-embedding-type", "--threads", "--algo"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int j = cli_json_arg(VERB, s, &a->json);
         if (j < 0) return CLI_USAGE;
+        if (j) continue;
+        if ((j = cli_calib_arg(VERB, argc, argv, &i, &a->calib)) < 0) return CLI_USAGE;
         if (j) continue;
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) { help(); return -1; }
         if (cli_is_quiet(s)) { a->quiet = 1; continue; }
@@ -133,6 +158,7 @@ static int parse(int argc, char **argv, args *a) {
         if (!strcmp(s, "--force")) { a->force = true; continue; }
         if (!strcmp(s, "--resumable")) { a->o.resumable = true; continue; }
         if (!strcmp(s, "--resume")) { a->o.resume = true; continue; }
+        if (!strcmp(s, "--act-order")) { a->act_order = true; continue; }
         bool takes = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) takes |= !strcmp(s, with_value[k]);
         if (takes) {
@@ -148,6 +174,16 @@ static int parse(int argc, char **argv, args *a) {
     if (!a->scheme) return cli_usage(VERB, "need --scheme (e.g. --scheme q4_k_m)");
     if (a->dry_run && (a->o.resumable || a->o.resume))
         return cli_usage(VERB, "--%s: a dry run writes nothing to resume", a->o.resume ? "resume" : "resumable");
+    if (a->calib.tuned && !a->calib.file) return cli_usage(VERB, "--nsamples, --seqlen and --seed apply to --calib FILE");
+    if (a->calib.file && a->o.imatrix)
+        return cli_usage(VERB, "--calib computes the importance matrix that --imatrix would give; use one of them");
+    if (a->gptq && !a->calib.file) return cli_usage(VERB, "--algo gptq needs --calib FILE (calibration text)");
+    if (a->gptq && a->o.imatrix) return cli_usage(VERB, "--imatrix is for --algo rtn; GPTQ uses the calibration text");
+    if (a->act_order && !a->gptq) return cli_usage(VERB, "--act-order goes with --algo gptq");
+    if (a->gptq && (a->o.resumable || a->o.resume))
+        return cli_usage(VERB, "--%s: a GPTQ run cannot be resumed yet (its layers would be computed again)",
+                         a->o.resume ? "resume" : "resumable");
+    if (a->gptq) a->o.algorithm = "gptq";
     a->o.overrides = a->over;
     a->o.keep = a->keep;
     return CLI_OK;
@@ -257,6 +293,12 @@ static void print_summary(const args *a, const qt_quantize_plan *p, double secon
     free(w);
 }
 
+static json_t *calib_json(const qt_calib_set *c) {
+    return json_pack("{s:s, s:s, s:I, s:I, s:i, s:i, s:I}", "file", c->path, "sha256", c->fp.sha256, "file_bytes",
+                     (json_int_t)c->file_bytes, "tokens", (json_int_t)c->file_tokens, "nsamples", c->n_samples, "seqlen",
+                     c->seq_len, "seed", (json_int_t)c->seed);
+}
+
 static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     json_t *root = json_object(), *ts = json_array();
     json_object_set_new(root, "input", json_string(a->in));
@@ -272,6 +314,7 @@ static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     json_object_set_new(root, "fallbacks", json_integer(p->n_fallbacks));
     if (!a->dry_run) json_object_set_new(root, "resumed_tensors", json_integer(p->n_resumed));
     if (p->imatrix_sha256[0]) json_object_set_new(root, "imatrix_sha256", json_string(p->imatrix_sha256));
+    if (a->o.calib) json_object_set_new(root, "calibration", calib_json(a->o.calib));
     for (int32_t i = 0; i < p->n_tensors; i++) {
         const qt_quantize_tensor *t = &p->tensors[i];
         json_t *o = json_object();
@@ -296,7 +339,7 @@ static void notes(const args *a, const qt_quantize_plan *p) {
         const qt_quantize_tensor *t = &p->tensors[i];
         if (t->imatrix_missing)
             fprintf(stderr, "quanta: note: %s has no entry for %s: quantized without importance weights, as llama-quantize does\n",
-                    a->o.imatrix, t->name);
+                    a->o.imatrix_label ? a->o.imatrix_label : a->o.imatrix, t->name);
         if (t->quanta_fallback)
             fprintf(stderr, "quanta: note: %s: row length does not fit %s and llama-quantize has no fallback (it refuses); "
                             "writing %s\n", t->name, qt_type_get(t->wanted)->name, qt_type_get(t->type)->name);
@@ -306,20 +349,72 @@ static void notes(const args *a, const qt_quantize_plan *p) {
                 p->n_requantized);
 }
 
+/* ---- --algo gptq ------------------------------------------------------------------------------------- */
+
+static void gptq_note(void *ctx, const char *msg) {
+    if (!*(const int *)ctx) fprintf(stderr, "quanta: gptq: %s\n", msg);
+}
+
+static qt_gptq_run_opts gptq_opts(args *a) {
+    qt_gptq_run_opts g = qt_gptq_run_opts_default();
+    g.tokens = a->qc.set.tokens;
+    g.n_seq = a->qc.set.n_samples;
+    g.n_tok = a->qc.set.seq_len;
+    g.gptq.act_order = a->act_order;
+    g.threads = a->o.threads;
+    g.note = gptq_note;
+    g.note_ctx = &a->quiet;
+    return g;
+}
+
+static void gptq_summary(const args *a, const qt_gptq_report *r) {
+    if (!a->quiet)
+        fprintf(stderr, "quanta: gptq: %d linears by GPTQ, %d rounded to nearest (no grid), %d Cholesky retries, "
+                        "%lld dead columns, %.1f s\n", r->n_gptq, r->n_rtn, r->n_retries, (long long)r->n_dead_cols,
+                r->seconds);
+}
+
+static qt_status run_gptq(args *a, qt_model *m, qt_quantize_plan *p) {
+    qt_gptq_run_opts g = gptq_opts(a);
+    qt_gptq_report r;
+    qt_status st = qt_gptq_quantize_gguf(m, a->out, &a->o, p, &g, &r);
+    if (st == QT_OK) gptq_summary(a, &r);
+    return st;
+}
+
+/* --calib for a GGUF scheme: the importance matrix, computed here, read by the plan;
+ * with --algo gptq the samples themselves (GPTQ's Hessians replace the imatrix). */
+static int gguf_calibrate(args *a, const qt_model *m) {
+    if (!a->calib.file) return CLI_OK;
+    if (a->gptq) { /* the samples, in a dry run too: their provenance keys are in the file's size */
+        int rc = qcalib_samples(m, &a->calib, &a->qc);
+        if (rc == CLI_OK) a->o.calib = &a->qc.set;
+        return rc;
+    }
+    int rc = qcalib_imatrix(m, &a->calib, a->o.threads, a->quiet, &a->qc);
+    if (rc != CLI_OK) return rc;
+    a->o.imatrix = a->qc.imatrix_path;
+    a->o.imatrix_label = a->calib.file;
+    a->o.calib = &a->qc.set;
+    return CLI_OK;
+}
+
 static int run_gguf(args *a, qt_model *m) {
     qt_quantize_plan *p = NULL;
+    int rc = gguf_calibrate(a, m);
+    if (rc != CLI_OK) return rc;
     qt_status st = qt_quantize_plan_make(m, &a->o, &p);
+    qcalib_drop_file(&a->qc); /* the plan has it mapped */
     if (st != QT_OK) return cli_fail(st);
     notes(a, p);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = CLI_OK;
     if (a->dry_run) {
         if (!a->quiet) print_plan(p);
     } else {
         a->o.progress = cli_progress(a->quiet);
         a->o.tensor_written = test_hook;
-        st = qt_quantize_run(m, a->out, &a->o, p);
+        st = a->gptq ? run_gptq(a, m, p) : qt_quantize_run(m, a->out, &a->o, p);
         cli_progress_end();
         if (st != QT_OK) rc = cli_fail(st);
         if (st != QT_OK && p->partial_kept)
@@ -368,6 +463,7 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
     json_object_set_new(root, "bits_per_weight", json_real(e->bits_per_weight));
     json_object_set_new(root, "peak_rss_bytes", a->dry_run ? json_null() : json_integer((json_int_t)rss));
     json_object_set_new(root, "kernel_warnings", json_integer(e->n_warnings));
+    if (a->calib.file) json_object_set_new(root, "calibration", calib_json(&a->qc.set));
     for (int32_t i = 0; i < e->n_tensors; i++) {
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(e->tensors[i].name));
@@ -391,10 +487,32 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     keep[a->o.n_keep] = NULL;
     qt_ct_export_opts o = {.force = a->force, .n_threads = a->o.threads, .keep = keep, .command = a->o.command_line,
                            .warn = ct_warn, .warn_ctx = &a->quiet};
+    qt_gguf_kv calib_kv[QT_CALIB_MAX_KV];
+    if (a->calib.file && a->gptq) {
+        if ((rc = qcalib_samples(m, &a->calib, &a->qc)) != CLI_OK) return rc;
+        o.calibration = calib_kv;
+        o.n_calibration = qt_calib_set_gguf_kv(&a->qc.set, calib_kv);
+    } else if (a->calib.file) {
+        if (!qt_ct_scheme_uses_act_stats(key))
+            return cli_usage(VERB, "--calib: scheme %s quantizes weights by round-to-nearest and its activations dynamically "
+                                   "or not at all; it takes no calibration (fp8-static and nvfp4 do)", key);
+        if ((rc = qcalib_amax(m, &a->calib, a->o.threads, a->quiet, &a->qc)) != CLI_OK) return rc;
+        o.input_amax = qcalib_amax_cb;
+        o.input_amax_ctx = &a->qc;
+        o.calibration = calib_kv;
+        o.n_calibration = qt_calib_set_gguf_kv(&a->qc.set, calib_kv);
+    }
     qt_ct_export_estimate e = {0};
     qt_status st;
     if (a->dry_run) {
         st = qt_ct_export_estimate_plan(m, key, &o, &e);
+    } else if (a->gptq) {
+        qt_gptq_run_opts g = gptq_opts(a);
+        qt_gptq_report r;
+        o.progress = cli_progress(a->quiet);
+        st = qt_gptq_quantize_ct(m, key, a->out, &o, &g, &e, &r);
+        cli_progress_end();
+        if (st == QT_OK) gptq_summary(a, &r);
     } else {
         o.progress = cli_progress(a->quiet);
         st = qt_ct_export(m, key, a->out, &o, &e);
@@ -476,6 +594,7 @@ int cmd_quantize(int argc, char **argv) {
         if (rc == CLI_OK && !a.quiet && !a.dry_run) fprintf(stderr, "quanta: wrote %s\n", a.out);
         free(cmd);
         free(a.resume_cmd);
+        qcalib_free(&a.qc);
     }
     for (int i = 0; i < a.o.n_overrides; i++) free(a.over_pat[i]);
     return rc < 0 ? CLI_OK : rc;

@@ -1,0 +1,144 @@
+/* quanta/gptq.h — GPTQ's numeric core (Frantar, Ashkboos, Hoefler, Alistarh,
+ * "GPTQ: Accurate Post-Training Quantization for Generative Pre-trained
+ * Transformers", ICLR 2023, arXiv:2210.17323) as pure functions on plain
+ * arrays, and the target grids it rounds onto (lib/quant/gptq.c,
+ * lib/quant/gptq_grid.c; docs/gptq.md).
+ *
+ * A linear y = W x with W (rows = out features, cols = in features), row-major.
+ *   H = 2 X^T X / n over the n calibration rows x of its input (double, BLAS syrk).
+ *   Damping: H_ii += damp_frac * mean(diag H) (llm-compressor's dampening_frac 0.01).
+ *   Dead columns (H_ii == 0: an input that never saw a non-zero value): H_ii = 1
+ *   and W[:, i] = 0, as llm-compressor does.
+ *   U = upper Cholesky factor of H^-1 (LAPACKE dpotrf, dpotri, dpotrf upper).
+ *   Columns in order (or by decreasing H_ii with act_order): q = grid(w),
+ *   err = (w - q) / U_jj, the later columns of the block of 128 updated at
+ *   once, the columns after the block lazily with one GEMM per block.
+ * If the Cholesky factorization fails the damping is multiplied by 10 and
+ * the factorization retried (stats->retries says how often); after
+ * max_retries it is an error. It never falls back to round-to-nearest.
+ *
+ * Determinism: OpenBLAS is pinned to one thread (openblas_set_num_threads(1))
+ * and the column loop is sequential, so results do not depend on any thread
+ * count. Across CPUs OpenBLAS may pick other kernels (its own run-time
+ * dispatch), so the last bits of H and U, and rarely a rounding decision,
+ * can differ between CPU models (docs/gptq.md).
+ */
+#ifndef QUANTA_GPTQ_H
+#define QUANTA_GPTQ_H
+
+#include "core.h"
+#include "quant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- target grids ------------------------------------------------------------ *
+ * A grid rounds one column of W at a time onto a format whose scales are
+ * shared by `group` consecutive columns of a row. begin_group fixes group g's
+ * scales for every row from the values the column loop has made of its
+ * columns so far (called the first time the loop reaches a column of group g:
+ * its first column in natural order); quantize_col then rounds column c with
+ * them, writing the dequantized values and remembering the codes. */
+typedef struct qt_gptq_grid {
+    int64_t group;        /* columns per scale group; divides cols */
+    void *ctx;
+    /* wg: (rows, group) the group's current values, row-major */
+    qt_status (*begin_group)(void *ctx, const float *wg, int64_t rows, int64_t g);
+    /* w: (rows) column c's current values; q: (rows) out, their grid values */
+    void (*quantize_col)(void *ctx, const float *w, int64_t rows, int64_t c, float *q);
+} qt_gptq_grid;
+
+/* compressed-tensors integer groups (llm-compressor's minmax observer per
+ * group, round half to even, every intermediate rounded to the model dtype;
+ * ct.h). group == cols is one scale per channel. Codes are kept unpacked
+ * (int8, rows x cols), scales and zero points (rows x cols/group). */
+typedef struct qt_gptq_ct_int {
+    int bits;                /* 4 or 8 */
+    bool symmetric;
+    int dtype;               /* qt_ct_dtype: the model dtype scales are rounded to */
+    int64_t rows, cols, group;
+    int8_t *q;               /* (rows, cols) */
+    float *scales;           /* (rows, cols / group) */
+    int8_t *zero_points;     /* (rows, cols / group), NULL when symmetric */
+} qt_gptq_ct_int;
+
+QT_API qt_status qt_gptq_ct_int_init(qt_gptq_ct_int *g, int bits, bool symmetric, int dtype, int64_t rows,
+                                     int64_t cols, int64_t group);
+QT_API qt_gptq_grid qt_gptq_ct_int_grid(qt_gptq_ct_int *g);
+QT_API void qt_gptq_ct_int_free(qt_gptq_ct_int *g);
+
+/* A GGUF block type through its traits row: a group is one block (32 or 256
+ * columns); begin_group runs the type's own quantizer (from_float, bit-exact
+ * with ggml; with importance weights when given) on the block's current
+ * values, which chooses its scales (K-quants: the super-block scale and the
+ * 6-bit sub-block scales and mins too); quantize_col then sets each code to
+ * the nearest value those scales give. `bytes` is the row-major tensor data
+ * (rows x row_size) llama.cpp decodes. Types: qt_gptq_gguf_supported. */
+typedef struct qt_gptq_gguf {
+    qt_type type;
+    const qt_type_traits *tr;
+    const void *layout;      /* the type's code layout (lib/quant/gptq_grid.c) */
+    int64_t rows, cols;
+    size_t row_bytes;
+    uint8_t *bytes;          /* (rows, row_bytes) */
+    float *a, *b;            /* (rows, cols): value of code q = b + a * q, from the chosen scales */
+    float *seen;             /* (rows, cols): the value the block quantizer saw */
+    int16_t *code;           /* (rows, cols): the code it gave that value */
+    const float *importance; /* (cols) or NULL: importance weights for the block quantizer */
+} qt_gptq_gguf;
+
+QT_API bool qt_gptq_gguf_supported(qt_type t);
+QT_API qt_status qt_gptq_gguf_init(qt_gptq_gguf *g, qt_type t, int64_t rows, int64_t cols, const float *importance);
+QT_API qt_gptq_grid qt_gptq_gguf_grid(qt_gptq_gguf *g);
+QT_API void qt_gptq_gguf_free(qt_gptq_gguf *g);
+
+/* Round-to-nearest through a grid (every group begun on W as it is):
+ * what GPTQ does with H = I. W is replaced by its grid values. */
+QT_API qt_status qt_gptq_rtn(float *W, int64_t rows, int64_t cols, const qt_gptq_grid *grid);
+
+/* ---- the Hessian ----------------------------------------------------------------- */
+typedef struct qt_gptq_hessian {
+    int64_t n;               /* columns (in features) */
+    double *s;               /* (n, n) sum of x x^T, upper triangle filled */
+    int64_t n_rows;          /* calibration rows added */
+} qt_gptq_hessian;
+
+QT_API qt_status qt_gptq_hessian_init(qt_gptq_hessian *h, int64_t n);
+/* Adds rows x (n_rows, n) (float, row-major). */
+QT_API qt_status qt_gptq_hessian_add(qt_gptq_hessian *h, const float *x, int64_t n_rows);
+/* H = 2 S / n_rows, full symmetric (n, n) into out. */
+QT_API qt_status qt_gptq_hessian_get(const qt_gptq_hessian *h, double *out);
+QT_API void qt_gptq_hessian_free(qt_gptq_hessian *h);
+
+/* ---- the algorithm --------------------------------------------------------------- */
+typedef struct qt_gptq_opts {
+    double damp_frac;        /* 0.01 */
+    int64_t block;           /* 128: columns per lazy-update block */
+    bool act_order;          /* columns by decreasing H_ii (groups stay contiguous: no g_idx) */
+    int max_retries;         /* 6: damping x10 per retry */
+} qt_gptq_opts;
+
+QT_API qt_gptq_opts qt_gptq_opts_default(void);
+
+typedef struct qt_gptq_stats {
+    double damp;             /* the damping added to the diagonal (last attempt) */
+    int retries;             /* Cholesky failures before success */
+    int64_t dead_cols;       /* columns with H_ii == 0 */
+    double loss;             /* sum over rows and columns of err^2 (GPTQ's objective / 2) */
+} qt_gptq_stats;
+
+/* W (rows, cols) in place: on return, its values on the grid (the grid holds
+ * the codes). H: (cols, cols) symmetric, not modified. */
+QT_API qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H, const qt_gptq_grid *grid,
+                                  const qt_gptq_opts *o, qt_gptq_stats *stats);
+
+/* The layer-output error sum_t ||(W - Q) x_t||^2 / n over rows x (n, cols):
+ * what GPTQ minimises, for tests and reports. */
+QT_API double qt_gptq_output_error(const float *W, const float *Q, int64_t rows, int64_t cols, const float *x,
+                                   int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

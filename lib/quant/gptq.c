@@ -1,0 +1,302 @@
+/* lib/quant/gptq.c — GPTQ (Frantar et al. 2023, arXiv:2210.17323, Algorithm 1)
+ * on plain arrays: the Hessian, the inverse Cholesky factor, and the column
+ * loop with block-wise lazy updates (quanta/gptq.h). The grids live in
+ * gptq_grid.c.
+ *
+ * Numerics follow llm-compressor's gptq_quantize.py where the paper leaves a
+ * choice: H = 2 X^T X / n, damping = dampening_frac * mean(diag H) added to
+ * the diagonal, dead columns get H_ii = 1 and W[:, i] = 0, Hinv's upper
+ * Cholesky factor U drives the loop (err = (w - q) / U_jj;
+ * W[:, j+1:] -= err U[j, j+1:]). The Hessian and the factorization are in
+ * double; the column loop in float, as llm-compressor's.
+ */
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quanta/gptq.h"
+
+/* OpenBLAS's own threads would split its reductions differently per thread
+ * count; one thread makes H and U the same bits whatever --threads is. */
+static void blas_pin(void) { openblas_set_num_threads(1); }
+
+qt_gptq_opts qt_gptq_opts_default(void) { return (qt_gptq_opts){.damp_frac = 0.01, .block = 128, .max_retries = 6}; }
+
+/* ---- the Hessian ------------------------------------------------------------------ */
+
+#define HESS_CHUNK 256 /* rows converted to double per syrk call */
+
+qt_status qt_gptq_hessian_init(qt_gptq_hessian *h, int64_t n) {
+    *h = (qt_gptq_hessian){0};
+    if (n < 1 || n > (1 << 20)) return qt_error(QT_ERR_ARG, "gptq: Hessian of %lld columns", (long long)n);
+    if (!(h->s = calloc((size_t)(n * n), sizeof(double))))
+        return qt_error(QT_ERR_NOMEM, "gptq: out of memory for a %lld x %lld Hessian", (long long)n, (long long)n);
+    h->n = n;
+    return QT_OK;
+}
+
+qt_status qt_gptq_hessian_add(qt_gptq_hessian *h, const float *x, int64_t n_rows) {
+    const int64_t n = h->n;
+    double *xd = malloc((size_t)(HESS_CHUNK * n) * sizeof *xd);
+    if (!xd) return qt_error(QT_ERR_NOMEM, "gptq: out of memory for calibration rows");
+    blas_pin();
+    for (int64_t r0 = 0; r0 < n_rows; r0 += HESS_CHUNK) {
+        const int64_t k = n_rows - r0 < HESS_CHUNK ? n_rows - r0 : HESS_CHUNK;
+        for (int64_t i = 0; i < k * n; i++) xd[i] = x[r0 * n + i];
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)n, (int)k, 1.0, xd, (int)n, 1.0, h->s, (int)n);
+    }
+    free(xd);
+    h->n_rows += n_rows;
+    return QT_OK;
+}
+
+qt_status qt_gptq_hessian_get(const qt_gptq_hessian *h, double *out) {
+    if (h->n_rows < 1) return qt_error(QT_ERR_ARG, "gptq: no calibration rows were added to the Hessian");
+    const int64_t n = h->n;
+    const double f = 2.0 / (double)h->n_rows;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = i; j < n; j++) out[i * n + j] = out[j * n + i] = f * h->s[i * n + j];
+    return QT_OK;
+}
+
+void qt_gptq_hessian_free(qt_gptq_hessian *h) {
+    free(h->s);
+    *h = (qt_gptq_hessian){0};
+}
+
+/* ---- the inverse Cholesky factor ---------------------------------------------------- */
+
+/* U (n, n) upper, with U^T U = (Hd + damp I)^-1. Hd is H with the dead columns
+ * fixed (and permuted). Returns false when a factorization fails. */
+static bool inverse_cholesky(const double *Hd, int64_t n, double damp, double *A, float *U) {
+    memcpy(A, Hd, (size_t)(n * n) * sizeof *A);
+    for (int64_t i = 0; i < n; i++) A[i * n + i] += damp;
+    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n) != 0) return false;
+    if (LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n) != 0) return false;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = i + 1; j < n; j++) A[i * n + j] = A[j * n + i];
+    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, A, (lapack_int)n) != 0) return false;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) {
+            const double u = j >= i ? A[i * n + j] : 0.0;
+            if (!isfinite(u)) return false;
+            U[i * n + j] = (float)u;
+        }
+    return true;
+}
+
+/* ---- the column loop ----------------------------------------------------------------- */
+
+typedef struct gptq_run {
+    float *W;                 /* (rows, cols) in processing order */
+    int64_t rows, cols;
+    const float *U;           /* (cols, cols) */
+    const int64_t *perm;      /* processing position -> original column */
+    const int64_t *pos;       /* original column -> processing position */
+    const qt_gptq_grid *grid;
+    bool *started;            /* (cols / group) */
+    float *err;               /* (rows, block) errors of the current block */
+    float *wg, *col, *q;      /* (rows, group), (rows), (rows) */
+} gptq_run;
+
+/* Group g's current values: columns at or after the current block's start i1
+ * still owe the lazy update of the block's columns i1..j-1 (only with act
+ * order can such a column lie beyond the block). */
+static qt_status begin_group(gptq_run *r, int64_t g, int64_t i1, int64_t i2, int64_t j) {
+    const int64_t G = r->grid->group, C = r->cols;
+    for (int64_t k = 0; k < G; k++) {
+        const int64_t p = r->pos[g * G + k];
+        for (int64_t row = 0; row < r->rows; row++) {
+            float v = r->W[row * C + p];
+            if (p >= i2)
+                for (int64_t t = i1; t < j; t++) v -= r->err[row * (i2 - i1) + (t - i1)] * r->U[t * C + p];
+            r->wg[row * G + k] = v;
+        }
+    }
+    r->started[g] = true;
+    return r->grid->begin_group(r->grid->ctx, r->wg, r->rows, g);
+}
+
+static qt_status column_loop(gptq_run *r, int64_t block, double *loss) {
+    const int64_t R = r->rows, C = r->cols;
+    double l2 = 0;
+    for (int64_t i1 = 0; i1 < C; i1 += block) {
+        const int64_t i2 = i1 + block < C ? i1 + block : C, nb = i2 - i1;
+        for (int64_t j = i1; j < i2; j++) {
+            const int64_t c = r->perm[j], g = c / r->grid->group;
+            if (!r->started[g]) {
+                qt_status s = begin_group(r, g, i1, i2, j);
+                if (s != QT_OK) return s;
+            }
+            for (int64_t row = 0; row < R; row++) r->col[row] = r->W[row * C + j];
+            r->grid->quantize_col(r->grid->ctx, r->col, R, c, r->q);
+            const float d = r->U[j * C + j];
+            const float *u = r->U + j * C;
+            for (int64_t row = 0; row < R; row++) {
+                const float e = (r->col[row] - r->q[row]) / d;
+                float *w = r->W + row * C;
+                w[j] = r->q[row];
+                for (int64_t k = j + 1; k < i2; k++) w[k] -= e * u[k];
+                r->err[row * nb + (j - i1)] = e;
+                l2 += (double)e * e;
+            }
+        }
+        if (i2 < C)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)R, (int)(C - i2), (int)nb, -1.0f, r->err,
+                        (int)nb, r->U + i1 * C + i2, (int)C, 1.0f, r->W + i2, (int)C);
+    }
+    *loss = l2;
+    return QT_OK;
+}
+
+typedef struct diag_key { double h; int64_t i; } diag_key;
+
+static int by_diag_desc(const void *pa, const void *pb) {
+    const diag_key *a = pa, *b = pb;
+    if (a->h != b->h) return a->h > b->h ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i; /* ties keep column order */
+}
+
+/* Processing order: identity, or by decreasing H_ii (llm-compressor's argsort). */
+static qt_status order(const double *H, int64_t n, bool act_order, int64_t *perm, int64_t *pos) {
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    if (act_order) {
+        diag_key *k = malloc((size_t)n * sizeof *k);
+        if (!k) return qt_error(QT_ERR_NOMEM, "gptq: out of memory");
+        for (int64_t i = 0; i < n; i++) k[i] = (diag_key){H[i * n + i], i};
+        qsort(k, (size_t)n, sizeof *k, by_diag_desc);
+        for (int64_t i = 0; i < n; i++) perm[i] = k[i].i;
+        free(k);
+    }
+    for (int64_t i = 0; i < n; i++) pos[perm[i]] = i;
+    return QT_OK;
+}
+
+static qt_status check_args(int64_t rows, int64_t cols, const qt_gptq_grid *grid, const qt_gptq_opts *o) {
+    if (rows < 1 || cols < 1 || rows > INT32_MAX || cols > (1 << 20))
+        return qt_error(QT_ERR_SHAPE, "gptq: weight shape (%lld, %lld)", (long long)rows, (long long)cols);
+    if (!grid || grid->group < 1 || cols % grid->group != 0)
+        return qt_error(QT_ERR_SHAPE, "gptq: the grid's group of %lld columns does not divide %lld columns",
+                        grid ? (long long)grid->group : 0LL, (long long)cols);
+    if (o->block < 1 || !(o->damp_frac > 0) || o->max_retries < 0)
+        return qt_error(QT_ERR_ARG, "gptq: block %lld, damping fraction %g, %d retries", (long long)o->block,
+                        o->damp_frac, o->max_retries);
+    return QT_OK;
+}
+
+qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H, const qt_gptq_grid *grid,
+                           const qt_gptq_opts *opts, qt_gptq_stats *stats) {
+    const qt_gptq_opts o = opts ? *opts : qt_gptq_opts_default();
+    qt_gptq_stats st = {0};
+    qt_status s = check_args(rows, cols, grid, &o);
+    if (s != QT_OK) return s;
+    for (int64_t i = 0; i < rows * cols; i++)
+        if (!isfinite(W[i]))
+            return qt_error(QT_ERR_RANGE, "gptq: weight[%lld][%lld] is not finite", (long long)(i / cols),
+                            (long long)(i % cols));
+    const int64_t n = cols, block = o.block < cols ? o.block : cols;
+    double *Hp = malloc((size_t)(n * n) * sizeof *Hp), *A = malloc((size_t)(n * n) * sizeof *A);
+    float *U = malloc((size_t)(n * n) * sizeof *U), *Wp = malloc((size_t)(rows * cols) * sizeof *Wp);
+    int64_t *perm = malloc((size_t)n * sizeof *perm), *pos = malloc((size_t)n * sizeof *pos);
+    gptq_run r = {.rows = rows, .cols = cols, .grid = grid};
+    r.started = calloc((size_t)(cols / grid->group), sizeof *r.started);
+    r.err = malloc((size_t)(rows * block) * sizeof *r.err);
+    r.wg = malloc((size_t)(rows * grid->group) * sizeof *r.wg);
+    r.col = malloc((size_t)rows * sizeof *r.col);
+    r.q = malloc((size_t)rows * sizeof *r.q);
+    if (!Hp || !A || !U || !Wp || !perm || !pos || !r.started || !r.err || !r.wg || !r.col || !r.q) {
+        s = qt_error(QT_ERR_NOMEM, "gptq: out of memory for a %lld x %lld linear", (long long)rows, (long long)cols);
+        goto done;
+    }
+    blas_pin();
+    /* dead columns, then the processing order (on the fixed diagonal) */
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(H[i * n + i])) {
+            s = qt_error(QT_ERR_RANGE, "gptq: Hessian entry (%lld, %lld) is not finite", (long long)i, (long long)i);
+            goto done;
+        }
+    }
+    memcpy(A, H, (size_t)(n * n) * sizeof *A);
+    for (int64_t i = 0; i < n; i++)
+        if (A[i * n + i] == 0.0) {
+            A[i * n + i] = 1.0;
+            for (int64_t row = 0; row < rows; row++) W[row * cols + i] = 0.0f;
+            st.dead_cols++;
+        }
+    if ((s = order(A, n, o.act_order, perm, pos)) != QT_OK) goto done;
+    double mean = 0;
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t j = 0; j < n; j++) Hp[i * n + j] = A[perm[i] * n + perm[j]];
+        mean += Hp[i * n + i];
+    }
+    mean /= (double)n;
+    st.damp = o.damp_frac * mean;
+    while (!inverse_cholesky(Hp, n, st.damp, A, U)) {
+        if (st.retries == o.max_retries) {
+            s = qt_error(QT_ERR_RANGE, "gptq: the Hessian is not positive definite even with damping %g "
+                         "(%.3g x the mean diagonal) after %d retries", st.damp, st.damp / mean, st.retries);
+            goto done;
+        }
+        st.retries++;
+        st.damp *= 10.0;
+    }
+    for (int64_t row = 0; row < rows; row++)
+        for (int64_t j = 0; j < n; j++) Wp[row * n + j] = W[row * n + perm[j]];
+    r.W = Wp;
+    r.U = U;
+    r.perm = perm;
+    r.pos = pos;
+    s = column_loop(&r, block, &st.loss);
+    if (s == QT_OK)
+        for (int64_t row = 0; row < rows; row++)
+            for (int64_t j = 0; j < n; j++) W[row * n + perm[j]] = Wp[row * n + j];
+done:
+    free(Hp);
+    free(A);
+    free(U);
+    free(Wp);
+    free(perm);
+    free(pos);
+    free(r.started);
+    free(r.err);
+    free(r.wg);
+    free(r.col);
+    free(r.q);
+    if (stats) *stats = st;
+    return s;
+}
+
+qt_status qt_gptq_rtn(float *W, int64_t rows, int64_t cols, const qt_gptq_grid *grid) {
+    if (!grid || grid->group < 1 || cols % grid->group != 0)
+        return qt_error(QT_ERR_SHAPE, "gptq: the grid's group does not divide %lld columns", (long long)cols);
+    const int64_t G = grid->group;
+    float *wg = malloc((size_t)(rows * G) * sizeof *wg), *col = malloc((size_t)rows * sizeof *col);
+    float *q = malloc((size_t)rows * sizeof *q);
+    qt_status s = wg && col && q ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory");
+    for (int64_t g = 0; s == QT_OK && g < cols / G; g++) {
+        for (int64_t row = 0; row < rows; row++) memcpy(wg + row * G, W + row * cols + g * G, (size_t)G * sizeof *wg);
+        s = grid->begin_group(grid->ctx, wg, rows, g);
+        for (int64_t c = g * G; s == QT_OK && c < (g + 1) * G; c++) {
+            for (int64_t row = 0; row < rows; row++) col[row] = W[row * cols + c];
+            grid->quantize_col(grid->ctx, col, rows, c, q);
+            for (int64_t row = 0; row < rows; row++) W[row * cols + c] = q[row];
+        }
+    }
+    free(wg);
+    free(col);
+    free(q);
+    return s;
+}
+
+double qt_gptq_output_error(const float *W, const float *Q, int64_t rows, int64_t cols, const float *x, int64_t n) {
+    double sum = 0;
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t r = 0; r < rows; r++) {
+            double y = 0;
+            for (int64_t c = 0; c < cols; c++) y += ((double)W[r * cols + c] - Q[r * cols + c]) * x[t * cols + c];
+            sum += y * y;
+        }
+    return n ? sum / (double)n : 0;
+}

@@ -1,0 +1,270 @@
+/* lib/quant/gptq_grid.c — the target grids GPTQ rounds onto (quanta/gptq.h):
+ * compressed-tensors integer groups, and GGUF block types through the traits
+ * table.
+ *
+ * GGUF: a block's scales are what the type's own quantizer (the traits row's
+ * from_float, bit-exact with ggml) chooses for the block's values when the
+ * column loop reaches the block. Each code is then set on its own: the value
+ * of code q at a position is b + a q (every type here decodes affinely in its
+ * code: d (q - 8), d q, d sc q - dmin m, ...), and a and b are read off the
+ * type's own decoder by decoding the block with every code 0 and every code 1,
+ * so no decoding formula is written twice. A value the loop has not moved
+ * since the block's scales were chosen keeps the code the quantizer gave it
+ * (ggml rounds with the unrounded scale, so its code is not always the
+ * nearest decoded value): with H = I GPTQ writes the codec's bytes. The bytes are the codec's scales
+ * with the codes GPTQ chose: exactly what llama.cpp decodes. Per type only the
+ * place of a code in the block and its range are data here (code_layouts). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "quanta/ct.h"
+#include "quanta/gptq.h"
+
+/* ---- compressed-tensors integer groups ------------------------------------------ */
+
+qt_status qt_gptq_ct_int_init(qt_gptq_ct_int *g, int bits, bool symmetric, int dtype, int64_t rows, int64_t cols,
+                              int64_t group) {
+    *g = (qt_gptq_ct_int){.bits = bits, .symmetric = symmetric, .dtype = dtype, .rows = rows, .cols = cols,
+                          .group = group};
+    if (bits < 2 || bits > 8 || rows < 1 || cols < 1 || group < 1 || cols % group != 0)
+        return qt_error(QT_ERR_ARG, "gptq: int%d grid of group %lld on (%lld, %lld)", bits, (long long)group,
+                        (long long)rows, (long long)cols);
+    const size_t n_sc = (size_t)(rows * (cols / group));
+    g->q = malloc((size_t)(rows * cols));
+    g->scales = malloc(n_sc * sizeof *g->scales);
+    g->zero_points = symmetric ? NULL : calloc(n_sc, 1);
+    if (!g->q || !g->scales || (!symmetric && !g->zero_points)) {
+        qt_gptq_ct_int_free(g);
+        return qt_error(QT_ERR_NOMEM, "gptq: out of memory for int%d codes", bits);
+    }
+    return QT_OK;
+}
+
+static qt_status ct_int_begin(void *ctx, const float *wg, int64_t rows, int64_t g) {
+    qt_gptq_ct_int *c = ctx;
+    const int64_t G = c->group, ng = c->cols / G;
+    for (int64_t r = 0; r < rows; r++) {
+        float mn = INFINITY, mx = -INFINITY;
+        for (int64_t k = 0; k < G; k++) {
+            const float x = qt_ct_round_dtype(wg[r * G + k], (qt_ct_dtype)c->dtype);
+            if (x < mn) mn = x;
+            if (x > mx) mx = x;
+        }
+        int8_t zp;
+        qt_ct_int_qparams(mn, mx, c->bits, c->symmetric, (qt_ct_dtype)c->dtype, &c->scales[r * ng + g], &zp);
+        if (!c->symmetric) c->zero_points[r * ng + g] = zp;
+    }
+    return QT_OK;
+}
+
+/* compressed-tensors' _quantize / _dequantize for one element (ct_int.c's arithmetic). */
+static void ct_int_col(void *ctx, const float *w, int64_t rows, int64_t col, float *q) {
+    qt_gptq_ct_int *c = ctx;
+    const qt_ct_dtype dt = (qt_ct_dtype)c->dtype;
+    const int64_t ng = c->cols / c->group, g = col / c->group;
+    const float qmin = -(float)(1 << (c->bits - 1)), qmax = (float)((1 << (c->bits - 1)) - 1);
+    for (int64_t r = 0; r < rows; r++) {
+        const float s = c->scales[r * ng + g];
+        const int zp = c->symmetric ? 0 : c->zero_points[r * ng + g];
+        float t = qt_ct_round_dtype(qt_ct_round_dtype(w[r], dt) / s, dt);
+        if (!c->symmetric) t = qt_ct_round_dtype(t + (float)zp, dt);
+        t = fminf(fmaxf(t, qmin), qmax);
+        const int8_t code = (int8_t)nearbyintf(t);
+        c->q[r * c->cols + col] = code;
+        q[r] = qt_ct_round_dtype((float)(code - zp) * s, dt);
+    }
+}
+
+qt_gptq_grid qt_gptq_ct_int_grid(qt_gptq_ct_int *g) { return (qt_gptq_grid){g->group, g, ct_int_begin, ct_int_col}; }
+
+void qt_gptq_ct_int_free(qt_gptq_ct_int *g) {
+    free(g->q);
+    free(g->scales);
+    free(g->zero_points);
+    *g = (qt_gptq_ct_int){0};
+}
+
+/* ---- GGUF block types --------------------------------------------------------------- */
+
+/* Writes / reads code q of element i (0 <= i < block_elems) of a block. */
+typedef void (*set_code_fn)(uint8_t *block, int64_t i, int q);
+typedef int (*get_code_fn)(const uint8_t *block, int64_t i);
+
+typedef struct code_layout {
+    qt_type type;
+    int qmin, qmax;          /* the codes ggml's quantizer produces */
+    set_code_fn set;
+    get_code_fn get;
+} code_layout;
+
+static int get_nibble(const uint8_t *qs, int64_t i, int64_t half) { return i < half ? qs[i] & 0xF : qs[i % half] >> 4; }
+static int get_bit(const uint8_t *bits, int64_t k) { return bits[k / 8] >> (k % 8) & 1; }
+static int get_q4_0(const uint8_t *b, int64_t i) { return get_nibble(((const block_q4_0 *)b)->qs, i, QK4_0 / 2); }
+static int get_q4_1(const uint8_t *b, int64_t i) { return get_nibble(((const block_q4_1 *)b)->qs, i, QK4_1 / 2); }
+static int get_q5_0(const uint8_t *b, int64_t i) {
+    return get_nibble(((const block_q5_0 *)b)->qs, i, QK5_0 / 2) | get_bit(((const block_q5_0 *)b)->qh, i) << 4;
+}
+static int get_q5_1(const uint8_t *b, int64_t i) {
+    return get_nibble(((const block_q5_1 *)b)->qs, i, QK5_1 / 2) | get_bit(((const block_q5_1 *)b)->qh, i) << 4;
+}
+static int get_q8_0(const uint8_t *b, int64_t i) { return ((const block_q8_0 *)b)->qs[i]; }
+static int get_q4_K(const uint8_t *b, int64_t i) { return get_nibble(((const block_q4_K *)b)->qs + 32 * (i / 64), i % 64, 32); }
+static int get_q5_K(const uint8_t *b, int64_t i) {
+    const block_q5_K *x = (const block_q5_K *)b;
+    const int bit = (int)(2 * (i / 64) + (i % 64 >= 32));
+    return get_nibble(x->qs + 32 * (i / 64), i % 64, 32) | (x->qh[i % 32] >> bit & 1) << 4;
+}
+static int get_q6_K(const uint8_t *b, int64_t i) {
+    const block_q6_K *x = (const block_q6_K *)b;
+    const int64_t h = i / 128, k = i % 128 / 32, l = i % 32;
+    const uint8_t ql = x->ql[64 * h + l + 32 * (k & 1)], qh = x->qh[32 * h + l];
+    return (k < 2 ? ql & 0xF : ql >> 4) | (qh >> (2 * k) & 3) << 4;
+}
+
+static void set_nibble(uint8_t *qs, int64_t i, int64_t half, int q) {
+    uint8_t *b = qs + (i % half);
+    *b = i < half ? (uint8_t)((*b & 0xF0) | (q & 0xF)) : (uint8_t)((*b & 0x0F) | ((q & 0xF) << 4));
+}
+
+static void set_bit(uint8_t *bits, int64_t k, int on) {
+    if (on) bits[k / 8] |= (uint8_t)(1u << (k % 8));
+    else bits[k / 8] &= (uint8_t)~(1u << (k % 8));
+}
+
+/* Q4_0 / Q4_1: element j in the low nibble of qs[j], j + 16 in the high one. */
+static void set_q4_0(uint8_t *b, int64_t i, int q) { set_nibble(((block_q4_0 *)b)->qs, i, QK4_0 / 2, q); }
+static void set_q4_1(uint8_t *b, int64_t i, int q) { set_nibble(((block_q4_1 *)b)->qs, i, QK4_1 / 2, q); }
+/* Q5_0 / Q5_1: the low 4 bits as Q4_0, the fifth bit of element i is bit i of qh. */
+static void set_q5_0(uint8_t *b, int64_t i, int q) {
+    set_nibble(((block_q5_0 *)b)->qs, i, QK5_0 / 2, q);
+    set_bit(((block_q5_0 *)b)->qh, i, q >> 4 & 1);
+}
+static void set_q5_1(uint8_t *b, int64_t i, int q) {
+    set_nibble(((block_q5_1 *)b)->qs, i, QK5_1 / 2, q);
+    set_bit(((block_q5_1 *)b)->qh, i, q >> 4 & 1);
+}
+static void set_q8_0(uint8_t *b, int64_t i, int q) { ((block_q8_0 *)b)->qs[i] = (int8_t)q; }
+/* Q4_K / Q5_K: 64 elements per 32 bytes of qs (the first 32 low nibbles, the
+ * next 32 high); Q5_K's fifth bit of element 64 j + l is bit 2 j + (l >= 32) of qh[l % 32]. */
+static void set_q4_K(uint8_t *b, int64_t i, int q) {
+    set_nibble(((block_q4_K *)b)->qs + 32 * (i / 64), i % 64, 32, q);
+}
+static void set_q5_K(uint8_t *b, int64_t i, int q) {
+    block_q5_K *x = (block_q5_K *)b;
+    set_nibble(x->qs + 32 * (i / 64), i % 64, 32, q);
+    const int bit = (int)(2 * (i / 64) + (i % 64 >= 32));
+    x->qh[i % 32] = (uint8_t)((x->qh[i % 32] & ~(1u << bit)) | ((unsigned)(q >> 4 & 1) << bit));
+}
+/* Q6_K: per 128 elements, 64 bytes of ql and 32 of qh; element 32 k + l (k < 4)
+ * keeps its low 4 bits in ql[l + 32 (k & 1)] (high nibble for k >= 2) and its
+ * top 2 bits at 2 k of qh[l]. */
+static void set_q6_K(uint8_t *b, int64_t i, int q) {
+    block_q6_K *x = (block_q6_K *)b;
+    const int64_t h = i / 128, k = i % 128 / 32, l = i % 32;
+    uint8_t *ql = x->ql + 64 * h + l + 32 * (k & 1), *qh = x->qh + 32 * h + l;
+    *ql = k < 2 ? (uint8_t)((*ql & 0xF0) | (q & 0xF)) : (uint8_t)((*ql & 0x0F) | ((q & 0xF) << 4));
+    *qh = (uint8_t)((*qh & ~(3u << (2 * k))) | ((unsigned)(q >> 4 & 3) << (2 * k)));
+}
+
+static const code_layout code_layouts[] = {
+    {QT_TYPE_Q4_0, 0, 15, set_q4_0, get_q4_0},      {QT_TYPE_Q4_1, 0, 15, set_q4_1, get_q4_1},
+    {QT_TYPE_Q5_0, 0, 31, set_q5_0, get_q5_0},      {QT_TYPE_Q5_1, 0, 31, set_q5_1, get_q5_1},
+    {QT_TYPE_Q8_0, -127, 127, set_q8_0, get_q8_0},  {QT_TYPE_Q4_K, 0, 15, set_q4_K, get_q4_K},
+    {QT_TYPE_Q5_K, 0, 31, set_q5_K, get_q5_K},      {QT_TYPE_Q6_K, 0, 63, set_q6_K, get_q6_K},
+};
+
+static const code_layout *layout_of(qt_type t) {
+    for (size_t i = 0; i < sizeof code_layouts / sizeof code_layouts[0]; i++)
+        if (code_layouts[i].type == t) return &code_layouts[i];
+    return NULL;
+}
+
+bool qt_gptq_gguf_supported(qt_type t) {
+    const qt_type_traits *tr = qt_type_get(t);
+    return layout_of(t) && tr && tr->from_float && tr->to_float_ref;
+}
+
+qt_status qt_gptq_gguf_init(qt_gptq_gguf *g, qt_type t, int64_t rows, int64_t cols, const float *importance) {
+    *g = (qt_gptq_gguf){.type = t, .rows = rows, .cols = cols, .importance = importance};
+    const qt_type_traits *tr = qt_type_get(t);
+    if (!qt_gptq_gguf_supported(t))
+        return qt_error(QT_ERR_UNSUPPORTED, "gptq: no GPTQ grid for GGUF type %s (grids: q4_0 q4_1 q5_0 q5_1 q8_0 "
+                        "q4_K q5_K q6_K)", tr ? tr->name : "?");
+    if (rows < 1 || cols < 1 || cols % tr->block_elems != 0)
+        return qt_error(QT_ERR_SHAPE, "gptq: %s needs rows of a multiple of %lld elements, not %lld", tr->name,
+                        (long long)tr->block_elems, (long long)cols);
+    g->tr = tr;
+    g->layout = layout_of(t);
+    g->row_bytes = qt_row_size(t, cols);
+    g->bytes = calloc((size_t)rows, g->row_bytes);
+    g->a = malloc((size_t)(rows * cols) * sizeof *g->a);
+    g->b = malloc((size_t)(rows * cols) * sizeof *g->b);
+    g->seen = malloc((size_t)(rows * cols) * sizeof *g->seen);
+    g->code = malloc((size_t)(rows * cols) * sizeof *g->code);
+    if (!g->bytes || !g->a || !g->b || !g->seen || !g->code) {
+        qt_gptq_gguf_free(g);
+        return qt_error(QT_ERR_NOMEM, "gptq: out of memory for %lld rows of %s", (long long)rows, tr->name);
+    }
+    return QT_OK;
+}
+
+/* The block's scales from its current values, then b (all codes qmin... 0) and a. */
+static qt_status gguf_begin(void *ctx, const float *wg, int64_t rows, int64_t g) {
+    qt_gptq_gguf *x = ctx;
+    const code_layout *L = x->layout;
+    const int64_t G = x->tr->block_elems;
+    const size_t bb = x->tr->block_bytes;
+    uint8_t probe[512];
+    float v0[QK_K], v1[QK_K];
+    if (bb > sizeof probe || G > QK_K) return qt_error(QT_ERR_INTERNAL, "gptq: %s block too large", x->tr->name);
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *blk = x->bytes + (size_t)r * x->row_bytes + (size_t)g * bb;
+        x->tr->from_float(wg + r * G, blk, G, x->importance ? x->importance + g * G : NULL);
+        for (int64_t i = 0; i < G; i++) {
+            x->seen[r * x->cols + g * G + i] = wg[r * G + i];
+            x->code[r * x->cols + g * G + i] = (int16_t)L->get(blk, i);
+        }
+        memcpy(probe, blk, bb);
+        for (int64_t i = 0; i < G; i++) L->set(probe, i, L->qmin);
+        x->tr->to_float_ref(probe, v0, G);
+        for (int64_t i = 0; i < G; i++) L->set(probe, i, L->qmin + 1);
+        x->tr->to_float_ref(probe, v1, G);
+        for (int64_t i = 0; i < G; i++) {
+            const float a = v1[i] - v0[i];
+            x->a[r * x->cols + g * G + i] = a;
+            x->b[r * x->cols + g * G + i] = v0[i] - a * (float)L->qmin; /* the value of code 0 */
+        }
+    }
+    return QT_OK;
+}
+
+static void gguf_col(void *ctx, const float *w, int64_t rows, int64_t col, float *q) {
+    qt_gptq_gguf *x = ctx;
+    const code_layout *L = x->layout;
+    const int64_t G = x->tr->block_elems, g = col / G;
+    for (int64_t r = 0; r < rows; r++) {
+        const float a = x->a[r * x->cols + col], b = x->b[r * x->cols + col];
+        int code = x->code[r * x->cols + col];
+        if (w[r] != x->seen[r * x->cols + col] && a != 0.0f) {
+            const float t = nearbyintf((w[r] - b) / a);
+            code = t < (float)L->qmin ? L->qmin : t > (float)L->qmax ? L->qmax : (int)t;
+        }
+        L->set(x->bytes + (size_t)r * x->row_bytes + (size_t)g * x->tr->block_bytes, col % G, code);
+        q[r] = b + a * (float)code;
+    }
+}
+
+qt_gptq_grid qt_gptq_gguf_grid(qt_gptq_gguf *g) {
+    return (qt_gptq_grid){g->tr ? g->tr->block_elems : 0, g, gguf_begin, gguf_col};
+}
+
+void qt_gptq_gguf_free(qt_gptq_gguf *g) {
+    free(g->bytes);
+    free(g->a);
+    free(g->b);
+    free(g->seen);
+    free(g->code);
+    *g = (qt_gptq_gguf){0};
+}

@@ -1,0 +1,365 @@
+/* lib/quantize/gptq_run.c — GPTQ over a whole model, layer by layer
+ * (quanta/quantize.h "GPTQ", docs/gptq.md), on the engine's calibration seam:
+ *
+ *   for each decoder layer:
+ *     observe  run the calibration batch through the layer; each distinct
+ *              linear input adds its rows to a Hessian (q/k/v share one,
+ *              gate/up share one: the inputs_of table);
+ *     quantize each linear with GPTQ onto its target grid (the plan's GGUF
+ *              type or the compressed-tensors scheme), keeping the result;
+ *     rebind   the layer's linears to their quantized form;
+ *     run      the layer again, so the next layer sees the quantized layer's
+ *              outputs (the paper's sequential order, llm-compressor's
+ *              "sequential" pipeline).
+ *
+ * Memory: the engine's buffers and the hidden states of the calibration batch
+ * (n_seq x n_tok x n_embd floats), one linear in f32 and its grid state, the
+ * layer's Hessians (double), and the quantized output so far (written at the
+ * end: GGUF through the pipeline's writer, compressed-tensors through
+ * qt_ct_export with the codes given).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "quanta/ct.h"
+#include "quanta/quantize_ct.h"
+#include "quanta/engine.h"
+#include "quanta/gptq.h"
+#include "quantize_internal.h"
+
+/* The linears of a decoder layer and whose input each one sees: the engine
+ * feeds q/k/v the same normed rows, and gate/up the same (lib/engine/forward.c). */
+static const struct { const char *linear; int input; } inputs_of[] = {
+    {"attn_q", 0}, {"attn_k", 0}, {"attn_v", 0}, {"attn_output", 1}, {"ffn_gate", 2}, {"ffn_up", 2}, {"ffn_down", 3},
+};
+enum { N_LINEARS = 7, N_INPUTS = 4 };
+
+/* What a target does with one linear: GPTQ it (or not) and give the tensor
+ * the engine should run the rest of the calibration with. */
+typedef struct gptq_target {
+    void *ctx;
+    /* W (rows, cols) f32 of src; H its Hessian. Sets *bind to the quantized
+     * tensor (kept by the target), or leaves bind->data NULL to keep src. */
+    qt_status (*linear)(void *ctx, const qt_tensor *src, float *W, const double *H, const qt_gptq_opts *o,
+                        qt_gptq_stats *st, qt_tensor *bind, bool *done);
+    /* After the layer ran on its quantized linears (NULL: nothing to do). */
+    qt_status (*layer_done)(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il);
+} gptq_target;
+
+typedef struct observer_ctx {
+    qt_gptq_hessian h[N_INPUTS];
+    qt_status err;
+} observer_ctx;
+
+static void observe(void *user, int32_t layer, const char *linear, const float *x, int32_t n_tokens, int32_t n_in) {
+    observer_ctx *c = user;
+    (void)layer;
+    if (c->err != QT_OK) return;
+    for (int k = 0; k < N_LINEARS; k++) {
+        if (strcmp(inputs_of[k].linear, linear)) continue;
+        qt_gptq_hessian *h = &c->h[inputs_of[k].input];
+        if (k > 0 && inputs_of[k - 1].input == inputs_of[k].input) return; /* the same rows again */
+        if (!h->s && (c->err = qt_gptq_hessian_init(h, n_in)) != QT_OK) return;
+        if (h->n != n_in) { c->err = qt_error(QT_ERR_SHAPE, "gptq: %s: %d inputs, then %lld", linear, n_in, (long long)h->n); return; }
+        c->err = qt_gptq_hessian_add(h, x, n_tokens);
+        return;
+    }
+    c->err = qt_error(QT_ERR_UNSUPPORTED, "gptq: the engine ran a linear '%s' quanta has no Hessian for", linear);
+}
+
+static void note(const qt_gptq_run_opts *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(const qt_gptq_run_opts *g, const char *fmt, ...) {
+    if (!g->note) return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    g->note(g->note_ctx, buf);
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* One linear: its weights in f32, its Hessian, the target, the engine rebound. */
+static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int k, observer_ctx *oc, gptq_target *tg,
+                            const qt_gptq_run_opts *g, qt_gptq_report *r) {
+    char name[QT_MAX_NAME];
+    snprintf(name, sizeof name, "blk.%d.%s.weight", il, inputs_of[k].linear);
+    const qt_tensor *t = qt_model_find_tensor(m, name);
+    if (!t) return QT_OK; /* an architecture without this linear */
+    const qt_gptq_hessian *h = &oc->h[inputs_of[k].input];
+    if (!h->s) return qt_error(QT_ERR_INTERNAL, "gptq: %s: the engine never showed its inputs", name);
+    const int64_t cols = t->ne[0], rows = t->ne[1];
+    float *W = malloc((size_t)(rows * cols) * sizeof *W);
+    double *H = malloc((size_t)(cols * cols) * sizeof *H);
+    qt_status s = W && H ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory for %s", name);
+    if (s == QT_OK) s = qt_dequantize_rows(t->type, t->data, W, rows, cols);
+    if (s == QT_OK) s = qt_gptq_hessian_get(h, H);
+    qt_tensor bind = *t;
+    bind.data = NULL;
+    bool done = false;
+    qt_gptq_stats st = {0};
+    if (s == QT_OK) s = tg->linear(tg->ctx, t, W, H, &g->gptq, &st, &bind, &done);
+    if (s == QT_OK && bind.data) s = qt_layerwise_set_weight(lw, il, inputs_of[k].linear, &bind);
+    free(W);
+    free(H);
+    if (s != QT_OK) return qt_error(s, "%s: %s", name, qt_last_error());
+    if (done) {
+        r->n_gptq++;
+        r->loss += st.loss;
+        r->n_retries += st.retries;
+        r->n_dead_cols += st.dead_cols;
+        if (st.retries)
+            note(g, "%s: the Hessian needed damping %.3g (%d retries of x10) for its Cholesky factor", name, st.damp,
+                 st.retries);
+    }
+    return QT_OK;
+}
+
+static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_target *tg, qt_gptq_report *r) {
+    const int32_t n_layer = qt_model_hparams(m)->n_layer;
+    if (!g->tokens || g->n_seq < 1 || g->n_tok < 2)
+        return qt_error(QT_ERR_ARG, "gptq: calibration needs at least 1 sequence of 2 tokens (%d x %d)", g->n_seq, g->n_tok);
+    if (g->n_tok > qt_model_hparams(m)->n_ctx_train)
+        return qt_error(QT_ERR_ARG, "gptq: sequences of %d tokens are longer than the model's context (%d)", g->n_tok,
+                        qt_model_hparams(m)->n_ctx_train);
+    qt_engine_opts eo;
+    qt_engine_opts_default(&eo);
+    eo.n_ctx = eo.n_batch = g->n_tok;
+    eo.n_threads = g->threads;
+    eo.kv_type = QT_KV_TYPE_F32;
+    qt_engine_ctx *e = NULL;
+    qt_layerwise *lw = NULL;
+    qt_status s = qt_engine_new(m, &eo, &e);
+    if (s == QT_OK) s = qt_layerwise_new(e, g->tokens, g->n_seq, g->n_tok, &lw);
+    const double t0 = now();
+    for (int32_t il = 0; s == QT_OK && il < n_layer; il++) {
+        observer_ctx oc = {.err = QT_OK};
+        s = qt_layerwise_observe_layer(lw, observe, &oc);
+        if (s == QT_OK) s = oc.err;
+        for (int k = 0; s == QT_OK && k < N_LINEARS; k++) s = one_linear(m, lw, il, k, &oc, tg, g, r);
+        for (int k = 0; k < N_INPUTS; k++) qt_gptq_hessian_free(&oc.h[k]);
+        if (s == QT_OK) s = qt_layerwise_run_layer(lw, NULL, NULL);
+        if (s == QT_OK && tg->layer_done) s = tg->layer_done(tg->ctx, m, lw, il);
+        if (s != QT_OK) break;
+        const double el = now() - t0;
+        note(g, "layer %d/%d quantized: %.1f s elapsed, ETA %.1f s", il + 1, n_layer, el,
+             el / (il + 1) * (n_layer - il - 1));
+        qt_progress_report(&g->progress, "gptq", il + 1, n_layer);
+        if (qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "gptq: interrupted");
+    }
+    r->seconds = now() - t0;
+    qt_layerwise_free(lw);
+    qt_engine_free(e);
+    return s;
+}
+
+qt_gptq_run_opts qt_gptq_run_opts_default(void) {
+    return (qt_gptq_run_opts){.gptq = qt_gptq_opts_default(), .hessian_importance = true};
+}
+
+/* ---- GGUF: the plan's type per tensor ------------------------------------------------- */
+
+typedef struct gguf_target {
+    const qt_quantize_plan *p;
+    const qt_model *m;
+    const qt_gptq_run_opts *g;
+    uint8_t **given;          /* (p->n_tensors) GPTQ's bytes, NULL: the pipeline quantizes */
+    float *importance;        /* (largest cols) diag(H) */
+    int32_t n_rtn;
+} gguf_target;
+
+static int32_t plan_find(const qt_quantize_plan *p, const char *name) {
+    for (int32_t i = 0; i < p->n_tensors; i++)
+        if (!strcmp(p->tensors[i].name, name)) return i;
+    return -1;
+}
+
+static qt_status gguf_linear(void *ctx, const qt_tensor *src, float *W, const double *H, const qt_gptq_opts *o,
+                             qt_gptq_stats *st, qt_tensor *bind, bool *done) {
+    gguf_target *x = ctx;
+    const int32_t i = plan_find(x->p, src->name);
+    const int64_t cols = src->ne[0], rows = src->ne[1];
+    if (i < 0) return QT_OK;
+    const qt_type type = x->p->tensors[i].type;
+    if (type == src->type) return QT_OK; /* kept as stored */
+    if (!qt_gptq_gguf_supported(type)) {
+        /* no grid for the type: the pipeline rounds it to nearest, and says so here */
+        if (qt_type_get(type)->is_quantized) {
+            x->n_rtn++;
+            note(x->g, "%s: no GPTQ grid for %s: round-to-nearest", src->name, qt_type_get(type)->name);
+        }
+        const size_t nb = qt_row_size(type, cols) * (size_t)rows;
+        if (!(x->given[i] = malloc(nb))) return qt_error(QT_ERR_NOMEM, "out of memory");
+        qt_status s = qt_quantize_rows(type, W, x->given[i], rows, cols, NULL);
+        if (s != QT_OK) return s;
+        bind->type = type;
+        bind->nbytes = nb;
+        bind->data = x->given[i];
+        return QT_OK;
+    }
+    float *imp = NULL;
+    if (x->g->hessian_importance) {
+        imp = x->importance;
+        for (int64_t c = 0; c < cols; c++) imp[c] = (float)H[c * cols + c];
+    }
+    qt_gptq_gguf gg;
+    qt_status s = qt_gptq_gguf_init(&gg, type, rows, cols, imp);
+    qt_gptq_grid grid = qt_gptq_gguf_grid(&gg);
+    if (s == QT_OK) s = qt_gptq_quantize(W, rows, cols, H, &grid, o, st);
+    if (s != QT_OK) {
+        qt_gptq_gguf_free(&gg);
+        return s;
+    }
+    x->given[i] = gg.bytes; /* the grid's bytes are the output */
+    gg.bytes = NULL;
+    bind->type = type;
+    bind->nbytes = gg.row_bytes * (size_t)rows;
+    bind->data = x->given[i];
+    qt_gptq_gguf_free(&gg);
+    *done = true;
+    return QT_OK;
+}
+
+qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
+                                qt_quantize_plan *p, const qt_gptq_run_opts *g, qt_gptq_report *r) {
+    *r = (qt_gptq_report){0};
+    if (!out_path || !out_path[0]) return qt_error(QT_ERR_ARG, "quantize: no output path");
+    if (o->imatrix)
+        return qt_error(QT_ERR_ARG, "gptq: --imatrix is for round-to-nearest; GPTQ uses the calibration Hessians");
+    if (!o->algorithm || strcmp(o->algorithm, "gptq"))
+        return qt_error(QT_ERR_ARG, "gptq: the quantize options must name the algorithm \"gptq\" (it is recorded)");
+    int64_t max_cols = 1;
+    for (int32_t i = 0; i < p->n_tensors; i++) {
+        const qt_tensor *t = qt_model_find_tensor(m, p->tensors[i].name);
+        if (t && t->ne[0] > max_cols) max_cols = t->ne[0];
+    }
+    gguf_target x = {.p = p, .m = m, .g = g};
+    x.given = calloc((size_t)p->n_tensors + 1, sizeof *x.given);
+    x.importance = malloc((size_t)max_cols * sizeof *x.importance);
+    qt_status s = x.given && x.importance ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory");
+    gptq_target tg = {&x, gguf_linear, NULL};
+    if (s == QT_OK) s = run_layers(m, g, &tg, r);
+    r->n_rtn = x.n_rtn;
+    if (s == QT_OK) {
+        const qt__quantize_given given = {(const uint8_t *const *)x.given};
+        s = qt__quantize_write_staged(m, out_path, o, p, &given);
+    }
+    for (int32_t i = 0; x.given && i < p->n_tensors; i++) free(x.given[i]);
+    free(x.given);
+    free(x.importance);
+    return s;
+}
+
+/* ---- compressed-tensors integer schemes: codes handed to qt_ct_export ---------------- */
+
+typedef struct ct_codes {
+    char name[QT_MAX_NAME];
+    int64_t rows, cols;
+    qt_gptq_ct_int g;         /* codes, scales, zero points */
+} ct_codes;
+
+typedef struct ct_target {
+    qt_ct_int_args a;
+    ct_codes *t;
+    int32_t n, cap;
+    float *bound[N_LINEARS];  /* the current layer's quantized weights in f32, bound to the engine */
+    qt_tensor bound_t[N_LINEARS];
+    int n_bound;
+} ct_target;
+
+static qt_status ct_linear(void *ctx, const qt_tensor *src, float *W, const double *H, const qt_gptq_opts *o,
+                           qt_gptq_stats *st, qt_tensor *bind, bool *done) {
+    ct_target *x = ctx;
+    const int64_t cols = src->ne[0], rows = src->ne[1];
+    const int64_t group = x->a.strategy == QT_CT_GROUP ? (x->a.group_size ? x->a.group_size : QT_CT_DEFAULT_GROUP_SIZE) : cols;
+    if (cols % group != 0)
+        return qt_error(QT_ERR_SHAPE, "%lld columns are not a multiple of the group size %lld", (long long)cols,
+                        (long long)group);
+    if (x->n == x->cap) {
+        const int32_t cap = x->cap ? 2 * x->cap : 64;
+        ct_codes *t = realloc(x->t, (size_t)cap * sizeof *t);
+        if (!t) return qt_error(QT_ERR_NOMEM, "out of memory");
+        x->t = t;
+        x->cap = cap;
+    }
+    ct_codes *c = &x->t[x->n];
+    *c = (ct_codes){.rows = rows, .cols = cols};
+    snprintf(c->name, sizeof c->name, "%s", src->name);
+    qt_status s = qt_gptq_ct_int_init(&c->g, x->a.bits, x->a.symmetric, (int)x->a.dtype, rows, cols, group);
+    if (s != QT_OK) return s;
+    x->n++;
+    qt_gptq_grid grid = qt_gptq_ct_int_grid(&c->g);
+    if ((s = qt_gptq_quantize(W, rows, cols, H, &grid, o, st)) != QT_OK) return s;
+    /* the engine runs the rest of the calibration on the dequantized values (vLLM's w*a16) */
+    float *f = malloc((size_t)(rows * cols) * sizeof *f);
+    if (!f) return qt_error(QT_ERR_NOMEM, "out of memory");
+    memcpy(f, W, (size_t)(rows * cols) * sizeof *f);
+    x->bound[x->n_bound] = f;
+    x->bound_t[x->n_bound] = *src;
+    x->n_bound++;
+    bind->type = QT_TYPE_F32;
+    bind->nbytes = (size_t)(rows * cols) * sizeof(float);
+    bind->data = f;
+    *done = true;
+    return QT_OK;
+}
+
+/* The layer is done: back to the model's own tensors, the f32 copies freed. */
+static qt_status ct_layer_done(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il) {
+    ct_target *x = ctx;
+    qt_status s = QT_OK;
+    for (int k = 0; k < N_LINEARS; k++) {
+        char name[QT_MAX_NAME];
+        snprintf(name, sizeof name, "blk.%d.%s.weight", il, inputs_of[k].linear);
+        const qt_tensor *t = qt_model_find_tensor(m, name);
+        if (t && s == QT_OK) s = qt_layerwise_set_weight(lw, il, inputs_of[k].linear, t);
+    }
+    for (int k = 0; k < x->n_bound; k++) free(x->bound[k]);
+    x->n_bound = 0;
+    return s;
+}
+
+static bool ct_given(void *ctx, const char *name, int64_t rows, int64_t cols, const int8_t **q, const float **scales,
+                     const int8_t **zero_points) {
+    const ct_target *x = ctx;
+    for (int32_t i = 0; i < x->n; i++) {
+        const ct_codes *c = &x->t[i];
+        if (strcmp(c->name, name) || c->rows != rows || c->cols != cols) continue;
+        *q = c->g.q;
+        *scales = c->g.scales;
+        *zero_points = c->g.zero_points;
+        return true;
+    }
+    return false;
+}
+
+qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char *out_dir, const qt_ct_export_opts *o,
+                              const qt_gptq_run_opts *g, qt_ct_export_estimate *est, qt_gptq_report *r) {
+    *r = (qt_gptq_report){0};
+    ct_target x = {0};
+    qt_status s = qt_ct_int_scheme(m, scheme, &x.a);
+    if (s != QT_OK) return qt_error(s, "gptq: %s", qt_last_error());
+    if (o->keep && o->keep[0])
+        return qt_error(QT_ERR_UNSUPPORTED, "gptq: --keep with a compressed-tensors scheme is not supported yet");
+    if (o->input_amax) return qt_error(QT_ERR_UNSUPPORTED, "gptq: static activation scales are not supported yet");
+    gptq_target tg = {&x, ct_linear, ct_layer_done};
+    s = run_layers(m, g, &tg, r);
+    for (int k = 0; k < x.n_bound; k++) free(x.bound[k]);
+    if (s == QT_OK) {
+        qt_ct_export_opts eo = *o;
+        eo.int_codes = ct_given;
+        eo.int_codes_ctx = &x;
+        s = qt_ct_export(m, scheme, out_dir, &eo, est);
+    }
+    for (int32_t i = 0; i < x.n; i++) qt_gptq_ct_int_free(&x.t[i].g);
+    free(x.t);
+    return s;
+}

@@ -1,0 +1,310 @@
+/* GPTQ's numeric core (lib/quant/gptq.c) and its grids (lib/quant/gptq_grid.c)
+ * on small matrices: H = I is round-to-nearest exactly, the grids' RTN is the
+ * codecs' own, GPTQ beats RTN on correlated inputs (held-out rows), dead
+ * columns, the Cholesky retry, act order, and run-to-run determinism. */
+#include <math.h>
+
+#include "qtest.h"
+#include "quanta.h"
+
+static uint64_t rng = 88172645463325252ull;
+static double unif(void) { /* xorshift64 in [0, 1) */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+static float gauss(void) {
+    const double u = unif() + 1e-12, v = unif();
+    return (float)(sqrt(-2 * log(u)) * cos(6.283185307179586 * v));
+}
+
+/* Correlated inputs: x = z M with M (k, n) dense, and one strong column. */
+static float *make_inputs(int64_t n_rows, int64_t n, const float *M, int64_t k) {
+    float *x = malloc((size_t)(n_rows * n) * sizeof *x);
+    float *z = malloc((size_t)k * sizeof *z);
+    for (int64_t t = 0; t < n_rows; t++) {
+        for (int64_t i = 0; i < k; i++) z[i] = gauss();
+        for (int64_t j = 0; j < n; j++) {
+            float s = 0;
+            for (int64_t i = 0; i < k; i++) s += z[i] * M[i * n + j];
+            x[t * n + j] = s + 0.1f * gauss();
+        }
+    }
+    free(z);
+    return x;
+}
+
+typedef struct problem {
+    int64_t rows, cols, n_cal, n_test;
+    float *W, *xc, *xt;
+    double *H;
+} problem;
+
+static problem make_problem(int64_t rows, int64_t cols) {
+    problem p = {rows, cols, 512, 256, NULL, NULL, NULL, NULL};
+    const int64_t k = cols / 4;
+    float *M = malloc((size_t)(k * cols) * sizeof *M);
+    for (int64_t i = 0; i < k * cols; i++) M[i] = gauss();
+    p.xc = make_inputs(p.n_cal, cols, M, k);
+    p.xt = make_inputs(p.n_test, cols, M, k);
+    free(M);
+    p.W = malloc((size_t)(rows * cols) * sizeof *p.W);
+    for (int64_t i = 0; i < rows * cols; i++) p.W[i] = 0.05f * gauss();
+    qt_gptq_hessian h;
+    CHECK_OK(qt_gptq_hessian_init(&h, cols));
+    CHECK_OK(qt_gptq_hessian_add(&h, p.xc, 200));
+    CHECK_OK(qt_gptq_hessian_add(&h, p.xc + 200 * cols, p.n_cal - 200));
+    p.H = malloc((size_t)(cols * cols) * sizeof *p.H);
+    CHECK_OK(qt_gptq_hessian_get(&h, p.H));
+    qt_gptq_hessian_free(&h);
+    return p;
+}
+
+static void free_problem(problem *p) {
+    free(p->W);
+    free(p->xc);
+    free(p->xt);
+    free(p->H);
+}
+
+static float *copy(const float *w, int64_t n) {
+    float *c = malloc((size_t)n * sizeof *c);
+    memcpy(c, w, (size_t)n * sizeof *c);
+    return c;
+}
+
+/* The Hessian equals 2 X^T X / n computed directly. */
+static void test_hessian(void) {
+    problem p = make_problem(4, 16);
+    double worst = 0;
+    for (int64_t i = 0; i < 16; i++)
+        for (int64_t j = 0; j < 16; j++) {
+            double s = 0;
+            for (int64_t t = 0; t < p.n_cal; t++) s += (double)p.xc[t * 16 + i] * p.xc[t * 16 + j];
+            s *= 2.0 / (double)p.n_cal;
+            worst = fmax(worst, fabs(s - p.H[i * 16 + j]) / (fabs(s) + 1e-9));
+        }
+    CHECK_MSG(worst < 1e-12, "relative error %g", worst);
+    qt_gptq_hessian h;
+    CHECK_OK(qt_gptq_hessian_init(&h, 4));
+    CHECK_STATUS(qt_gptq_hessian_get(&h, p.H), QT_ERR_ARG); /* no rows */
+    qt_gptq_hessian_free(&h);
+    free_problem(&p);
+}
+
+/* The ct int grid's RTN gives qt_ct_int_quantize's codes and scales exactly,
+ * and GPTQ with H = I gives the RTN values exactly. */
+static void test_ct_int_identity(void) {
+    const int64_t R = 24, C = 64;
+    problem p = make_problem(R, C);
+    double *I = calloc((size_t)(C * C), sizeof *I);
+    for (int64_t i = 0; i < C; i++) I[i * C + i] = 1.0;
+    const bool syms[2] = {true, false};
+    for (int k = 0; k < 2; k++) {
+        qt_gptq_ct_int g;
+        CHECK_OK(qt_gptq_ct_int_init(&g, 4, syms[k], QT_CT_BF16, R, C, 32));
+        qt_gptq_grid grid = qt_gptq_ct_int_grid(&g);
+        float *rtn = copy(p.W, R * C), *gq = copy(p.W, R * C);
+        CHECK_OK(qt_gptq_rtn(rtn, R, C, &grid));
+        int8_t *q = malloc((size_t)(R * C)), *zp = malloc((size_t)(R * 2));
+        float *sc = malloc((size_t)(R * 2) * sizeof *sc);
+        qt_ct_int_args a = {.bits = 4, .symmetric = syms[k], .strategy = QT_CT_GROUP, .group_size = 32, .dtype = QT_CT_BF16};
+        CHECK_OK(qt_ct_int_quantize(p.W, R, C, &a, q, sc, zp));
+        CHECK(memcmp(q, g.q, (size_t)(R * C)) == 0);
+        CHECK(memcmp(sc, g.scales, (size_t)(R * 2) * sizeof *sc) == 0);
+        if (!syms[k]) CHECK(memcmp(zp, g.zero_points, (size_t)(R * 2)) == 0);
+        qt_gptq_stats st;
+        CHECK_OK(qt_gptq_quantize(gq, R, C, I, &grid, NULL, &st));
+        CHECK(memcmp(gq, rtn, (size_t)(R * C) * sizeof *gq) == 0);
+        CHECK(memcmp(q, g.q, (size_t)(R * C)) == 0);
+        CHECK_EQ_INT(st.retries, 0);
+        CHECK_NEAR(st.damp, 0.01, 1e-15);
+        free(q);
+        free(zp);
+        free(sc);
+        free(rtn);
+        free(gq);
+        qt_gptq_ct_int_free(&g);
+    }
+    free(I);
+    free_problem(&p);
+}
+
+static const qt_type gguf_types[] = {QT_TYPE_Q4_0, QT_TYPE_Q4_1, QT_TYPE_Q5_0, QT_TYPE_Q5_1, QT_TYPE_Q8_0,
+                                     QT_TYPE_Q4_K, QT_TYPE_Q5_K, QT_TYPE_Q6_K};
+enum { N_GGUF = sizeof gguf_types / sizeof gguf_types[0] };
+
+/* A GGUF grid's RTN writes the codec's own bytes (scales and codes), its
+ * values are what the type's decoder gives for them, and H = I is RTN. */
+static void test_gguf_identity(void) {
+    const int64_t R = 8, C = 512;
+    problem p = make_problem(R, C);
+    double *I = calloc((size_t)(C * C), sizeof *I);
+    for (int64_t i = 0; i < C; i++) I[i * C + i] = 1.0;
+    for (int t = 0; t < N_GGUF; t++) {
+        const qt_type_traits *tr = qt_type_get(gguf_types[t]);
+        CHECK(qt_gptq_gguf_supported(gguf_types[t]));
+        qt_gptq_gguf g;
+        CHECK_OK(qt_gptq_gguf_init(&g, gguf_types[t], R, C, NULL));
+        qt_gptq_grid grid = qt_gptq_gguf_grid(&g);
+        float *rtn = copy(p.W, R * C), *dec = malloc((size_t)(R * C) * sizeof *dec);
+        CHECK_OK(qt_gptq_rtn(rtn, R, C, &grid));
+        const size_t nb = g.row_bytes * (size_t)R;
+        uint8_t *ref = malloc(nb);
+        CHECK_OK(qt_quantize_rows(gguf_types[t], p.W, ref, R, C, NULL));
+        CHECK_MSG(memcmp(ref, g.bytes, nb) == 0, "%s: RTN bytes differ from the codec's", tr->name);
+        CHECK_OK(qt_dequantize_rows(gguf_types[t], g.bytes, dec, R, C));
+        double worst = 0;
+        for (int64_t i = 0; i < R * C; i++) worst = fmax(worst, fabs((double)dec[i] - rtn[i]));
+        CHECK_MSG(worst < 1e-6, "%s: grid values differ from the decoder's by %g", tr->name, worst);
+        float *gq = copy(p.W, R * C);
+        qt_gptq_stats st;
+        CHECK_OK(qt_gptq_quantize(gq, R, C, I, &grid, NULL, &st));
+        CHECK_MSG(memcmp(gq, rtn, (size_t)(R * C) * sizeof *gq) == 0, "%s: H = I is not RTN", tr->name);
+        CHECK_MSG(memcmp(ref, g.bytes, nb) == 0, "%s: H = I bytes differ", tr->name);
+        free(ref);
+        free(rtn);
+        free(dec);
+        free(gq);
+        qt_gptq_gguf_free(&g);
+    }
+    CHECK(!qt_gptq_gguf_supported(QT_TYPE_F16));
+    CHECK(!qt_gptq_gguf_supported(QT_TYPE_IQ4_NL));
+    qt_gptq_gguf g;
+    CHECK_STATUS(qt_gptq_gguf_init(&g, QT_TYPE_Q4_0, 2, 48, NULL), QT_ERR_SHAPE);
+    free(I);
+    free_problem(&p);
+}
+
+/* Layer-output error on held-out rows: GPTQ below RTN, with and without act order. */
+static void compare(const char *what, problem *p, const qt_gptq_grid *grid, bool act_order) {
+    float *rtn = copy(p->W, p->rows * p->cols), *gq = copy(p->W, p->rows * p->cols);
+    CHECK_OK(qt_gptq_rtn(rtn, p->rows, p->cols, grid));
+    qt_gptq_opts o = qt_gptq_opts_default();
+    o.act_order = act_order;
+    o.block = 64; /* two lazy blocks and more on 256 columns */
+    qt_gptq_stats st;
+    CHECK_OK(qt_gptq_quantize(gq, p->rows, p->cols, p->H, grid, &o, &st));
+    const double e_rtn = qt_gptq_output_error(p->W, rtn, p->rows, p->cols, p->xt, p->n_test);
+    const double e_gptq = qt_gptq_output_error(p->W, gq, p->rows, p->cols, p->xt, p->n_test);
+    printf("  %-22s act_order=%d  held-out output error: RTN %.5g  GPTQ %.5g  (ratio %.3f)\n", what, act_order, e_rtn,
+           e_gptq, e_gptq / e_rtn);
+    CHECK_MSG(e_gptq < 0.9 * e_rtn, "%s: GPTQ %g vs RTN %g", what, e_gptq, e_rtn);
+    free(rtn);
+    free(gq);
+}
+
+static void test_gptq_beats_rtn(void) {
+    const int64_t R = 32, C = 256;
+    problem p = make_problem(R, C);
+    for (int ao = 0; ao < 2; ao++) {
+        const int bits[2] = {4, 8};
+        for (int k = 0; k < 2; k++) {
+            qt_gptq_ct_int g;
+            CHECK_OK(qt_gptq_ct_int_init(&g, bits[k], k == 0 ? false : true, QT_CT_BF16, R, C, 128));
+            qt_gptq_grid grid = qt_gptq_ct_int_grid(&g);
+            compare(bits[k] == 4 ? "w4a16-asym g128" : "w8a16 g128", &p, &grid, ao);
+            qt_gptq_ct_int_free(&g);
+        }
+        qt_gptq_ct_int g;
+        CHECK_OK(qt_gptq_ct_int_init(&g, 4, true, QT_CT_BF16, R, C, C));
+        qt_gptq_grid grid = qt_gptq_ct_int_grid(&g);
+        compare("w4a16 per channel", &p, &grid, ao);
+        qt_gptq_ct_int_free(&g);
+        for (int t = 0; t < N_GGUF; t++) {
+            qt_gptq_gguf gg;
+            CHECK_OK(qt_gptq_gguf_init(&gg, gguf_types[t], R, C, NULL));
+            qt_gptq_grid gr = qt_gptq_gguf_grid(&gg);
+            compare(qt_type_get(gguf_types[t])->name, &p, &gr, ao);
+            qt_gptq_gguf_free(&gg);
+        }
+    }
+    free_problem(&p);
+}
+
+/* An input column that is always 0: H_ii = 0, so W[:, i] = 0 and its codes
+ * are the grid's zero (llm-compressor's handling). */
+static void test_dead_columns(void) {
+    const int64_t R = 8, C = 64;
+    problem p = make_problem(R, C);
+    for (int64_t j = 0; j < C; j++) p.H[5 * C + j] = p.H[j * C + 5] = 0.0;
+    qt_gptq_ct_int g;
+    CHECK_OK(qt_gptq_ct_int_init(&g, 4, true, QT_CT_F32, R, C, 32));
+    qt_gptq_grid grid = qt_gptq_ct_int_grid(&g);
+    float *w = copy(p.W, R * C);
+    qt_gptq_stats st;
+    CHECK_OK(qt_gptq_quantize(w, R, C, p.H, &grid, NULL, &st));
+    CHECK_EQ_INT(st.dead_cols, 1);
+    for (int64_t r = 0; r < R; r++) {
+        CHECK(w[r * C + 5] == 0.0f);
+        CHECK_EQ_INT(g.q[r * C + 5], 0);
+    }
+    free(w);
+    qt_gptq_ct_int_free(&g);
+    free_problem(&p);
+}
+
+/* An indefinite Hessian: the damping is raised (x10) until the Cholesky
+ * factorization succeeds, and the retries are reported; with too few retries
+ * it is an error, never a silent RTN. */
+static void test_cholesky_retry(void) {
+    const int64_t R = 2, C = 2;
+    double H[4] = {1.0, 3.0, 3.0, 1.0}; /* eigenvalues 4 and -2 */
+    float W0[4] = {0.3f, -0.2f, 0.1f, 0.05f}, w[4];
+    qt_gptq_ct_int g;
+    CHECK_OK(qt_gptq_ct_int_init(&g, 8, true, QT_CT_F32, R, C, 2));
+    qt_gptq_grid grid = qt_gptq_ct_int_grid(&g);
+    qt_gptq_stats st;
+    memcpy(w, W0, sizeof w);
+    CHECK_OK(qt_gptq_quantize(w, R, C, H, &grid, NULL, &st));
+    CHECK_EQ_INT(st.retries, 3); /* 0.01, 0.1, 1 fail; 10 works */
+    CHECK_NEAR(st.damp, 10.0, 1e-9);
+    qt_gptq_opts o = qt_gptq_opts_default();
+    o.max_retries = 2;
+    memcpy(w, W0, sizeof w);
+    CHECK_STATUS(qt_gptq_quantize(w, R, C, H, &grid, &o, &st), QT_ERR_RANGE);
+    CHECK(strstr(qt_last_error(), "not positive definite") != NULL);
+    double Hn[4] = {1.0, 0.0, 0.0, NAN};
+    CHECK_STATUS(qt_gptq_quantize(w, R, C, Hn, &grid, NULL, &st), QT_ERR_RANGE);
+    qt_gptq_ct_int_free(&g);
+}
+
+/* The same inputs give the same bits, run after run. */
+static void test_deterministic(void) {
+    uint64_t seed = rng;
+    problem a = make_problem(16, 256);
+    rng = seed;
+    problem b = make_problem(16, 256);
+    CHECK(memcmp(a.H, b.H, 256 * 256 * sizeof(double)) == 0);
+    uint8_t *bytes[2];
+    for (int k = 0; k < 2; k++) {
+        qt_gptq_gguf g;
+        CHECK_OK(qt_gptq_gguf_init(&g, QT_TYPE_Q4_K, 16, 256, NULL));
+        qt_gptq_grid grid = qt_gptq_gguf_grid(&g);
+        qt_gptq_opts o = qt_gptq_opts_default();
+        o.act_order = true;
+        float *w = copy(k ? b.W : a.W, 16 * 256);
+        CHECK_OK(qt_gptq_quantize(w, 16, 256, k ? b.H : a.H, &grid, &o, NULL));
+        bytes[k] = malloc(g.row_bytes * 16);
+        memcpy(bytes[k], g.bytes, g.row_bytes * 16);
+        free(w);
+        qt_gptq_gguf_free(&g);
+    }
+    CHECK(memcmp(bytes[0], bytes[1], qt_row_size(QT_TYPE_Q4_K, 256) * 16) == 0);
+    free(bytes[0]);
+    free(bytes[1]);
+    free_problem(&a);
+    free_problem(&b);
+}
+
+int main(void) {
+    QT_RUN(test_hessian);
+    QT_RUN(test_ct_int_identity);
+    QT_RUN(test_gguf_identity);
+    QT_RUN(test_gptq_beats_rtn);
+    QT_RUN(test_dead_columns);
+    QT_RUN(test_cholesky_retry);
+    QT_RUN(test_deterministic);
+    return qt_test_finish("gptq");
+}
