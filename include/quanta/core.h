@@ -148,6 +148,27 @@ QT_API qt_status qt_afile_pad(qt_afile *f, size_t n, uint8_t byte);
 QT_API uint64_t qt_afile_tell(const qt_afile *f);
 QT_API qt_status qt_afile_commit(qt_afile *f); /* frees f */
 QT_API void qt_afile_abort(qt_afile *f);       /* frees f; NULL ok */
+/* Staged writes, for long jobs that must be resumable (`quanta quantize`,
+ * docs/quantize.md): the bytes go to a staging file the caller names (e.g.
+ * "OUT.partial", in OUT's directory) instead of a hidden temporary, and
+ * qt_afile_commit fsyncs and renames it over OUT as above. `path` must be a
+ * missing or regular file (QT_ERR_ARG otherwise). Without `keep` the staging
+ * file is a temporary like any other: an abort, an error, a cancel and
+ * qt_afile_cleanup remove it. With `keep` an abort leaves it (and it is not in
+ * the cleanup table). `resume_at` > 0 reopens an existing staging file, keeps
+ * its first resume_at bytes (truncating the rest) and writes after them:
+ * qt_afile_tell starts there. resume_at 0 creates or truncates the file. */
+typedef struct qt_afile_stage {
+    const char *path;     /* the staging file */
+    bool keep;            /* an abort leaves it (resumable runs) */
+    uint64_t resume_at;   /* bytes to keep from an existing staging file; 0: start empty */
+} qt_afile_stage;
+QT_API qt_status qt_afile_open_staged(const char *path, const qt_afile_stage *st, qt_afile **out);
+/* fdatasync: what was written so far survives a crash (a no-op on stdout). */
+QT_API qt_status qt_afile_sync(qt_afile *f);
+/* n bytes at offset off of what is already in the file (a staged or
+ * temporary file; QT_ERR_IO for stdout, or a short file). */
+QT_API qt_status qt_afile_read_at(qt_afile *f, uint64_t off, void *buf, size_t n);
 /* Unlinks every temporary file of a qt_afile still open. Async-signal-safe
  * (unlink(2) only): for a signal handler about to end the process, and atexit.
  * The qt_afile objects stay valid; committing them then fails. */

@@ -158,6 +158,19 @@ typedef struct qt_gguf_write_opts {
     qt_progress progress;
     /* Non-NULL: write nothing (path unused), store the exact size the file would have. */
     uint64_t *size_only;
+    /* Staged output (qt_afile_open_staged; `quanta quantize`'s OUT.partial);
+     * NULL: the atomic rule's hidden temporary. With stage->resume_at > 0 the
+     * first resume_tensors tensors (file order) are already in the staging
+     * file, which must end where the next one starts (resume_at); the header
+     * this run would write is compared with the file's instead of written,
+     * and a difference is an error (another input, other options). */
+    const qt_afile_stage *stage;
+    int32_t resume_tensors;
+    /* Optional: called once the header (n_done 0) and then each tensor with its
+     * padding (n_done = tensors complete) are written -- flushed, and synced to
+     * disk when stage->keep, so the first `bytes` bytes survive a crash. A
+     * non-OK return stops the write with that status. */
+    qt_status (*checkpoint)(void *user, int32_t n_done, uint64_t bytes);
 } qt_gguf_write_opts;
 
 /* Defaults: outtype QT_TYPE_COUNT, file_type -1, everything else zero. */

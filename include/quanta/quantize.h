@@ -22,8 +22,9 @@
  *     run       stream through the mapped input tensor by tensor, rows in
  *               parallel (any thread count gives the same bytes: rows are
  *               independent), importance-weighted where an imatrix is given,
- *               through the atomic writer (nothing at OUT unless complete); the
- *               input pages of a tensor are dropped after use. Each tensor's
+ *               staged at OUT.partial and renamed when complete (nothing at OUT
+ *               before); resumable from the last complete tensor (OUT.partial.state);
+ *               the input pages of a tensor are dropped after use. Each tensor's
  *               RMSE and SNR against the input are measured on the way.
  */
 #ifndef QUANTA_QUANTIZE_H
@@ -194,6 +195,19 @@ typedef struct qt_quantize_opts {
     const qt_calib_set *calib;                /* calibration text the imatrix came from: its
                                                  quanta.calibration.* keys are written; NULL: none */
     qt_progress progress;
+    /* Staging and resume (docs/quantize.md). A file OUT is always written as
+     * OUT.partial and renamed at the end. resumable: a failed or cancelled run
+     * keeps OUT.partial and OUT.partial.state (input identity, options, tensors
+     * complete), written after each tensor is synced. resume: continue such a
+     * run from its last complete tensor (refused unless input and options
+     * match); the bytes equal an uninterrupted run's. */
+    bool resumable;
+    bool resume;
+    /* Optional: called after each tensor is complete in the output (synced
+     * first when resumable), with the count so far (a resumed run counts the
+     * earlier ones). It may call qt_request_cancel() to stop the run there. */
+    void (*tensor_written)(void *ctx, int32_t n_done);
+    void *tensor_written_ctx;
 } qt_quantize_opts;
 
 /* Everything zero/NULL, output_type and embd_type QT_TYPE_COUNT. */
@@ -230,6 +244,10 @@ typedef struct qt_quantize_plan {
     int32_t n_fallbacks;
     int32_t n_requantized;        /* already-quantized input tensors converted (allow_requantize) */
     char imatrix_sha256[65];      /* "" without an imatrix */
+    /* After qt_quantize_run (qt_quantize_opts.resume / resumable): */
+    int32_t n_resumed;            /* tensors a resumed run found complete (not redone, not re-measured) */
+    int32_t n_done;               /* output tensors complete when the run ended (all of them on success) */
+    bool partial_kept;            /* the run failed and left OUT.partial + state for --resume */
     /* internal */
     void *priv;
 } qt_quantize_plan;
@@ -240,9 +258,19 @@ typedef struct qt_quantize_plan {
  * without one (llama-quantize's rule, per tensor), an imatrix entry of the
  * wrong width, and an already-quantized tensor without allow_requantize. */
 QT_API qt_status qt_quantize_plan_make(const qt_model *m, const qt_quantize_opts *o, qt_quantize_plan **out);
-/* Write the GGUF file (atomically) and fill the tensors' rmse/snr_db. */
+/* Write the GGUF file (staged at OUT.partial, renamed when complete) and
+ * fill the tensors' rmse/snr_db (a resumed run restores the earlier tensors'
+ * from the state file). */
 QT_API qt_status qt_quantize_run(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
                                  qt_quantize_plan *p);
+
+/* The staging names beside OUT: OUT.partial and OUT.partial.state. */
+#define QT_QUANTIZE_PARTIAL_SUFFIX ".partial"
+#define QT_QUANTIZE_STATE_SUFFIX ".partial.state"
+/* Removes what an interrupted run left at OUT.partial and OUT.partial.state
+ * (regular files only; a directory there is QT_ERR_IO). *removed says whether
+ * there was anything. */
+QT_API qt_status qt_quantize_clear_partial(const char *out_path, bool *removed);
 QT_API void qt_quantize_plan_free(qt_quantize_plan *p);
 
 /* Provenance keys written beside llama.cpp's general.file_type,

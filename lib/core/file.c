@@ -155,6 +155,7 @@ struct qt_afile {
     char *path;      /* the name the caller gave, for messages */
     char *target;    /* what gets replaced: path with symlinks resolved */
     char *tmp;       /* temporary name in target's directory (AFILE_REPLACE) */
+    bool staged;     /* tmp is the caller's staging name (qt_afile_open_staged): messages name it */
 };
 
 static void afile_free(qt_afile *f) {
@@ -233,7 +234,8 @@ static qt_status open_temp(qt_afile *f, mode_t mode) {
     return QT_OK;
 }
 
-qt_status qt_afile_open(const char *path, qt_afile **out) {
+/* A new handle for `path`, nothing opened yet. */
+static qt_status afile_new(const char *path, qt_afile **out) {
     *out = NULL;
     if (!path || !*path) return qt_error(QT_ERR_ARG, "output path is empty");
     qt_afile *f = calloc(1, sizeof *f);
@@ -243,7 +245,15 @@ qt_status qt_afile_open(const char *path, qt_afile **out) {
     }
     f->fd = -1;
     f->slot = -1;
-    qt_status s = QT_OK;
+    *out = f;
+    return QT_OK;
+}
+
+qt_status qt_afile_open(const char *path, qt_afile **out) {
+    qt_afile *f;
+    qt_status s = afile_new(path, &f);
+    *out = NULL;
+    if (s != QT_OK) return s;
     struct stat st;
     const bool exists = stat(path, &st) == 0;
     if (!strcmp(path, "-")) {
@@ -270,6 +280,101 @@ qt_status qt_afile_open(const char *path, qt_afile **out) {
     return QT_OK;
 }
 
+/* The staging file of qt_afile_open_staged: created (or reopened and cut to
+ * resume_at) and, unless kept, registered, with signals blocked as in
+ * open_temp. */
+static qt_status open_stage(qt_afile *f, const qt_afile_stage *st, mode_t mode) {
+    if (!(f->tmp = strdup(st->path))) return qt_error(QT_ERR_NOMEM, "%s: out of memory", f->path);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    f->fd = open(f->tmp, O_RDWR | O_CLOEXEC | O_NOCTTY | (st->resume_at ? 0 : O_CREAT | O_TRUNC), 0600);
+    int e = errno;
+    if (f->fd >= 0 && !st->keep && (f->slot = temp_register(f->tmp)) < 0) {
+        if (!st->resume_at) unlink(f->tmp);
+        close(f->fd);
+        f->fd = -1;
+        e = EMFILE;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (f->fd < 0) {
+        if (e == EMFILE) return qt_error(QT_ERR_IO, "%s: too many outputs open at once (at most %d)", f->path, AFILE_SLOTS);
+        return qt_error(QT_ERR_IO, "%s: cannot %s: %s", f->tmp, st->resume_at ? "reopen to resume" : "create", strerror(e));
+    }
+    if (!st->resume_at) { fchmod(f->fd, mode); return QT_OK; }
+    struct stat sb;
+    if (fstat(f->fd, &sb) != 0) return qt_error(QT_ERR_IO, "%s: cannot stat: %s", f->tmp, strerror(errno));
+    if ((uint64_t)sb.st_size < st->resume_at)
+        return qt_error(QT_ERR_IO, "%s: has %llu bytes, fewer than the %llu recorded as complete", f->tmp,
+                        (unsigned long long)sb.st_size, (unsigned long long)st->resume_at);
+    /* What was written after the last complete piece (a kill -9 mid-tensor) is cut off and redone. */
+    if (ftruncate(f->fd, (off_t)st->resume_at) != 0 || lseek(f->fd, (off_t)st->resume_at, SEEK_SET) < 0)
+        return qt_error(QT_ERR_IO, "%s: cannot cut to %llu bytes: %s", f->tmp, (unsigned long long)st->resume_at,
+                        strerror(errno));
+    f->written = st->resume_at;
+    return QT_OK;
+}
+
+qt_status qt_afile_open_staged(const char *path, const qt_afile_stage *st, qt_afile **out) {
+    *out = NULL;
+    if (!st || !st->path || !*st->path) return qt_error(QT_ERR_ARG, "%s: no staging path", path ? path : "");
+    struct stat sb;
+    const bool exists = path && stat(path, &sb) == 0;
+    if (path && (!strcmp(path, "-") || (exists && !S_ISREG(sb.st_mode))))
+        return qt_error(QT_ERR_ARG, "%s: a staged (resumable) output must be a regular file", path);
+    qt_afile *f;
+    qt_status s = afile_new(path, &f);
+    if (s != QT_OK) return s;
+    f->mode = AFILE_REPLACE;
+    f->staged = true;
+    if (!(f->target = resolve_target(path))) s = qt_error(QT_ERR_IO, "%s: cannot resolve: %s", path, strerror(errno));
+    else s = open_stage(f, st, exists ? (sb.st_mode & 07777) : 0644);
+    if (s != QT_OK) {
+        if (st->keep || st->resume_at) { /* never remove what an earlier run left: it may be resumed yet */
+            if (f->fd >= 0) close(f->fd);
+            afile_free(f);
+        } else {
+            qt_afile_abort(f);
+        }
+        return s;
+    }
+    *out = f;
+    return QT_OK;
+}
+
+qt_status qt_afile_sync(qt_afile *f) {
+    if (f->mode == AFILE_STDOUT) return QT_OK;
+    if (fdatasync(f->fd) != 0) return qt_error(QT_ERR_IO, "%s: fdatasync failed: %s", f->staged ? f->tmp : f->path, strerror(errno));
+    return QT_OK;
+}
+
+qt_status qt_afile_read_at(qt_afile *f, uint64_t off, void *buf, size_t n) {
+    if (f->mode != AFILE_REPLACE) return qt_error(QT_ERR_IO, "%s: cannot read back what was written", f->path);
+    uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t r = pread(f->fd, p, n, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return qt_error(QT_ERR_IO, "%s: read failed: %s", f->tmp, strerror(errno));
+        if (r == 0) return qt_error(QT_ERR_IO, "%s: shorter than expected (%llu bytes)", f->tmp, (unsigned long long)off);
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return QT_OK;
+}
+
+/* A write error, with what a full disk or a file-size limit means in words. */
+static qt_status write_error(const qt_afile *f, int e) {
+    const char *name = f->staged ? f->tmp : f->path;
+    if (e == ENOSPC || e == EDQUOT)
+        return qt_error(QT_ERR_IO, "%s: write failed after %llu bytes: %s (the file system is full: free space or "
+                        "choose another output directory)", name, (unsigned long long)f->written, strerror(e));
+    if (e == EFBIG)
+        return qt_error(QT_ERR_IO, "%s: write failed after %llu bytes: %s (a file-size limit: ulimit -f, or the file "
+                        "system's largest file)", name, (unsigned long long)f->written, strerror(e));
+    return qt_error(QT_ERR_IO, "%s: write failed: %s", name, strerror(e));
+}
+
 qt_status qt_afile_write(qt_afile *f, const void *buf, size_t n) {
     const uint8_t *p = buf;
     while (n > 0) {
@@ -278,7 +383,7 @@ qt_status qt_afile_write(qt_afile *f, const void *buf, size_t n) {
         ssize_t w = write(f->fd, p, n > (64u << 20) ? (64u << 20) : n);
         if (w < 0) {
             if (errno == EINTR) continue;
-            return qt_error(QT_ERR_IO, "%s: write failed: %s", f->path, strerror(errno));
+            return write_error(f, errno);
         }
         p += w;
         n -= (size_t)w;

@@ -38,6 +38,8 @@ typedef struct qt__layer {
     float *ffn_norm;            /* (n_embd) */
     qt__mat w_gate, w_up;       /* (n_ff rows, n_embd) */
     qt__mat w_down;             /* (n_embd rows, n_ff) */
+    float *b_gate, *b_up;       /* (n_ff) or NULL: Llama's mlp_bias */
+    float *b_down;              /* (n_embd) or NULL */
 } qt__layer;
 
 /* A KV cache storage format: element codec and, for scaled formats, the

@@ -12,7 +12,7 @@
  *     a = softmax(q K^T / sqrt(head_dim), causal) V       GQA: n_rep query heads per KV head
  *     x = x + Wo a
  *     h = rmsnorm(x) * ffn_norm
- *     x = x + W_down (silu(W_gate h) * W_up h)            SwiGLU
+ *     x = x + W_down (silu(W_gate h) * W_up h)            SwiGLU (+ biases: Llama's mlp_bias)
  *   logits = W_out (rmsnorm(x) * output_norm)
  *
  * Architecture differences are flags in qt_hparams (data from the arch table
@@ -257,11 +257,14 @@ void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B) {
     for (int32_t b = 0; b < B; b++) rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)b * n_embd, L->ffn_norm, n_embd, eps);
     observe(e, il, "ffn_gate", e->xb, B, n_embd);
     qt__matmul(e, e->hb, e->xb, B, &L->w_gate);
+    add_bias(e->hb, L->b_gate, B, e->hp.n_ff);
     observe(e, il, "ffn_up", e->xb, B, n_embd);
     qt__matmul(e, e->hb2, e->xb, B, &L->w_up);
+    add_bias(e->hb2, L->b_up, B, e->hp.n_ff);
     swiglu(e->hb, e->hb2, B, e->hp.n_ff);
     observe(e, il, "ffn_down", e->hb, B, e->hp.n_ff);
     qt__matmul(e, e->xb2, e->hb, B, &L->w_down);
+    add_bias(e->xb2, L->b_down, B, n_embd);
     residual_add(e->x, e->xb2, (int64_t)B * n_embd);
 }
 

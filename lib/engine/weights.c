@@ -20,7 +20,7 @@
 
 /* Where a per-layer row of the tensor-name table goes in qt__layer. Rows without
  * one are not the forward pass's: the KV scales (lib/engine/kv.c reads them),
- * HF-only rows, and the MLP biases the forward pass does not apply. */
+ * HF-only rows. */
 typedef struct binding {
     bool used;
     bool matrix;               /* qt__mat (else an f32 vector) */
@@ -38,9 +38,9 @@ static const binding bindings[QT_TN_COUNT] = {
     [QT_TN_ATTN_Q_NORM] = VEC(q_norm), [QT_TN_ATTN_K_NORM] = VEC(k_norm),
     [QT_TN_ATTN_OUTPUT] = MAT(wo),     [QT_TN_ATTN_OUTPUT_BIAS] = VEC(bo),
     [QT_TN_FFN_NORM] = VEC(ffn_norm),
-    [QT_TN_FFN_GATE] = MAT(w_gate),
-    [QT_TN_FFN_UP] = MAT(w_up),
-    [QT_TN_FFN_DOWN] = MAT(w_down),
+    [QT_TN_FFN_GATE] = MAT(w_gate),    [QT_TN_FFN_GATE_BIAS] = VEC(b_gate),
+    [QT_TN_FFN_UP] = MAT(w_up),        [QT_TN_FFN_UP_BIAS] = VEC(b_up),
+    [QT_TN_FFN_DOWN] = MAT(w_down),    [QT_TN_FFN_DOWN_BIAS] = VEC(b_down),
 };
 
 static qt_status check_shape(const qt_engine_ctx *e, const qt_tensor *t, int64_t ne0, int64_t ne1) {

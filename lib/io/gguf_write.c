@@ -29,21 +29,39 @@ typedef struct wbuf {
     qt_afile *f;          /* NULL: count only (qt_gguf_write_opts.size_only) */
     uint8_t *buf;
     size_t n;
-    uint64_t counted;     /* bytes a count-only writer has taken */
+    uint64_t counted;     /* bytes a count-only or comparing writer has taken */
+    bool compare;         /* resuming: bytes are compared with the staging file's (at `counted`), not written */
+    uint8_t *cmp;         /* (WBUF_CAP) the file's bytes, when comparing */
 } wbuf;
 
+/* n bytes at the writer's position: counted, compared or written. */
+static qt_status wb_emit(wbuf *w, const uint8_t *p, size_t n) {
+    if (!w->f) { w->counted += n; return QT_OK; }
+    if (!w->compare) return qt_afile_write(w->f, p, n);
+    while (n > 0) {
+        const size_t k = n < WBUF_CAP ? n : WBUF_CAP;
+        qt_status s = qt_afile_read_at(w->f, w->counted, w->cmp, k);
+        if (s != QT_OK) return s;
+        if (memcmp(w->cmp, p, k) != 0)
+            return qt_error(QT_ERR_FORMAT, "the partial file's header differs from the one this run writes (at byte %llu): "
+                            "another input or other options", (unsigned long long)w->counted);
+        w->counted += k;
+        p += k;
+        n -= k;
+    }
+    return QT_OK;
+}
+
 static qt_status wb_flush(wbuf *w) {
-    if (!w->f) { w->counted += w->n; w->n = 0; return QT_OK; }
-    qt_status s = w->n ? qt_afile_write(w->f, w->buf, w->n) : QT_OK;
+    qt_status s = w->n ? wb_emit(w, w->buf, w->n) : QT_OK;
     w->n = 0;
     return s;
 }
 
 static qt_status wb_put(wbuf *w, const void *p, size_t n) {
-    if (n >= WBUF_CAP && !w->f) { w->counted += n; return QT_OK; }
     if (n >= WBUF_CAP) {
         qt_status s = wb_flush(w);
-        return s != QT_OK ? s : qt_afile_write(w->f, p, n);
+        return s != QT_OK ? s : wb_emit(w, p, n);
     }
     if (WBUF_CAP - w->n < n) {
         qt_status s = wb_flush(w);
@@ -73,13 +91,16 @@ static qt_status wb_zeros(wbuf *w, size_t n) {
     return QT_OK;
 }
 
-static uint64_t written(const wbuf *w) { return (w->f ? qt_afile_tell(w->f) : w->counted) + w->n; }
+static uint64_t written(const wbuf *w) { return (w->f && !w->compare ? qt_afile_tell(w->f) : w->counted) + w->n; }
 
-/* The buffer and an atomic file at `path` (w zeroed first). */
-static qt_status wb_open(wbuf *w, const char *path) {
+/* The buffer and an atomic file at `path` (w zeroed first): staged when
+ * `stage` is given, and then comparing first when it resumes. */
+static qt_status wb_open(wbuf *w, const char *path, const qt_afile_stage *stage) {
     memset(w, 0, sizeof *w);
-    if (!(w->buf = malloc(WBUF_CAP))) return qt_error(QT_ERR_NOMEM, "%s: out of memory", path);
-    return qt_afile_open(path, &w->f);
+    w->compare = stage && stage->resume_at > 0;
+    if (!(w->buf = malloc(WBUF_CAP)) || (w->compare && !(w->cmp = malloc(WBUF_CAP))))
+        return qt_error(QT_ERR_NOMEM, "%s: out of memory", path);
+    return stage ? qt_afile_open_staged(path, stage, &w->f) : qt_afile_open(path, &w->f);
 }
 
 /* After writing with status s: flush and commit when s is QT_OK, else remove
@@ -93,7 +114,8 @@ static qt_status wb_close(wbuf *w, qt_status s) {
     }
     if (w->f) qt_afile_abort(w->f);
     free(w->buf);
-    w->buf = NULL;
+    free(w->cmp);
+    w->buf = w->cmp = NULL;
     return s;
 }
 
@@ -561,6 +583,35 @@ static qt_status write_tensor_data(wbuf *w, const qt_model *m, const plan_tensor
     return s;
 }
 
+/* A point a resumed run can restart from: everything so far flushed (and
+ * synced when the staging file is kept), then the caller told. */
+static qt_status checkpoint(wbuf *w, const qt_gguf_write_opts *o, int32_t n_done) {
+    if (!o->checkpoint) return QT_OK;
+    qt_status s = wb_flush(w);
+    if (s == QT_OK && o->stage && o->stage->keep) s = qt_afile_sync(w->f);
+    return s == QT_OK ? o->checkpoint(o->user, n_done, written(w)) : s;
+}
+
+/* After the header: a fresh run records its first checkpoint; a resumed one
+ * has compared the header and checks that the staging file ends exactly where
+ * tensor resume_tensors starts, then writes from there (*first). */
+static qt_status resume_point(wbuf *w, const qt_gguf_write_opts *o, const plan *pl, int32_t *first) {
+    *first = 0;
+    if (!w->compare) return checkpoint(w, o, 0);
+    qt_status s = wb_flush(w);
+    if (s != QT_OK) return s;
+    const int32_t k = o->resume_tensors;
+    if (k < 0 || k > pl->n)
+        return qt_error(QT_ERR_FORMAT, "resume point: %d tensors complete, the file has %d", k, pl->n);
+    const uint64_t at = w->counted + (k < pl->n ? pl->t[k].offset : pl->data_bytes);
+    if (at != qt_afile_tell(w->f))
+        return qt_error(QT_ERR_FORMAT, "resume point: %d tensors complete should end at byte %llu, not %llu", k,
+                        (unsigned long long)at, (unsigned long long)qt_afile_tell(w->f));
+    w->compare = false;
+    *first = k;
+    return QT_OK;
+}
+
 static qt_status write_all(wbuf *w, const qt_model *m, const kvlist *kv, const plan *pl, uint32_t align,
                            const qt_gguf_write_opts *o) {
     qt_status s = wb_put(w, "GGUF", 4);
@@ -592,17 +643,20 @@ static qt_status write_all(wbuf *w, const qt_model *m, const kvlist *kv, const p
     int64_t max_row = 1;
     for (int32_t i = 0; i < pl->n; i++)
         if (pl->t[i].src->ne[0] > max_row) max_row = pl->t[i].src->ne[0];
+    int32_t first = 0;
+    if ((s = resume_point(w, o, pl, &first)) != QT_OK) return s;
     convert_ctx cx = {0};
     cx.scratch = malloc((size_t)max_row * sizeof(float));
     cx.out_cap = (size_t)max_row * sizeof(float) * 2 > WBUF_CAP ? (size_t)max_row * sizeof(float) * 2 : WBUF_CAP;
     cx.out = malloc(cx.out_cap);
     if (!cx.scratch || !cx.out) s = qt_error(QT_ERR_NOMEM, "%s: out of memory", m->path);
-    uint64_t done = 0;
-    for (int32_t i = 0; i < pl->n && s == QT_OK; i++) {
+    uint64_t done = first < pl->n ? pl->t[first].offset : pl->data_bytes;
+    for (int32_t i = first; i < pl->n && s == QT_OK; i++) {
         const plan_tensor *p = &pl->t[i];
         qt_progress_report(&o->progress, "write gguf", (int64_t)done, (int64_t)pl->data_bytes);
         s = write_tensor_data(w, m, p, o, &cx);
         if (s == QT_OK) s = wb_zeros(w, (align - p->nbytes % align) % align);
+        if (s == QT_OK) s = checkpoint(w, o, i + 1);
         done += (uint64_t)p->nbytes + (align - p->nbytes % align) % align;
     }
     if (s == QT_OK) qt_progress_report(&o->progress, "write gguf", (int64_t)done, (int64_t)pl->data_bytes);
@@ -640,7 +694,7 @@ qt_status qt_gguf_write(const qt_model *m, const char *path, const qt_gguf_write
         if (s == QT_OK) s = write_all(&w, m, &kv, &pl, align, &o);
         free(w.buf);
     } else {
-        if (s == QT_OK) s = wb_open(&w, path);
+        if (s == QT_OK) s = wb_open(&w, path, o.stage);
         if (s == QT_OK) s = write_all(&w, m, &kv, &pl, align, &o);
         s = wb_close(&w, s);
     }
@@ -702,7 +756,7 @@ qt_status qt__gguf_write_raw(const char *path, const qt_gguf_kv *kv, int64_t n_k
         if (!qt_row_size(t[i].type, t[i].ne[0]))
             return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': %s", path, t[i].name, qt_last_error());
     wbuf w;
-    qt_status s = wb_open(&w, path);
+    qt_status s = wb_open(&w, path, NULL);
     if (s == QT_OK) s = write_raw_all(&w, kv, n_kv, t, n_t);
     return wb_close(&w, s);
 }

@@ -2,46 +2,50 @@
  * scheme keys and aliases, and the weight-format names `quanta formats`
  * prints, resolved to the scheme that stores that format.
  *
- * The format -> scheme links below are the one place this fact lives until the
- * single format/scheme table (the groundwork issue) carries it per row; then
- * format_links[] becomes a column of that table and this file reads it.
+ * Which scheme stores which format is the scheme table's `format` column
+ * (lib/quant/schemes.c); a GGUF scheme whose file type is a mix (Q4_K_M is
+ * mostly q4_K with some q6_K) only relates to its base format. The few formats
+ * no scheme stores but a planned scheme is the nearest relative of are below.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "plan_internal.h"
 #include "quanta/formats.h"
 
-typedef struct format_link {
-    const char *format;  /* a name of lib/quant/catalog.c */
-    const char *scheme;  /* the scheme key it means, or is the nearest planned relative of */
-    bool same;           /* true: the scheme stores exactly this format; false: only related */
-} format_link;
+typedef struct format_relative {
+    const char *format;  /* a format row (lib/quant/schemes.c formats[]) no scheme stores */
+    const char *scheme;  /* the planned scheme nearest to it */
+} format_relative;
 
-static const format_link format_links[] = {
-    {"f16", "fp16", true},
-    {"w8a16-channel", "w8a16", true},
-    {"w8a8-int8", "int8", true},
-    {"w8a8-fp8", "fp8", true},
-    {"w4a16-g128", "w4a16", true},
-    {"w4a16-g128-asym", "w4a16-asym", true},
-    {"mxfp4-ct", "mxfp4", true},
-    {"q6_K", "q6_k", true},
-    {"q4_K", "q4_k_m", false},    /* Q4_K_M is llama.cpp's mix of mostly q4_K with q6_K */
-    {"q5_K", "q5_k_m", false},
-    {"fp8-e4m3-tensor", "fp8", false},
-    {"w4a16-g32", "w4a16", false},
-    {"mxfp4", "mxfp4", false},    /* GGUF's MXFP4 block; the planned scheme is compressed-tensors' */
+static const format_relative format_relatives[] = {
+    {"w8a16-channel", "w8a16"},   /* the planner's w8a16 has group-128 scales */
+    {"fp8-e4m3-tensor", "fp8"},   /* one scale per tensor; the planned fp8 has one per channel */
+    {"w4a16-g32", "w4a16"},
+    {"mxfp4", "mxfp4"},           /* GGUF's MXFP4 block; the planned scheme is compressed-tensors' */
 };
-static const int n_format_links = (int)(sizeof format_links / sizeof format_links[0]);
+static const int n_format_relatives = (int)(sizeof format_relatives / sizeof format_relatives[0]);
+
+/* True when scheme s stores exactly format `name`; *related when its base format is `name` in a mix. */
+static bool scheme_stores(const qt_scheme_info *s, const char *name, bool *related) {
+    *related = false;
+    if (!s->format || !qt__name_in_list(name, s->format, NULL)) return false;
+    if (s->gguf_ftype && strcasecmp(s->gguf_ftype, s->format) != 0) {
+        *related = true;
+        return false;
+    }
+    return true;
+}
 
 const qt_scheme_info *qt_scheme_resolve(const char *name) {
     const qt_scheme_info *s = qt_scheme_find(name);
     if (s) return s;
-    for (int i = 0; i < n_format_links; i++)
-        if (format_links[i].same && qt__name_in_list(name, format_links[i].format, NULL))
-            return qt_scheme_find(format_links[i].scheme);
+    for (int i = 0; i < qt_scheme_count(); i++) {
+        bool related;
+        if (scheme_stores(qt_scheme_get(i), name, &related)) return qt_scheme_get(i);
+    }
     return NULL;
 }
 
@@ -55,9 +59,14 @@ int qt_scheme_suggest(const char *name, const char **out, int n, const char **no
     static char why[256];
     int k = 0;
     *note = NULL;
-    for (int i = 0; i < n_format_links; i++)
-        if (!format_links[i].same && qt__name_in_list(name, format_links[i].format, NULL))
-            add_unique(out, &k, n, qt_scheme_find(format_links[i].scheme)->key);
+    for (int i = 0; i < qt_scheme_count(); i++) {
+        bool related;
+        scheme_stores(qt_scheme_get(i), name, &related);
+        if (related) add_unique(out, &k, n, qt_scheme_get(i)->key);
+    }
+    for (int i = 0; i < n_format_relatives; i++)
+        if (qt__name_in_list(name, format_relatives[i].format, NULL))
+            add_unique(out, &k, n, qt_scheme_find(format_relatives[i].scheme)->key);
     const qt_format_info *f = qt_format_find(name);
     if (f) {
         snprintf(why, sizeof why, "%s is a weight format (quanta formats) that the planner does not plan as a scheme",

@@ -261,7 +261,7 @@ qt_status qt_quantize_plan_make(const qt_model *m, const qt_quantize_opts *o, qt
     if (s == QT_OK) s = plan_all(&c);
     regex_free(&c.over);
     regex_free(&c.keep);
-    if (s == QT_OK) s = qt__quantize_write(m, NULL, o, p, &p->output_bytes);
+    if (s == QT_OK) s = qt__quantize_write(m, NULL, o, p, &p->output_bytes, NULL);
     if (s != QT_OK) { qt_quantize_plan_free(p); return s; }
     *out = p;
     return QT_OK;

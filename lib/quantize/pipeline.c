@@ -35,6 +35,8 @@ typedef struct run_ctx {
     int64_t rows_per_slice;   /* ne[1] */
     double (*err)[2];         /* per chunk: sum (w - q)^2, sum w^2 */
     qt_status status;         /* first failure (set under no lock: any failure code will do) */
+    const qt_quantize_opts *o;
+    qt__resume *r;            /* the run's staging; NULL for the estimate */
     bool drop;                /* the tensors point into a read-only file mapping (GGUF input):
                                  their pages may be dropped; never an owned buffer, which
                                  MADV_DONTNEED would zero */
@@ -155,6 +157,13 @@ static qt_status hook_data(void *user, const qt_tensor *t, qt_type type, void *d
     return s;
 }
 
+static qt_status hook_checkpoint(void *user, int32_t n_done, uint64_t bytes) {
+    run_ctx *c = user;
+    qt_status s = qt__resume_checkpoint(c->r, c->p, n_done, bytes);
+    if (s == QT_OK && n_done > 0 && c->o->tensor_written) c->o->tensor_written(c->o->tensor_written_ctx, n_done);
+    return s;
+}
+
 /* ---- metadata ---------------------------------------------------------------------- */
 
 static qt_gguf_value str_val(const char *s) {
@@ -206,8 +215,8 @@ static void free_scratch(run_ctx *c) {
 }
 
 qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quantize_opts *o, qt_quantize_plan *p,
-                             uint64_t *size_only) {
-    run_ctx c = {.m = m, .p = p, .drop = qt_model_gguf(m) != NULL};
+                             uint64_t *size_only, qt__resume *r) {
+    run_ctx c = {.m = m, .p = p, .o = o, .r = r, .drop = qt_model_gguf(m) != NULL};
     qt_status s = QT_OK;
     if (!size_only) {
         c.n_threads = o->threads > 0 ? o->threads : qt_default_threads();
@@ -233,6 +242,11 @@ qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quant
         wo.file_type = p->ftype->id;
         wo.progress = o->progress;
         wo.size_only = size_only;
+        if (r) wo.checkpoint = hook_checkpoint;
+        if (r && r->staged) {
+            wo.stage = &r->stage;
+            wo.resume_tensors = r->resume_tensors;
+        }
         s = qt_gguf_write(m, path ? path : "-", &wo);
     }
     free(fb);
@@ -242,5 +256,9 @@ qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quant
 
 qt_status qt_quantize_run(const qt_model *m, const char *out_path, const qt_quantize_opts *o, qt_quantize_plan *p) {
     if (!out_path || !out_path[0]) return qt_error(QT_ERR_ARG, "quantize: no output path");
-    return qt__quantize_write(m, out_path, o, p, NULL);
+    qt__resume r;
+    qt_status s = qt__resume_begin(&r, m, out_path, o, p);
+    if (s == QT_OK) s = qt__quantize_write(m, out_path, o, p, NULL, &r);
+    qt__resume_end(&r, s, p);
+    return s;
 }

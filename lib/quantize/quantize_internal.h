@@ -23,8 +23,37 @@ typedef struct qt__qplan_priv {
     char **fallback_strs;        /* (n_fallbacks) "name: wanted -> type" for quanta.fallbacks */
 } qt__qplan_priv;
 
-/* The writer options both the estimate and the run use (types, metadata). */
+/* OUT.partial and OUT.partial.state for one run (resume.c). */
+typedef struct json_t json_t;
+typedef struct qt__resume {
+    bool staged;              /* OUT is a file: written through stage.path (OUT.partial) */
+    bool started;             /* begin succeeded: the staging file is this run's */
+    qt_afile_stage stage;     /* path owned; keep = resumable; resume_at from the state */
+    char *state_path;         /* OUT.partial.state */
+    json_t *state;            /* resumable: identity, options, progress; NULL otherwise */
+    int32_t resume_tensors;   /* tensors the state says are complete */
+    int32_t n_done;           /* tensors complete so far */
+    bool state_written;
+} qt__resume;
+/* Decides the staging, and for a resume loads and checks the state
+ * (QT_ERR_ARG naming what differs) and restores the measured errors. */
+qt_status qt__resume_begin(qt__resume *r, const qt_model *m, const char *out, const qt_quantize_opts *o,
+                           qt_quantize_plan *p);
+/* A saved state (text, len bytes; path names it in messages) against this
+ * run's: QT_ERR_FORMAT when malformed, QT_ERR_ARG naming the first input or
+ * option that differs from `now` (what this run would save); on success the
+ * tensors and bytes complete, and p->tensors[].rmse/snr_db of those tensors. */
+qt_status qt__resume_state_check(const char *path, const char *text, size_t len, json_t *now, qt_quantize_plan *p,
+                                 int32_t *tensors, uint64_t *bytes);
+/* The first n_done tensors (`bytes` bytes) are on disk: record it. */
+qt_status qt__resume_checkpoint(qt__resume *r, const qt_quantize_plan *p, int32_t n_done, uint64_t bytes);
+/* After the write with status s: the state removed on success, the partial
+ * kept (p->partial_kept) or removed on failure; frees r. */
+void qt__resume_end(qt__resume *r, qt_status s, qt_quantize_plan *p);
+
+/* The writer options both the estimate and the run use (types, metadata);
+ * r: the run's staging (NULL for the estimate). */
 qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quantize_opts *o, qt_quantize_plan *p,
-                             uint64_t *size_only);
+                             uint64_t *size_only, qt__resume *r);
 
 #endif

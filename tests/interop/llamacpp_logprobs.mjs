@@ -11,7 +11,7 @@ import fs from "node:fs";
 import path from "node:path";
 import {pathToFileURL} from "node:url";
 
-export const FIXTURES = ["llama", "llama3_rope", "qwen2_bias", "qwen3_qknorm", "mistral"];
+export const FIXTURES = ["llama", "llama3_rope", "qwen2_bias", "qwen3_qknorm", "mistral", "llama_mlp_bias"];
 export const MIN_P = 1e-6;
 
 // The llama.cpp CPU library this process loaded (ggml's backend loader picks

@@ -17,7 +17,7 @@
 
 /* 128-wide, GQA (k/v 64 rows), ff 256: every group size divides, k/v break 128x128 blocks. */
 static const fx_spec spec = {"ctx", "LlamaForCausalLM", "llama", 64, 128, 2, 4, 2, 256, 256, 32, false, false, false,
-                             false, false, 1e-5f, 10000.0f, 0, QT_ST_BF16, 1, NULL};
+                             false, false, 1e-5f, 10000.0f, 0, QT_ST_BF16, 1, NULL, false};
 
 #define CHECK_STATUS_MSG(expr, want, needle)                                                        \
     do {                                                                                            \
@@ -28,7 +28,7 @@ static const fx_spec spec = {"ctx", "LlamaForCausalLM", "llama", 64, 128, 2, 4, 
 
 /* tied embeddings, 64 wide, ff 128 (groups of 16 and 32 divide) */
 static const fx_spec spec_tied = {"ctx_tied", "LlamaForCausalLM", "llama", 64, 64, 1, 2, 1, 128, 256, 32, false, true, false,
-                                  false, false, 1e-5f, 10000.0f, 0, QT_ST_BF16, 1, NULL};
+                                  false, false, 1e-5f, 10000.0f, 0, QT_ST_BF16, 1, NULL, false};
 
 static const char *tmp_path(const char *name) {
     static char bufs[8][1024];

@@ -23,7 +23,7 @@
 
 enum { N_TOK = 48 };
 
-static const fx_spec *variants[] = {&fx_llama, &fx_llama3_rope, &fx_qwen2_bias, &fx_qwen3_qknorm, &fx_mistral};
+static const fx_spec *variants[] = {&fx_llama, &fx_llama3_rope, &fx_qwen2_bias, &fx_qwen3_qknorm, &fx_mistral, &fx_llama_mlp_bias};
 
 static void tokens(int32_t *t, int n, int32_t n_vocab) {
     uint32_t x = 12345;

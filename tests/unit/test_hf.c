@@ -234,7 +234,7 @@ static void test_qk_permutation(void) {
 
 /* ---- fixtures -------------------------------------------------------------------- */
 
-static const fx_spec *const variants[] = {&fx_llama, &fx_llama3_rope, &fx_qwen2_bias, &fx_qwen3_qknorm, &fx_mistral};
+static const fx_spec *const variants[] = {&fx_llama, &fx_llama3_rope, &fx_qwen2_bias, &fx_qwen3_qknorm, &fx_mistral, &fx_llama_mlp_bias};
 
 static void check_hparams_match_spec(const qt_hparams *hp, const fx_spec *s) {
     CHECK_EQ_INT(hp->n_vocab, s->n_vocab);

@@ -232,7 +232,7 @@ static void test_hf_directory_rule(void) {
 
 /* ~220 MB of F16 weights: 32000 x 1024 embeddings and output, 4 layers. */
 static const fx_spec big = {"big", "LlamaForCausalLM", "llama", 32000, 1024, 4, 16, 4, 2816, 2048, 64, false,
-                            false, false, false, false, 1e-5f, 10000.0f, 0, QT_ST_F16, 1, NULL};
+                            false, false, false, false, 1e-5f, 10000.0f, 0, QT_ST_F16, 1, NULL, false};
 
 typedef struct signal_plan {
     int sig, times;

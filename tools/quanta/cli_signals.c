@@ -7,7 +7,8 @@
  * cancel request rather than the default action killing the process mid-write.
  * A third signal means the user wants out now: the handler removes every
  * temporary file (qt_afile_cleanup, async-signal-safe) and the process dies
- * of that signal. The same cleanup runs at exit.
+ * of that signal. The same cleanup runs at exit. SIGXFSZ is ignored so that
+ * a file-size limit is a clear write error rather than a killed process.
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -37,6 +38,9 @@ void cli_signals_install(void) {
         sigaddset(&sa.sa_mask, sigs[i]);
     }
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) sigaction(sigs[i], &sa, NULL);
+    /* A file-size limit (ulimit -f) would kill the process mid-write; ignored,
+     * write(2) fails with EFBIG and the writer says what happened. */
+    signal(SIGXFSZ, SIG_IGN);
     atexit(qt_afile_cleanup);
 }
 

@@ -5,6 +5,7 @@
  * directory as llm-compressor does (include/quanta/quantize_ct.h). */
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -54,14 +55,23 @@ static void help(void) {
            "  --dry-run                  print types, bytes and bits per weight; write nothing\n"
            "  --threads N                quantizing threads (the bytes do not depend on N)\n"
            "  --force                    replace an existing OUT\n"
+           "  --resumable                if the run is interrupted (Ctrl-C, SIGTERM, an error, kill -9),\n"
+           "                             keep OUT.partial and OUT.partial.state and print the command\n"
+           "                             that continues it (GGUF schemes)\n"
+           "  --resume                   continue an interrupted --resumable run from its last complete\n"
+           "                             tensor (same IN, OUT and options, else refused); the bytes equal\n"
+           "                             an uninterrupted run's\n"
            "  --json[=FILE]              a JSON report (output_bytes, bits_per_weight, peak_rss_bytes,\n"
            "                             tensors with name, type, bytes, and after a run rmse, snr_db)\n"
            "  -q, --quiet                no progress and no table on stderr\n"
            "  --help                     this text\n\n"
            "Where llama-quantize has no fallback for a row length (e.g. stories260K's 172-wide\n"
            "ffn_down in Q4_0) it refuses; quanta writes that tensor as F16 and records it in the\n"
-           "file's quanta.fallbacks. OUT is written atomically: an error, Ctrl-C or SIGTERM leaves\n"
-           "nothing at OUT.\n\n"
+           "file's quanta.fallbacks. A GGUF OUT is written as OUT.partial and renamed when complete:\n"
+           "an error, Ctrl-C or SIGTERM leaves nothing (unless --resumable); an OUT.partial left by an\n"
+           "interrupted run is removed (with a message) unless --resume. A compressed-tensors OUT\n"
+           "directory gets each file staged inside it and renamed when all are complete; it cannot\n"
+           "be resumed.\n\n"
            "exit status: 0 ok, 1 failed (nothing written), 2 usage error\n");
 }
 
@@ -73,6 +83,7 @@ typedef struct args {
     char *over_pat[MAX_PATTERNS];
     bool dry_run, force;
     int quiet;
+    char *resume_cmd;      /* the command that continues this run (--resumable) */
     cli_json json;
     cli_calib calib;
     qcalib qc;
@@ -134,6 +145,8 @@ static int parse(int argc, char **argv, args *a) {
         if (!strcmp(s, "--allow-requantize")) { a->o.allow_requantize = true; continue; }
         if (!strcmp(s, "--dry-run")) { a->dry_run = true; continue; }
         if (!strcmp(s, "--force")) { a->force = true; continue; }
+        if (!strcmp(s, "--resumable")) { a->o.resumable = true; continue; }
+        if (!strcmp(s, "--resume")) { a->o.resume = true; continue; }
         bool takes = false;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) takes |= !strcmp(s, with_value[k]);
         if (takes) {
@@ -150,6 +163,8 @@ static int parse(int argc, char **argv, args *a) {
     if (a->calib.tuned && !a->calib.file) return cli_usage(VERB, "--nsamples, --seqlen and --seed apply to --calib FILE");
     if (a->calib.file && a->o.imatrix)
         return cli_usage(VERB, "--calib computes the importance matrix that --imatrix would give; use one of them");
+    if (a->dry_run && (a->o.resumable || a->o.resume))
+        return cli_usage(VERB, "--%s: a dry run writes nothing to resume", a->o.resume ? "resume" : "resumable");
     a->o.overrides = a->over;
     a->o.keep = a->keep;
     return CLI_OK;
@@ -159,25 +174,51 @@ static int parse(int argc, char **argv, args *a) {
  * change the file (--dry-run, --json, -q, --force, --threads): a dry run then
  * predicts the file to the byte, and every thread count writes the same file. */
 static bool no_effect(const char *a) {
-    return !strcmp(a, "--dry-run") || !strncmp(a, "--json", 6) || cli_is_quiet(a) || !strcmp(a, "--force");
+    return !strcmp(a, "--dry-run") || !strncmp(a, "--json", 6) || cli_is_quiet(a) || !strcmp(a, "--force") ||
+           !strcmp(a, "--resumable") || !strcmp(a, "--resume");
 }
 
-static char *command_line(int argc, char **argv) {
-    size_t n = strlen("quanta") + 1;
+/* recorded: the command for quanta.command_line (no output-neutral options);
+ * else the command that resumes this one (--resumable becomes --resume). */
+static char *command_line(int argc, char **argv, bool recorded) {
+    size_t n = strlen("quanta --resume") + 1;
     for (int i = 0; i < argc; i++) n += strlen(argv[i]) + 3;
     char *s = malloc(n);
     if (!s) return NULL;
     strcpy(s, "quanta");
     for (int i = 0; i < argc; i++) {
-        if (no_effect(argv[i])) continue;
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc) { i++; continue; }
+        if (recorded ? no_effect(argv[i]) : !strcmp(argv[i], "--resumable") || !strcmp(argv[i], "--resume")) continue;
+        if (recorded && !strcmp(argv[i], "--threads") && i + 1 < argc) { i++; continue; }
         strcat(s, " ");
         bool quote = strpbrk(argv[i], " \t'\"$\\*?[]|&;<>()") != NULL;
         if (quote) strcat(s, "'");
         strcat(s, argv[i]);
         if (quote) strcat(s, "'");
     }
+    if (!recorded) strcat(s, " --resume");
     return s;
+}
+
+/* Test hooks, documented as such (docs/quantize.md): after N tensors,
+ * QUANTA_TEST_STOP_AFTER_TENSORS=N cancels as SIGINT does, and
+ * QUANTA_TEST_PAUSE_AFTER_TENSORS=N stops the process (SIGSTOP) so a test can
+ * send a real signal at a known point without depending on time. */
+static void test_hook(void *ctx, int32_t n_done) {
+    (void)ctx;
+    const char *stop = getenv("QUANTA_TEST_STOP_AFTER_TENSORS"), *pause = getenv("QUANTA_TEST_PAUSE_AFTER_TENSORS");
+    if (stop && atoi(stop) == n_done) qt_request_cancel();
+    if (pause && atoi(pause) == n_done) raise(SIGSTOP);
+}
+
+/* Before a fresh run: what an interrupted one left is removed, and said so. */
+static int clear_stale(const args *a) {
+    bool removed = false;
+    qt_status st = a->o.resume ? QT_OK : qt_quantize_clear_partial(a->out, &removed);
+    if (st != QT_OK) return cli_fail(st);
+    if (removed)
+        fprintf(stderr, "quanta: removed %s%s left by an interrupted run (--resume continues such a run instead)\n", a->out,
+                QT_QUANTIZE_PARTIAL_SUFFIX);
+    return CLI_OK;
 }
 
 /* VmHWM of this process in bytes (0 where /proc is missing). */
@@ -252,6 +293,7 @@ static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     json_object_set_new(root, "peak_rss_bytes", json_integer((json_int_t)(a->dry_run ? p->peak_rss_estimate : rss)));
     json_object_set_new(root, "peak_rss_measured", json_boolean(!a->dry_run));
     json_object_set_new(root, "fallbacks", json_integer(p->n_fallbacks));
+    if (!a->dry_run) json_object_set_new(root, "resumed_tensors", json_integer(p->n_resumed));
     if (p->imatrix_sha256[0]) json_object_set_new(root, "imatrix_sha256", json_string(p->imatrix_sha256));
     if (a->o.calib) json_object_set_new(root, "calibration", calib_json(a->o.calib));
     for (int32_t i = 0; i < p->n_tensors; i++) {
@@ -313,9 +355,16 @@ static int run_gguf(args *a, qt_model *m) {
         if (!a->quiet) print_plan(p);
     } else {
         a->o.progress = cli_progress(a->quiet);
+        a->o.tensor_written = test_hook;
         st = qt_quantize_run(m, a->out, &a->o, p);
         cli_progress_end();
         if (st != QT_OK) rc = cli_fail(st);
+        if (st != QT_OK && p->partial_kept)
+            fprintf(stderr, "quanta: kept %s%s (%d tensors complete) and its state file; to continue:\n  %s\n", a->out,
+                    QT_QUANTIZE_PARTIAL_SUFFIX, p->n_done, a->resume_cmd ? a->resume_cmd : "(out of memory)");
+        if (st == QT_OK && p->n_resumed && !a->quiet)
+            fprintf(stderr, "quanta: resumed: %d tensors were already complete in %s%s\n", p->n_resumed, a->out,
+                    QT_QUANTIZE_PARTIAL_SUFFIX);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     const uint64_t rss = peak_rss();
@@ -372,6 +421,9 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
 static int run_ct(args *a, const qt_model *m, const char *key) {
     int rc = ct_refuse_gguf_options(a);
     if (rc != CLI_OK) return rc;
+    if (a->o.resumable || a->o.resume)
+        return cli_usage(VERB, "--%s applies to GGUF schemes only: a compressed-tensors directory (--scheme %s) is "
+                         "staged file by file and cannot be resumed", a->o.resume ? "resume" : "resumable", a->scheme);
     const char *keep[MAX_PATTERNS + 1];
     for (int32_t i = 0; i < a->o.n_keep; i++) keep[i] = a->o.keep[i];
     keep[a->o.n_keep] = NULL;
@@ -448,6 +500,10 @@ static int run_scheme(args *a) {
         fprintf(stderr, "quanta: error: %s exists; pass --force to replace it\n", a->out);
         return CLI_FAIL;
     }
+    if (!a->dry_run && strcmp(a->out, "-")) {
+        int rc = clear_stale(a);
+        if (rc != CLI_OK) return rc;
+    }
     qt_model *m;
     qt_status st = qt_model_open(a->in, &m);
     if (st != QT_OK) return cli_fail(st);
@@ -462,12 +518,14 @@ int cmd_quantize(int argc, char **argv) {
     a.o = qt_quantize_opts_default();
     int rc = parse(argc, argv, &a);
     if (rc == CLI_OK) {
-        char *cmd = command_line(argc, argv);
+        char *cmd = command_line(argc, argv, true);
         a.o.command_line = cmd;
+        a.resume_cmd = command_line(argc, argv, false);
         rc = run_scheme(&a);
         if (rc == CLI_OK && !a.quiet && !a.dry_run) fprintf(stderr, "quanta: wrote %s\n", a.out);
         free(cmd);
         qcalib_free(&a.qc);
+        free(a.resume_cmd);
     }
     for (int i = 0; i < a.o.n_overrides; i++) free(a.over_pat[i]);
     return rc < 0 ? CLI_OK : rc;
