@@ -23,6 +23,7 @@
 #include "quanta/engine.h"
 #include "quanta/quantize.h"
 #include "quanta/eval.h"
+#include "quanta/synth.h"
 #include "quanta/quantize.h"
 
 #endif
