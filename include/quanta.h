@@ -24,6 +24,7 @@
 #include "quanta/quantize.h"
 #include "quanta/eval.h"
 #include "quanta/synth.h"
+#include "quanta/bench.h"
 #include "quanta/quantize.h"
 
 #endif

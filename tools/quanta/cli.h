@@ -84,6 +84,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_imatrix(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 
 #endif

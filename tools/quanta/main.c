@@ -22,6 +22,7 @@ static const cli_verb verbs[] = {
     {"perplexity", "perplexity on a text file, measured as llama-perplexity does", cmd_perplexity},
     {"eval", "judge quantized candidates against their base: perplexity, KL divergence, verdicts", cmd_eval},
     {"imatrix", "compute an importance matrix from calibration text, as llama-imatrix does", cmd_imatrix},
+    {"bench", "measure prefill/decode speed, latency, peak RSS and bandwidth use against the machine's", cmd_bench},
     {"synth", "write a random-weight model with a real model's exact shapes (GGUF or HF), for measuring", cmd_synth},
 };
 static const int n_verbs = (int)(sizeof verbs / sizeof verbs[0]);
