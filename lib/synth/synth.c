@@ -187,13 +187,25 @@ static qt_status hparams_from_like(const char *like, qt_hparams *hp, char *key, 
 /* ---- the generated vocabulary -------------------------------------------------------- */
 
 /* SentencePiece with byte fallback, as Llama 2's: <unk> <s> </s>, the 256
- * byte tokens <0x00>..<0xFF>, then filler pieces "▁w" and "w" for the words w
- * over a..z in shortlex order, with descending scores, up to n tokens. */
+ * byte tokens <0x00>..<0xFF>, then filler pieces with descending scores: "▁",
+ * the printable ASCII characters other than a..z, then "▁w" and "w" for the
+ * words w over a..z in shortlex order, up to n tokens. */
 #define SPM_FIRST_FILLER 259
+#define SPM_SINGLES (1 + 94 - 26) /* "▁" and '!'..'~' without a..z */
+#define SPM_FIRST_WORD (SPM_FIRST_FILLER + SPM_SINGLES)
+
+/* The i-th single (0: "▁"). */
+static void spm_single(int i, char *buf) {
+    if (i == 0) { snprintf(buf, 16, "\xE2\x96\x81"); return; }
+    int c = 0x20 + i;
+    if (c >= 'a') c += 26;
+    snprintf(buf, 16, "%c", c);
+}
 static qt_status gen_vocab(qt_model *m, int32_t n) {
     qt_vocab *v = &m->vocab;
-    if (n < SPM_FIRST_FILLER + 1)
-        return qt_error(QT_ERR_ARG, "synth: a vocabulary of %d tokens cannot hold the 259 special and byte tokens", n);
+    if (n < SPM_FIRST_WORD)
+        return qt_error(QT_ERR_ARG, "synth: a vocabulary of %d tokens cannot hold the %d special, byte and "
+                        "single-character tokens", n, SPM_FIRST_WORD);
     char *buf = qt__model_alloc(m, (size_t)n * 16);
     v->tokens = qt__model_alloc(m, (size_t)n * sizeof *v->tokens);
     v->scores = qt__model_alloc(m, (size_t)n * sizeof *v->scores);
@@ -210,7 +222,8 @@ static qt_status gen_vocab(qt_model *m, int32_t n) {
                                                                                                         : QT_TOKEN_NORMAL;
         if (i < 3) snprintf(buf, 16, "%s", specials[i]);
         else if (i < SPM_FIRST_FILLER) snprintf(buf, 16, "<0x%02X>", i - 3);
-        else if ((i - SPM_FIRST_FILLER) % 2 == 0) snprintf(buf, 16, "\xE2\x96\x81%s", word);
+        else if (i < SPM_FIRST_WORD) spm_single(i - SPM_FIRST_FILLER, buf);
+        else if ((i - SPM_FIRST_WORD) % 2 == 0) snprintf(buf, 16, "\xE2\x96\x81%s", word);
         else {
             snprintf(buf, 16, "%s", word);
             /* the next word in shortlex order: increment from the right, growing when all wrap */

@@ -14,17 +14,17 @@ expect "synth --seed 2" 0 "" "$q" synth --like qwen2.5-0.5b --layers 1 --vocab 5
 ok bash -c "! cmp -s '$tmp/a.gguf' '$tmp/c.gguf'"
 expect "synth inspect" 0 "out:q4_0" "$q" inspect "$tmp/a.gguf"
 ok has out "layers 1, heads 14 (kv 2"
-expect "synth --json" 0 "" "$q" synth --like llama-3.2-1b --layers 1 --vocab 300 --format q8_0 -o "$tmp/l.gguf" --json -q
-for k in '"like": "llama-3.2-1b"' '"format": "Q8_0"' '"layers": 1' '"n_vocab": 300' '"params":' '"bytes":' '"tensors": 11'; do
+expect "synth --json" 0 "" "$q" synth --like llama-3.2-1b --layers 1 --vocab 400 --format q8_0 -o "$tmp/l.gguf" --json -q
+for k in '"like": "llama-3.2-1b"' '"format": "Q8_0"' '"layers": 1' '"n_vocab": 400' '"params":' '"bytes":' '"tensors": 11'; do
     ok has out "$k"
 done
 # HF output: a directory that reads back
-expect "synth hf" 0 "hf directory" "$q" synth --like qwen3-0.6b --layers 1 --vocab 300 --format bf16 -o "$tmp/hf"
+expect "synth hf" 0 "hf directory" "$q" synth --like qwen3-0.6b --layers 1 --vocab 400 --format bf16 -o "$tmp/hf"
 ok test -s "$tmp/hf/config.json"
 ok test -s "$tmp/hf/model.safetensors"
 expect "synth hf inspect" 0 "out:qwen3" "$q" inspect "$tmp/hf"
-expect "synth hf non-empty" 1 "not empty" "$q" synth --like qwen3-0.6b --layers 1 --vocab 300 -o "$tmp/hf" -q
-expect "synth hf quantized" 1 "f32, f16 or bf16" "$q" synth --like qwen3-0.6b --layers 1 --vocab 300 --format q4_0 --to hf -o "$tmp/hf2" -q
+expect "synth hf non-empty" 1 "not empty" "$q" synth --like qwen3-0.6b --layers 1 --vocab 400 -o "$tmp/hf" -q
+expect "synth hf quantized" 1 "f32, f16 or bf16" "$q" synth --like qwen3-0.6b --layers 1 --vocab 400 --format q4_0 --to hf -o "$tmp/hf2" -q
 ok test ! -e "$tmp/hf2"
 # usage errors (exit 2) and failures (exit 1) with clear messages
 expect "synth no --like" 2 "--like" "$q" synth -o "$tmp/x.gguf"

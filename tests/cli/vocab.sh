@@ -36,7 +36,7 @@ rows=(
     "perplexity|-m $model -f $text -c 64 --chunks 1|c ke"
     "eval|--base $model --candidate $model -f $text -c 64 --chunks 1|c ke"
     "imatrix|-m $model -f $text -c 64 --chunks 2 -o @OUT@.gguf|c"
-    "synth|--like qwen3-0.6b --layers 1 --vocab 300 --format q8_0 -o @OUT@.gguf|"
+    "synth|--like qwen3-0.6b --layers 1 --vocab 400 --format q8_0 -o @OUT@.gguf|"
     "bench|-m $model -p 8 -n 2 -r 1 --bw-size 16MiB|ke"
 )
 # the table covers every verb `quanta --help` lists

@@ -97,6 +97,8 @@ static void test_known_count_and_layers(void) {
     qt_model_free(m);
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
 static void test_generated_vocab(void) {
     qt_model *m = synth("mistral-7b", 1, 0);
     if (!m) return;
@@ -107,20 +109,34 @@ static void test_generated_vocab(void) {
     CHECK_EQ_STR(v->tokens[1], "<s>");
     CHECK_EQ_STR(v->tokens[3 + 0x41], "<0x41>");
     CHECK_EQ_INT(v->token_types[3 + 0x41], QT_TOKEN_BYTE);
-    CHECK_EQ_STR(v->tokens[259], "\xE2\x96\x81" "a");
-    CHECK_EQ_STR(v->tokens[260], "a");
-    CHECK_EQ_STR(v->tokens[259 + 2 * 26], "\xE2\x96\x81" "aa");
-    /* every piece distinct */
+    CHECK_EQ_STR(v->tokens[259], "\xE2\x96\x81");
+    CHECK_EQ_STR(v->tokens[260], "!");
+    CHECK_EQ_STR(v->tokens[259 + 0x41 - 0x20], "A");
+    CHECK_EQ_STR(v->tokens[259 + 0x7B - 0x20 - 26], "{");
+    CHECK_EQ_STR(v->tokens[327], "~");
+    CHECK_EQ_STR(v->tokens[328], "\xE2\x96\x81" "a");
+    CHECK_EQ_STR(v->tokens[329], "a");
+    CHECK_EQ_STR(v->tokens[328 + 2 * 26], "\xE2\x96\x81" "aa");
+    /* every piece distinct: sort copies of the pointers and compare neighbours */
+    const char **sorted = malloc(sizeof *sorted * (size_t)v->n_tokens);
+    memcpy(sorted, v->tokens, sizeof *sorted * (size_t)v->n_tokens);
+    qsort(sorted, (size_t)v->n_tokens, sizeof *sorted, cmp_str);
     int dup = 0;
-    for (int32_t i = 259; i < v->n_tokens - 1; i++) dup += !strcmp(v->tokens[i], v->tokens[i + 1]);
+    for (int32_t i = 0; i < v->n_tokens - 1; i++) dup += !strcmp(sorted[i], sorted[i + 1]);
     CHECK_EQ_INT(dup, 0);
+    free(sorted);
     /* and it tokenizes: bytes it has no piece for fall back to byte tokens */
     qt_tokenizer *tok;
     CHECK_OK(qt_tokenizer_new(v, &tok));
     int32_t *ids = NULL, n = 0;
     CHECK_OK(qt_tokenize(tok, "hello World!", 12, false, &ids, &n));
     CHECK(n > 0);
-    for (int32_t i = 0; i < n; i++) CHECK(ids[i] >= 0 && ids[i] < v->n_tokens);
+    int bytes = 0;
+    for (int32_t i = 0; i < n; i++) {
+        CHECK(ids[i] >= 0 && ids[i] < v->n_tokens);
+        bytes += ids[i] >= 3 && ids[i] < 259;
+    }
+    CHECK_EQ_INT(bytes, 0); /* ASCII needs no byte fallback */
     free(ids);
     qt_tokenizer_free(tok);
     qt_model_free(m);
@@ -129,7 +145,7 @@ static void test_generated_vocab(void) {
 /* Same seed, any thread count: the same bytes; another seed: others. The law:
  * uniform, standard deviation 0.02 (|x| <= 0.0347), norms exactly 1. */
 static void test_fill_deterministic_and_law(void) {
-    qt_model *m = synth("qwen2.5-0.5b", 1, 300);
+    qt_model *m = synth("qwen2.5-0.5b", 1, 400);
     if (!m) return;
     const qt_tensor *t = qt_model_find_tensor(m, "blk.0.ffn_down.weight");
     const size_t n = (size_t)(t->ne[0] * t->ne[1]);

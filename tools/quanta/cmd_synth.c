@@ -84,7 +84,7 @@ static int parse(int argc, char **argv, synth_args *a) {
             if (cli_parse_int("synth", s, val, 1, 100000, &v)) return CLI_USAGE;
             a->so.n_layers = (int32_t)v;
         } else if (!strcmp(s, "--vocab")) {
-            if (cli_parse_int("synth", s, val, 260, 1 << 24, &v)) return CLI_USAGE;
+            if (cli_parse_int("synth", s, val, 1, 1 << 24, &v)) return CLI_USAGE;
             a->so.n_vocab = (int32_t)v;
         } else if (!strcmp(s, "--seed")) {
             char *end;
