@@ -46,6 +46,8 @@ int cli_json_emit_tree(const cli_json *j, void *root, size_t extra_flags, const 
 /* Opens model and tokenizes the whole text file with its tokenizer (BOS as the
  * vocabulary says); on failure prints the error, frees everything and returns CLI_FAIL. */
 int cli_open_tokenized(const char *model, const char *file, qt_model **m, int32_t **ids, int32_t *n_ids);
+/* Does s end with suffix? */
+bool cli_ends_with(const char *s, const char *suffix);
 /* -q or --quiet. */
 bool cli_is_quiet(const char *a);
 /* Writes text to path by the output rule (atomic; '-' = stdout). */

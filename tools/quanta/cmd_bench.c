@@ -96,6 +96,17 @@ static void fmt_params(char *buf, size_t n, uint64_t p) {
     else snprintf(buf, n, "%.2f K", p / 1e3);
 }
 
+/* One row as llama-bench prints it: "| llama f16 | 2.30 GiB | 1.24 B | CPU | 2 | pp512 | 89.50 ± 0.30 |". */
+static void llama_bench_row(const qt_bench_result *r, const char *test, int32_t n, double tps, double sd) {
+    char model[64], size[32], params[32], name[32], ts[48];
+    snprintf(model, sizeof model, "%s %s", r->arch, r->type_name);
+    snprintf(size, sizeof size, "%.2f GiB", r->model_bytes / 1073741824.0);
+    fmt_params(params, sizeof params, r->n_params);
+    snprintf(name, sizeof name, "%s%d", test, n);
+    snprintf(ts, sizeof ts, "%.2f ± %.2f", tps, sd);
+    printf("| %-30s | %10s | %10s | %-10s | %7d | %15s | %20s |\n", model, size, params, "CPU (quanta)", r->threads, name, ts);
+}
+
 static void print_tables(const bench_args *a, const qt_bandwidth *bw, const qt_bench_result *r) {
     printf("machine: read bandwidth %.1f GB/s (median of %d, best %.1f) with %d threads over %.0f MiB, kernels %s\n\n",
            bw->read_gbps, bw->reps, bw->read_gbps_max, bw->threads, bw->buffer_bytes / 1048576.0, qt_cpu_level_name());
@@ -112,17 +123,8 @@ static void print_tables(const bench_args *a, const qt_bandwidth *bw, const qt_b
     printf("\n| model | size | params | backend | threads | test | t/s |\n");
     printf("| ------------------------------ | ---------: | ---------: | ---------- | ------: | --------------: | -------------------: |\n");
     for (int i = 0; i < a->n_models; i++) {
-        char model[64], size[32], params[32], test[32], ts[48];
-        snprintf(model, sizeof model, "%s %s", r[i].arch, r[i].type_name);
-        snprintf(size, sizeof size, "%.2f GiB", r[i].model_bytes / 1073741824.0);
-        fmt_params(params, sizeof params, r[i].n_params);
-        snprintf(test, sizeof test, "pp%d", r[i].n_prompt);
-        snprintf(ts, sizeof ts, "%.2f ± %.2f", r[i].prefill_tps, r[i].prefill_tps_sd);
-        printf("| %-30s | %10s | %10s | %-10s | %7d | %15s | %20s |\n", model, size, params, "CPU (quanta)", r[i].threads, test, ts);
-        if (r[i].n_gen <= 0) continue;
-        snprintf(test, sizeof test, "tg%d", r[i].n_gen);
-        snprintf(ts, sizeof ts, "%.2f ± %.2f", r[i].decode_tps, r[i].decode_tps_sd);
-        printf("| %-30s | %10s | %10s | %-10s | %7d | %15s | %20s |\n", model, size, params, "CPU (quanta)", r[i].threads, test, ts);
+        llama_bench_row(&r[i], "pp", r[i].n_prompt, r[i].prefill_tps, r[i].prefill_tps_sd);
+        if (r[i].n_gen > 0) llama_bench_row(&r[i], "tg", r[i].n_gen, r[i].decode_tps, r[i].decode_tps_sd);
     }
 }
 

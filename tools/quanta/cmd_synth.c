@@ -34,11 +34,6 @@ static void help(void) {
            "exit status: 0 ok, 1 failed (nothing written), 2 usage error\n");
 }
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
 static bool valid_format(const char *f) {
     const qt_type_traits *tr = qt_type_by_name(f);
     if (tr && (tr->type == QT_TYPE_F32 || tr->type == QT_TYPE_F16 || tr->type == QT_TYPE_BF16)) return true;
@@ -111,7 +106,7 @@ int cmd_synth(int argc, char **argv) {
     a.wo.format = "f16";
     int rc = parse(argc, argv, &a);
     if (rc) return rc < 0 ? CLI_OK : rc;
-    a.wo.hf = a.to ? !strcmp(a.to, "hf") : !(ends_with(a.out, ".gguf") || !strcmp(a.out, "-"));
+    a.wo.hf = a.to ? !strcmp(a.to, "hf") : !(cli_ends_with(a.out, ".gguf") || !strcmp(a.out, "-"));
 
     qt_model *m;
     qt_status st = qt_synth_model(&a.so, &m);

@@ -89,6 +89,11 @@ int cli_parse_double(const char *verb, const char *opt, const char *s, double lo
     return CLI_OK;
 }
 
+bool cli_ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
 static qt_progress_term *progress_term;
 
 qt_progress cli_progress(int quiet) {
