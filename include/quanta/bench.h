@@ -75,14 +75,16 @@ typedef struct qt_bench_result {
     double decode_tps, decode_tps_sd;
     double ttft_ms;                      /* median prompt time */
     double itl_p50_ms, itl_p99_ms;       /* over every decode step of every rep */
-    uint64_t peak_rss_bytes;             /* VmHWM after the runs (reset before the model was opened
-                                            when qt_bench_file could) */
+    uint64_t peak_rss_bytes;             /* VmHWM after the runs */
+    bool peak_rss_is_model;              /* true: the high-water mark was reset just before the model
+                                            was opened (qt_bench_file), so it is this model's alone */
     uint64_t weight_bytes;               /* read per token: qt_bench_weight_bytes_per_token */
     uint64_t model_bytes;                /* all tensor data */
     uint64_t n_params;
     double read_gbps;                    /* weight_bytes x decode_tps / 1e9 */
     double bandwidth_ratio;              /* read_gbps / machine_read_gbps */
     char type_name[16];                  /* the type of most weight elements ("q4_K") */
+    char file_type[16];                  /* GGUF general.file_type by name ("Q4_K_M"); "" when none */
     char arch[32];
     int32_t n_prompt, n_gen, reps, threads;
 } qt_bench_result;

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "quanta/bench.h"
+#include "quanta/formats.h"
+#include "quanta/gguf.h"
 #include "bench_internal.h"
 
 qt_bench_opts qt_bench_opts_default(void) {
@@ -82,6 +84,10 @@ static void describe(const qt_model *m, qt_bench_result *r) {
         if (t->n_dims >= 2 && t->type < QT_TYPE_COUNT && (per_type[t->type] += n) > per_type[best]) best = t->type;
     }
     snprintf(r->type_name, sizeof r->type_name, "%s", qt_type_get(best)->name);
+    int32_t ft;
+    const qt_gguf *g = qt_model_gguf(m);
+    const qt_gguf_ftype_info *fi = g && qt_gguf_get_i32(g, "general.file_type", &ft) == QT_OK ? qt_gguf_ftype_by_id(ft) : NULL;
+    snprintf(r->file_type, sizeof r->file_type, "%s", fi ? fi->name : "");
     snprintf(r->arch, sizeof r->arch, "%s", qt_model_hparams(m)->arch_name);
     r->n_params = qt_model_n_params(m);
     r->weight_bytes = qt_bench_weight_bytes_per_token(m);
@@ -169,11 +175,12 @@ qt_status qt_bench_model(const qt_model *m, const qt_bench_opts *opts, qt_bench_
 }
 
 qt_status qt_bench_file(const char *path, const qt_bench_opts *o, qt_bench_result *r) {
-    qt_bench_reset_peak_rss();
+    const bool reset = qt_bench_reset_peak_rss();
     qt_model *m;
     qt_status s = qt_model_open(path, &m);
     if (s != QT_OK) return s;
     s = qt_bench_model(m, o, r);
+    r->peak_rss_is_model = reset;
     qt_model_free(m);
     return s;
 }

@@ -113,7 +113,7 @@ static qt_status fill_pool(const qt_tensor *t, uint64_t seed, qt_type type, void
         return qt_error(QT_ERR_SHAPE, "synth: tensor '%s': %s", t->name, qt_last_error());
     const int64_t rows = qt__tensor_nelements(t) / j.row_len;
     if ((size_t)rows * j.row_bytes != nbytes)
-        return qt_error(QT_ERR_INTERNAL, "synth: tensor '%s': %zu bytes asked, %s needs %zu", t->name, nbytes, tr->name,
+        return qt_error(QT_ERR_ARG, "synth: tensor '%s': %zu bytes asked, %s needs %zu", t->name, nbytes, tr->name,
                         (size_t)rows * j.row_bytes);
     const int n_threads = tp ? qt_threadpool_size(tp) : 1;
     if (!(j.scratch = malloc((size_t)n_threads * (size_t)j.row_len * sizeof(float))))

@@ -17,7 +17,7 @@ static void help(void) {
            "tokens in one batch), decode tokens/s (-n greedy tokens), time to first token,\n"
            "inter-token latency p50/p99, peak RSS, the weight bytes one decode step reads, the\n"
            "GB/s that makes, and its ratio to the machine's read bandwidth, which is measured\n"
-           "first with the same threads (a streaming read of a buffer much larger than the\n"
+           "last with the same threads (a streaming read of a buffer much larger than the\n"
            "last-level cache). One warm-up run, then medians over -r reps. Prints a Markdown\n"
            "table and the pp/tg rows as llama-bench prints them.\n\n"
            "  -m, --model PATH  a model (GGUF, HF directory, llama2.c); repeat for more\n"
@@ -99,7 +99,7 @@ static void fmt_params(char *buf, size_t n, uint64_t p) {
 /* One row as llama-bench prints it: "| llama f16 | 2.30 GiB | 1.24 B | CPU | 2 | pp512 | 89.50 ± 0.30 |". */
 static void llama_bench_row(const qt_bench_result *r, const char *test, int32_t n, double tps, double sd) {
     char model[64], size[32], params[32], name[32], ts[48];
-    snprintf(model, sizeof model, "%s %s", r->arch, r->type_name);
+    snprintf(model, sizeof model, "%s %s", r->arch, r->file_type[0] ? r->file_type : r->type_name);
     snprintf(size, sizeof size, "%.2f GiB", r->model_bytes / 1073741824.0);
     fmt_params(params, sizeof params, r->n_params);
     snprintf(name, sizeof name, "%s%d", test, n);
@@ -110,14 +110,14 @@ static void llama_bench_row(const qt_bench_result *r, const char *test, int32_t 
 static void print_tables(const bench_args *a, const qt_bandwidth *bw, const qt_bench_result *r) {
     printf("machine: read bandwidth %.1f GB/s (median of %d, best %.1f) with %d threads over %.0f MiB, kernels %s\n\n",
            bw->read_gbps, bw->reps, bw->read_gbps_max, bw->threads, bw->buffer_bytes / 1048576.0, qt_cpu_level_name());
-    printf("| model | type | params | prefill tok/s | decode tok/s | TTFT ms | ITL p50 ms | ITL p99 ms | peak RSS MiB "
+    printf("| model | file type | params | prefill tok/s | decode tok/s | TTFT ms | ITL p50 ms | ITL p99 ms | peak RSS MiB "
            "| weight MiB/token | GB/s | of bandwidth |\n");
     printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < a->n_models; i++) {
         char params[32];
         fmt_params(params, sizeof params, r[i].n_params);
         printf("| %s | %s | %s | %.2f | %.2f | %.1f | %.2f | %.2f | %.0f | %.1f | %.1f | %.0f %% |\n", base_name(a->models[i]),
-               r[i].type_name, params, r[i].prefill_tps, r[i].decode_tps, r[i].ttft_ms, r[i].itl_p50_ms, r[i].itl_p99_ms,
+               r[i].file_type[0] ? r[i].file_type : r[i].type_name, params, r[i].prefill_tps, r[i].decode_tps, r[i].ttft_ms, r[i].itl_p50_ms, r[i].itl_p99_ms,
                r[i].peak_rss_bytes / 1048576.0, r[i].weight_bytes / 1048576.0, r[i].read_gbps, 100.0 * r[i].bandwidth_ratio);
     }
     printf("\n| model | size | params | backend | threads | test | t/s |\n");
@@ -137,6 +137,7 @@ static int emit_json(const bench_args *a, const qt_bandwidth *bw, const qt_bench
         json_object_set_new(o, "model", json_string(a->models[i]));
         json_object_set_new(o, "arch", json_string(r[i].arch));
         json_object_set_new(o, "type", json_string(r[i].type_name));
+        json_object_set_new(o, "file_type", r[i].file_type[0] ? json_string(r[i].file_type) : json_null());
         json_object_set_new(o, "params", json_integer((json_int_t)r[i].n_params));
         json_object_set_new(o, "model_bytes", json_integer((json_int_t)r[i].model_bytes));
         json_object_set_new(o, "n_prompt", json_integer(r[i].n_prompt));
@@ -151,6 +152,7 @@ static int emit_json(const bench_args *a, const qt_bandwidth *bw, const qt_bench
         json_object_set_new(o, "itl_p50_ms", jnum(r[i].itl_p50_ms));
         json_object_set_new(o, "itl_p99_ms", jnum(r[i].itl_p99_ms));
         json_object_set_new(o, "peak_rss_bytes", json_integer((json_int_t)r[i].peak_rss_bytes));
+        json_object_set_new(o, "peak_rss_is_model", json_boolean(r[i].peak_rss_is_model));
         json_object_set_new(o, "weight_bytes", json_integer((json_int_t)r[i].weight_bytes));
         json_object_set_new(o, "read_gbps", jnum(r[i].read_gbps));
         json_object_set_new(o, "bandwidth_ratio", jnum(r[i].bandwidth_ratio));
@@ -179,11 +181,7 @@ int cmd_bench(int argc, char **argv) {
     o.reps = (int32_t)a.reps;
     o.threads = (int)a.threads;
     qt_status st = qt_kv_type_parse(a.kv, &o.kv_type);
-    qt_bandwidth bw;
-    if (st == QT_OK) st = qt_bench_read_bandwidth((uint64_t)a.bw_bytes, o.threads, 0, &bw);
     if (st != QT_OK) return cli_fail(st);
-    o.machine_read_gbps = bw.read_gbps;
-    if (!a.quiet) fprintf(stderr, "quanta bench: read bandwidth %.1f GB/s with %d threads\n", bw.read_gbps, bw.threads);
     qt_bench_result *r = calloc((size_t)a.n_models, sizeof *r);
     if (!r) return cli_fail(qt_error(QT_ERR_NOMEM, "bench: out of memory"));
     for (int i = 0; i < a.n_models && rc == CLI_OK; i++) {
@@ -192,6 +190,12 @@ int cmd_bench(int argc, char **argv) {
         cli_progress_end();
         if (st != QT_OK) rc = cli_fail(st);
     }
+    /* The machine last, with no model loaded: its buffer never counts in a model's peak RSS,
+     * even where the high-water mark cannot be reset. */
+    qt_bandwidth bw;
+    if (rc == CLI_OK && !a.quiet) fprintf(stderr, "quanta bench: measuring the read bandwidth\n");
+    if (rc == CLI_OK && (st = qt_bench_read_bandwidth((uint64_t)a.bw_bytes, o.threads, 0, &bw)) != QT_OK) rc = cli_fail(st);
+    for (int i = 0; i < a.n_models && rc == CLI_OK; i++) r[i].bandwidth_ratio = r[i].read_gbps / bw.read_gbps;
     if (rc == CLI_OK && (!a.json.on || (a.json.file && strcmp(a.json.file, "-")))) print_tables(&a, &bw, r);
     if (rc == CLI_OK && a.json.on) rc = emit_json(&a, &bw, r);
     free(r);
