@@ -56,7 +56,7 @@ measure() {
     if [ -x /usr/bin/time ]; then
         /usr/bin/time -v -o "$WORK/$name.tv" "$@" >"$WORK/$name.log" 2>&1 || { tail -20 "$WORK/$name.log" >&2; die "failed: $*"; }
         awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; w = s}
-                    /Maximum resident set size/ {r = $2 * 1024} END {printf "%.3f %d\n", w, r}' "$WORK/$name.tv" >"$WORK/$name.time"
+                    /Maximum resident set size/ {r = $2 * 1024} END {printf "%.3f %.0f\n", w, r}' "$WORK/$name.tv" >"$WORK/$name.time"
     else # poll the child's VmHWM until it exits
         local t0 t1 pid hwm=0 h
         t0=$(date +%s.%N)
@@ -101,8 +101,14 @@ log "quanta bench -p $P -n $N -t $THREADS -r $REPS on: $FORMATS"
 cat "$WORK/quanta-bench.txt" >&2
 for f in $FORMATS; do
     log "llama-bench -p $P -n $N -t $THREADS -r $REPS on $f"
-    "$LB" -m "${lfile[$f]}" -p "$P" -n "$N" -t "$THREADS" -r "$REPS" -o json >"$WORK/llamacpp-bench-$f.json" 2>"$WORK/llamacpp-bench-$f.log" ||
-        { tail -20 "$WORK/llamacpp-bench-$f.log" >&2; die "llama-bench failed on $f"; }
+    # a crash is recorded in the JSON (llama_cpp.error) and the other formats still run
+    rc=0
+    "$LB" -m "${lfile[$f]}" -p "$P" -n "$N" -t "$THREADS" -r "$REPS" -o json >"$WORK/llamacpp-bench-$f.json" 2>"$WORK/llamacpp-bench-$f.log" || rc=$?
+    if [ $rc -ne 0 ]; then
+        tail -5 "$WORK/llamacpp-bench-$f.log" >&2
+        log "llama-bench failed on $f (exit $rc)"
+        echo "llama-bench exited with status $rc$([ $rc -gt 128 ] && echo " (signal $((rc - 128)))")" >"$WORK/llamacpp-bench-$f.error"
+    fi
 done
 
 node - "$WORK" "$PRESET" "${LAYERS:-0}" "$THREADS" "$P" "$N" "$REPS" "$QREPS" "$LLAMA_CPP_BIN" $FORMATS <<'JS'
@@ -115,12 +121,15 @@ const bw = qb.machine.read_gbps;
 let commit = null;
 const speed = formats.map((f, i) => {
     const q = qb.models[i];
-    const rows = JSON.parse(fs.readFileSync(`${work}/llamacpp-bench-${f}.json`, "utf8"));
-    commit = commit || rows[0].build_commit;
+    const errFile = `${work}/llamacpp-bench-${f}.error`;
+    const error = fs.existsSync(errFile) ? fs.readFileSync(errFile, "utf8").trim() : null;
+    const rows = error ? [{}] : JSON.parse(fs.readFileSync(`${work}/llamacpp-bench-${f}.json`, "utf8"));
+    commit = commit || rows[0].build_commit || null;
     const pp = rows.find((r) => r.n_prompt > 0 && r.n_gen === 0), tg = rows.find((r) => r.n_gen > 0 && r.n_prompt === 0);
     const l = {prefill_tps: pp ? median(pp.samples_ts) : null, decode_tps: tg ? median(tg.samples_ts) : null};
     l.read_gbps = l.decode_tps != null ? (q.weight_bytes * l.decode_tps) / 1e9 : null;
     l.bandwidth_ratio = ratio(l.read_gbps, bw);
+    if (error) l.error = error;
     return {
         format: f, weight_bytes: q.weight_bytes, model_bytes: q.model_bytes,
         decode_limit_tps: (bw * 1e9) / q.weight_bytes,
