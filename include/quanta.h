@@ -26,6 +26,8 @@
 #include "quanta/eval.h"
 #include "quanta/serve.h"
 #include "quanta/loadtest.h"
+#include "quanta/synth.h"
+#include "quanta/bench.h"
 #include "quanta/quantize.h"
 
 #endif

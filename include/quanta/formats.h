@@ -104,6 +104,7 @@ typedef struct qt_gguf_ftype_info {
 } qt_gguf_ftype_info;
 
 QT_API const qt_gguf_ftype_info *qt_gguf_ftype_find(const char *name); /* case-insensitive */
+QT_API const qt_gguf_ftype_info *qt_gguf_ftype_by_id(int32_t id);       /* general.file_type; NULL if unknown */
 /* general.file_type for a file whose predominant type is t (1024, "guessed", when none). */
 QT_API int32_t qt_gguf_ftype_of_type(qt_type t);
 

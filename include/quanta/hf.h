@@ -9,6 +9,7 @@
 #define QUANTA_HF_H
 
 #include "core.h"
+#include "gguf.h"
 #include "model.h"
 
 #ifdef __cplusplus
@@ -34,6 +35,11 @@ typedef struct qt_hf_write_opts {
     qt_progress progress;
     /* false: an existing non-empty dir is refused; true: written into. */
     bool force;
+    /* Optional: produces each tensor's data in its output type, as the GGUF
+     * writer's hook does (row permutation applied afterwards), so a model
+     * whose tensors have no data (lib/synth/) is written one tensor at a time. */
+    qt_gguf_tensor_data_fn tensor_data;
+    void *user;
 } qt_hf_write_opts;
 
 /* Writes dir/config.json, dir/model.safetensors (or shards and an index) and,

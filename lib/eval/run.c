@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "eval_internal.h"
+#include "quanta/bench.h"
 #include "quanta/gguf.h"
 #include "quanta/tokenizer.h"
 
@@ -370,34 +370,19 @@ static qt_status check_heldout(qt_eval_result *R, const qt_eval_opts *o, int32_t
     return QT_OK;
 }
 
-/* ---- speed ---------------------------------------------------------------------- */
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+/* ---- speed: the bench's timed run (lib/bench/bench.c) on the evaluation text ---- */
 
 static qt_status bench_one(qt_eval_result *R, runner *r, int32_t n_ctx) {
     int32_t n_pre = n_ctx > 128 ? n_ctx - 64 : n_ctx / 2, n_dec = n_ctx - n_pre;
     if (n_dec > 64) n_dec = 64;
     if (n_pre > R->n_ids) n_pre = R->n_ids;
-    float *row = malloc(sizeof(float) * (size_t)R->n_vocab);
-    if (!row) return qt_error(QT_ERR_NOMEM, "bench: out of memory");
-    qt_engine_reset(r->engine);
-    double t0 = now_s();
-    qt_status s = qt_engine_eval(r->engine, R->ids, n_pre, n_pre - 1, row);
-    double t1 = now_s();
-    if (!s) r->prefill_tps = n_pre / fmax(t1 - t0, 1e-9);
-    int32_t tok = qt_eval_argmax(row, R->n_vocab);
-    t0 = now_s();
-    for (int32_t i = 0; i < n_dec && !s; i++) {
-        s = qt_engine_eval(r->engine, &tok, 1, 0, row);
-        tok = qt_eval_argmax(row, R->n_vocab);
-    }
-    t1 = now_s();
-    if (!s && n_dec > 0) r->decode_tps = n_dec / fmax(t1 - t0, 1e-9);
-    free(row);
+    double *itl = malloc(sizeof(double) * (size_t)(n_dec > 0 ? n_dec : 1)), pre = 0, dec = 0;
+    if (!itl) return qt_error(QT_ERR_NOMEM, "bench: out of memory");
+    qt_status s = qt_bench_engine_run(r->engine, R->ids, n_pre, n_dec, &pre, itl);
+    for (int32_t i = 0; i < n_dec; i++) dec += itl[i];
+    if (!s) r->prefill_tps = n_pre / fmax(pre, 1e-9);
+    if (!s && n_dec > 0) r->decode_tps = n_dec / fmax(dec, 1e-9);
+    free(itl);
     return s;
 }
 

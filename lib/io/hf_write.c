@@ -156,10 +156,25 @@ static qt_status plan_tensors(hf_writer *w) {
     return QT_OK;
 }
 
+static qt_status write_rows(hf_writer *w, qt_st_writer *sw, const plan_tensor *p, const qt_tensor *t);
+
 /* Row by row: optional row permutation, optional type conversion. A 1-D
- * tensor (a bias) is a column of one-element rows. */
+ * tensor (a bias) is a column of one-element rows. Through the data hook when there is one: the tensor made in its output type. */
 static qt_status write_tensor(hf_writer *w, qt_st_writer *sw, const plan_tensor *p) {
-    const qt_tensor *t = p->src;
+    if (!w->opts.tensor_data) return write_rows(w, sw, p, p->src);
+    qt_tensor made = *p->src;
+    made.type = p->out_type;
+    made.nbytes = qt_row_size(made.type, made.ne[0]) * (size_t)(qt__tensor_nelements(&made) / (made.ne[0] ? made.ne[0] : 1));
+    void *buf = malloc(made.nbytes ? made.nbytes : 1);
+    if (!buf) return qt_error(QT_ERR_NOMEM, "%s: tensor '%s': out of memory", w->m->path, made.name);
+    qt_status s = w->opts.tensor_data(w->opts.user, p->src, made.type, buf, made.nbytes);
+    made.data = buf;
+    if (s == QT_OK) s = write_rows(w, sw, p, &made);
+    free(buf);
+    return s;
+}
+
+static qt_status write_rows(hf_writer *w, qt_st_writer *sw, const plan_tensor *p, const qt_tensor *t) {
     if (!p->permute && p->out_type == t->type) return qt_st_writer_write(sw, t->data, t->nbytes);
     int64_t row_len = t->n_dims == 1 ? 1 : t->ne[0];
     int64_t rows = qt__tensor_nelements(t) / (row_len ? row_len : 1);

@@ -301,6 +301,12 @@ const qt_gguf_ftype_info *qt_gguf_ftype_find(const char *name) {
     return NULL;
 }
 
+const qt_gguf_ftype_info *qt_gguf_ftype_by_id(int32_t id) {
+    for (int i = 0; i < N_FTYPES; i++)
+        if (ftypes[i].id == id) return &ftypes[i];
+    return NULL;
+}
+
 int32_t qt_gguf_ftype_of_type(qt_type t) {
     for (int i = 0; i < N_FTYPES; i++)
         if (ftypes[i].labels_base && ftypes[i].base == t) return ftypes[i].id;

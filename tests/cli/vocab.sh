@@ -38,6 +38,8 @@ rows=(
     "imatrix|-m $model -f $text -c 64 --chunks 2 -o @OUT@.gguf|c"
     "serve|-m $model --port 0 --check|c ke"
     "loadtest|--compare $(dirname "$0")/../data/loadtest_a.json $(dirname "$0")/../data/loadtest_b.json|"
+    "synth|--like qwen3-0.6b --layers 1 --vocab 400 --format q8_0 -o @OUT@.gguf|"
+    "bench|-m $model -p 8 -n 2 -r 1 --bw-size 16MiB|ke"
 )
 # the table covers every verb `quanta --help` lists
 "$q" --help | awk '/^verbs:/ {on = 1; next} on && /^  [a-z]/ {print $1} on && /^$/ {on = 0}' >"$tmp/verbs"

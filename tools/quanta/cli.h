@@ -66,6 +66,8 @@ typedef struct cli_calib {
 int cli_calib_arg(const char *verb, int argc, char **argv, int *i, cli_calib *c);
 /* The library's options for c (the defaults filled in). */
 qt_calib_opts cli_calib_lib(const cli_calib *c);
+/* Does s end with suffix? */
+bool cli_ends_with(const char *s, const char *suffix);
 /* -q or --quiet. */
 bool cli_is_quiet(const char *a);
 /* Writes text to path by the output rule (atomic; '-' = stdout). */
@@ -105,6 +107,8 @@ int cmd_quantize(int argc, char **argv);
 int cmd_imatrix(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_loadtest(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 
 #endif

@@ -35,11 +35,6 @@ static void help(void) {
            "exit status: 0 ok, 1 failed (nothing written), 2 usage error\n");
 }
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
 static int write_hf(const qt_model *m, const char *out, qt_type outtype, bool force, qt_progress progress);
 
 int cmd_convert(int argc, char **argv) {
@@ -83,7 +78,7 @@ int cmd_convert(int argc, char **argv) {
     qt_status st = tokenizer ? qt_model_open_llama2c(in, tokenizer, &m) : qt_model_open(in, &m);
     if (st != QT_OK) return cli_fail(st);
     const char *src = qt_model_source_format(m);
-    bool to_gguf = to ? !strcmp(to, "gguf") : (ends_with(out, ".gguf") || !strcmp(out, "-") || strcmp(src, "gguf") != 0);
+    bool to_gguf = to ? !strcmp(to, "gguf") : (cli_ends_with(out, ".gguf") || !strcmp(out, "-") || strcmp(src, "gguf") != 0);
     int rc = CLI_OK;
     if (qt_model_vocab(m)->n_tokens == 0 && (to_gguf || !strcmp(src, "llama2c"))) {
         /* A GGUF without a vocabulary does not load in llama.cpp, nor in quanta run. */

@@ -241,17 +241,6 @@ static int clear_stale(const args *a) {
 }
 
 /* VmHWM of this process in bytes (0 where /proc is missing). */
-static uint64_t peak_rss(void) {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return 0;
-    char line[256];
-    unsigned long long kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) break;
-    fclose(f);
-    return (uint64_t)kb * 1024;
-}
-
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 static void print_plan(const qt_quantize_plan *p) {
@@ -425,7 +414,7 @@ static int run_gguf(args *a, qt_model *m) {
                     QT_QUANTIZE_PARTIAL_SUFFIX);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    const uint64_t rss = peak_rss();
+    const uint64_t rss = qt_bench_peak_rss(); /* VmHWM */
     if (rc == CLI_OK && !a->quiet)
         print_summary(a, p, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), rss);
     if (rc == CLI_OK && a->json.on) rc = emit_json(a, p, rss);
@@ -519,7 +508,7 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
         cli_progress_end();
     }
     if (st != QT_OK) return cli_fail(st);
-    const uint64_t rss = peak_rss();
+    const uint64_t rss = qt_bench_peak_rss(); /* VmHWM */
     if (!a->quiet) {
         for (int32_t i = 0; a->dry_run && i < e.n_tensors; i++)
             fprintf(stderr, "%-36s %-18s %12llu\n", e.tensors[i].name, e.tensors[i].kind,

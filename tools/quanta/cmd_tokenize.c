@@ -114,11 +114,6 @@ static void print_ids(FILE *out, const qt_tokenizer *tok, const qt_vocab *v, con
     fprintf(out, "%s]}\n", n ? "\n" : "");
 }
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
 int cmd_tokenize(int argc, char **argv) {
     const char *model_path = NULL, *prompt = NULL, *file = NULL;
     bool no_bos = false, batch = false, parse_special = false;
@@ -156,7 +151,7 @@ int cmd_tokenize(int argc, char **argv) {
     qt_model *m = NULL;
     qt_tokenizer *tok = NULL;
     int rc = CLI_OK;
-    qt_status s = ends_with(model_path, ".json") ? qt_model_open_tokenizer_json(model_path, &m) : qt_model_open(model_path, &m);
+    qt_status s = cli_ends_with(model_path, ".json") ? qt_model_open_tokenizer_json(model_path, &m) : qt_model_open(model_path, &m);
     if (s == QT_OK) s = qt_tokenizer_new(qt_model_vocab(m), &tok);
     if (s != QT_OK) { rc = cli_fail(s); goto done; }
     const qt_vocab *v = qt_model_vocab(m);

@@ -8,11 +8,6 @@
 
 #include "inspect_imatrix.h"
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
 bool inspect_is_imatrix(const char *path) {
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return false;
@@ -27,7 +22,7 @@ bool inspect_is_imatrix(const char *path) {
         return yes;
     }
     /* The legacy format has no magic: a .dat name, or a file that parses as one. */
-    if (ends_with(path, ".dat")) return true;
+    if (cli_ends_with(path, ".dat")) return true;
     qt_imatrix *im;
     if (qt_imatrix_open(path, &im) != QT_OK) return false;
     qt_imatrix_close(im);

@@ -24,6 +24,8 @@ static const cli_verb verbs[] = {
     {"imatrix", "compute an importance matrix from calibration text, as llama-imatrix does", cmd_imatrix},
     {"serve", "an OpenAI-compatible HTTP server on quanta's engine, with continuous batching", cmd_serve},
     {"loadtest", "load-test an OpenAI-compatible server: throughput, TTFT, TPOT, ITL, sustainable concurrency", cmd_loadtest},
+    {"bench", "measure prefill/decode speed, latency, peak RSS and bandwidth use against the machine's", cmd_bench},
+    {"synth", "write a random-weight model with a real model's exact shapes (GGUF or HF), for measuring", cmd_synth},
 };
 static const int n_verbs = (int)(sizeof verbs / sizeof verbs[0]);
 
@@ -87,6 +89,11 @@ int cli_parse_double(const char *verb, const char *opt, const char *s, double lo
     if (v < lo || v > hi) return cli_usage(verb, "%s: %g is out of range [%g, %g]", opt, v, lo, hi);
     *out = v;
     return CLI_OK;
+}
+
+bool cli_ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
 }
 
 static qt_progress_term *progress_term;
