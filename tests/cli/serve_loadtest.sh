@@ -5,7 +5,9 @@
 # requests x --output-len with --ignore-eos, prompt tokens = requests x
 # --input-len), the server's /metrics is read (peak RSS), a sweep picks a level
 # and the report's levels match what was asked, and the server still answers
-# alone with `quanta run`'s greedy text afterwards. Bounded in requests and by
+# alone with `quanta run`'s greedy text afterwards; then the same counts on a
+# synth model (quanta synth: Qwen3-0.6B's layer shapes, one layer, a small
+# vocabulary, Q8_0). Bounded in requests and by
 # --timeout / --time-limit; never asserts a duration.
 source "$(dirname "$0")/lib/harness.sh"
 model="$shared/models/stories260K.gguf"
@@ -51,6 +53,26 @@ curl -s --max-time 30 -H 'Content-Type: application/json' \
 ok [ -n "$want" ]
 ok file_has "$tmp/body" "\"text\":\"$want\""
 
+kill -TERM "$pid"
+wait "$pid"
+ok [ $? = 0 ]
+pid=
+
+# a synth model: random weights with a real model's layer shapes
+expect "synth" 0 "" "$q" synth --like qwen3-0.6b --layers 1 --vocab 512 --format q8_0 -o "$tmp/synth.gguf" -q
+"$q" serve -m "$tmp/synth.gguf" --host 127.0.0.1 --port 0 -t 2 --parallel 2 -c 128 --json >"$tmp/serve2.json" 2>"$tmp/serve2.log" &
+pid=$!
+for _ in $(seq 100); do grep -q '"port":' "$tmp/serve2.json" 2>/dev/null && break; sleep 0.1; done
+port=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$tmp/serve2.json")
+ok [ -n "$port" ]
+expect "loadtest synth" 0 "" "$q" loadtest --url "http://127.0.0.1:$port" --model synth.gguf --tokenizer "$tmp/synth.gguf" \
+    --ignore-eos --timeout 60 --time-limit 60 -q --input-len 12 --output-len 8 --num-prompts 6 --max-concurrency 2 \
+    --json="$tmp/synth.json"
+ok [ "$(num completed "$tmp/synth.json")" = 6 ]
+ok [ "$(num failed "$tmp/synth.json")" = 0 ]
+ok [ "$(num total_input_tokens "$tmp/synth.json")" = 72 ]
+ok [ "$(num total_output_tokens "$tmp/synth.json")" = 48 ]
+ok [ "$(sed -n '/"itl_ms": {/{n;s/.*"n": \([0-9]*\).*/\1/p}' "$tmp/synth.json")" = 42 ]
 kill -TERM "$pid"
 wait "$pid"
 ok [ $? = 0 ]
