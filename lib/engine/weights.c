@@ -231,10 +231,9 @@ qt_status qt__engine_bind_weights(qt_engine_ctx *e) {
 void qt__engine_free_weights(qt_engine_ctx *e) {
     if (e->layers) {
         for (int il = 0; il < e->hp.n_layer; il++) {
-            qt__layer *L = &e->layers[il];
-            free(L->attn_norm); free(L->ffn_norm);
-            free(L->bq); free(L->bk); free(L->bv); free(L->bo);
-            free(L->q_norm); free(L->k_norm);
+            /* every vector field the binding table fills is an f32 copy this engine owns */
+            for (int id = 0; id < QT_TN_COUNT; id++)
+                if (bindings[id].used && !bindings[id].matrix) free(*(float **)((char *)&e->layers[il] + bindings[id].offset));
         }
         free(e->layers);
     }
