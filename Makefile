@@ -52,7 +52,7 @@ test-release: build
 # The sanitizer build runs the same unit and golden tests (interop tests once, in release).
 test-asan: asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	    ctest --output-on-failure -j $(JOBS) -LE interop
+	    ctest --output-on-failure -j $(JOBS) -LE 'interop|heavy'
 
 # The unit and golden tests once more with the kernels capped at AVX2 (QUANTA_CPU, lib/core/cpu.c),
 # so an AVX-512 machine also checks the AVX2 code an AVX2-only machine runs.

@@ -18,7 +18,11 @@
  * per model and context, so the default run scores 1 chunk in 32 and checks
  * the method (counts) plus agreement within the sampling spread; set
  * QT_FULL_PPL=1 to run every chunk and check the issue's tolerances (0.1 %
- * F32, 0.5 % Q8_0/Q4_0) against llama.cpp's table. */
+ * F32, 0.5 % Q8_0/Q4_0) against llama.cpp's table.
+ *
+ * (heavy under sanitizers: minutes under ASan, so `make test-asan` leaves it out; test-release
+ * and test-avx2 run it. CMakeLists.txt reads this line.)
+ */
 #include <math.h>
 #include <time.h>
 

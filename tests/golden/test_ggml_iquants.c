@@ -23,6 +23,9 @@
  * engine's logits on 32 fixed tokens for each of the seven reference files
  * (DIR/<FTYPE>.logits.f32, DIR/tokens.txt), to compare with llama.cpp
  * running the same files.
+ *
+ * (heavy under sanitizers: minutes under ASan, so `make test-asan` leaves it out; test-release
+ * and test-avx2 run it. CMakeLists.txt reads this line.)
  */
 #include <dlfcn.h>
 #include <pthread.h>
