@@ -22,6 +22,7 @@
 #include "quanta/plan.h"
 #include "quanta/engine.h"
 #include "quanta/gptq.h"
+#include "quanta/smooth.h"
 #include "quanta/quantize.h"
 #include "quanta/eval.h"
 #include "quanta/serve.h"

@@ -223,6 +223,12 @@ QT_API qt_status qt_layerwise_observe_layer(qt_layerwise *lw, qt_linear_observer
  * any type with a dot kernel or a dequantizer) for every later evaluation by
  * this engine; t and its data must outlive the engine. */
 QT_API qt_status qt_layerwise_set_weight(qt_layerwise *lw, int32_t layer, const char *linear, const qt_tensor *t);
+/* Replaces a layer vector's values (n floats): "attn_norm.weight",
+ * "ffn_norm.weight", "attn_q.bias", "attn_k.bias", "attn_v.bias",
+ * "ffn_gate.bias", "ffn_up.bias" (smoothing scales folded into a norm or a
+ * producing linear's bias). QT_ERR_ARG when the layer has no such vector,
+ * QT_ERR_SHAPE when n differs from its length. */
+QT_API qt_status qt_layerwise_set_vector(qt_layerwise *lw, int32_t layer, const char *name, const float *v, int64_t n);
 QT_API int32_t qt_layerwise_next_layer(const qt_layerwise *lw);
 /* After the last layer: logits (n_seq * n_tok, n_vocab), sequence by sequence. */
 QT_API qt_status qt_layerwise_logits(qt_layerwise *lw, float *logits);

@@ -192,7 +192,7 @@ typedef struct qt_quantize_opts {
     bool allow_requantize;                    /* accept an already-quantized input tensor */
     int threads;                              /* <= 0: qt_default_threads() */
     const char *command_line;                 /* recorded as quanta.command_line; NULL: not recorded */
-    const char *algorithm;                    /* recorded as quanta.algorithm ("gptq"); NULL: round-to-nearest,
+    const char *algorithm;                    /* recorded as quanta.algorithm ("gptq", "awq", ...); NULL: RTN,
                                                  not recorded */
     const char *imatrix_label;                /* recorded as quantize.imatrix.file; NULL: imatrix */
     const qt_calib_set *calib;                /* calibration text the imatrix came from: its
@@ -283,9 +283,24 @@ QT_API void qt_quantize_plan_free(qt_quantize_plan *p);
  * weights and run it again so the next layer sees the quantized outputs.
  * Tensors outside the decoder layers (token_embd, output) and linears whose
  * type has no GPTQ grid are rounded to nearest, each one named through note. */
+/* Smoothing before the rounding (quanta/smooth.h, docs/awq.md): per-input-channel
+ * scales folded into the preceding norm or linear by the architecture's
+ * folding pairs (lib/model/arch.c), searched per layer on the calibration
+ * batch. */
+typedef enum qt_smoothing {
+    QT_SMOOTH_NONE = 0,
+    QT_SMOOTH_AWQ,            /* Lin et al. 2024: every pair, scales searched for the lowest output error */
+    QT_SMOOTH_SMOOTHQUANT,    /* Xiao et al. 2023: the norm pairs, s = amax^alpha / wmax^(1-alpha) */
+} qt_smoothing;
+
 typedef struct qt_gptq_run_opts {
     const int32_t *tokens;    /* (n_seq * n_tok) calibration sequences, each from position 0 */
     int32_t n_seq, n_tok;
+    qt_smoothing smoothing;   /* QT_SMOOTH_NONE: plain GPTQ (or RTN) */
+    bool rtn;                 /* round to nearest after the smoothing instead of GPTQ */
+    int awq_grid;             /* AWQ: ratios searched (20) */
+    bool awq_duo;             /* AWQ: duo scaling, activation and weight magnitudes (true) */
+    double alpha;             /* SmoothQuant: migration strength (0.5) */
     qt_gptq_opts gptq;        /* damping, block, act order (quanta/gptq.h) */
     bool hessian_importance;  /* GGUF blocks: the block quantizer weighs columns by H_ii (default true) */
     int threads;              /* the engine's; the bytes do not depend on it */
@@ -300,6 +315,10 @@ typedef struct qt_gptq_report {
     int32_t n_retries;        /* Cholesky retries, all linears */
     int64_t n_dead_cols;      /* input columns that never saw a non-zero value */
     double loss;              /* sum of GPTQ's err^2 over all linears */
+    int32_t n_smoothed;       /* folding pairs smoothed (AWQ / SmoothQuant) */
+    int32_t n_awq_identity;   /* AWQ pairs where s = 1 (plain rounding) had the lowest error */
+    int64_t n_dead_channels;  /* smoothed input channels that never saw a non-zero value (s = 1) */
+    double awq_loss, awq_loss_rtn; /* AWQ: summed output error at the chosen scales and at s = 1 */
     double seconds;           /* the layer loop */
 } qt_gptq_report;
 
@@ -328,7 +347,7 @@ QT_API qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, cons
 #define QT_QUANTIZE_KEY_SCHEME "quanta.scheme"
 #define QT_QUANTIZE_KEY_IMATRIX_SHA256 "quanta.imatrix.sha256"
 #define QT_QUANTIZE_KEY_FALLBACKS "quanta.fallbacks"
-#define QT_QUANTIZE_KEY_ALGORITHM "quanta.algorithm" /* "gptq"; absent: round-to-nearest */
+#define QT_QUANTIZE_KEY_ALGORITHM "quanta.algorithm" /* "gptq", "awq", "awq+gptq", "smoothquant", ...; absent: RTN */
 
 #ifdef __cplusplus
 }

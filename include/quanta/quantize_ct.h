@@ -68,6 +68,11 @@ typedef struct qt_ct_export_opts {
     bool (*int_codes)(void *ctx, const char *name, int64_t rows, int64_t cols, const int8_t **q,
                       const float **scales, const int8_t **zero_points);
     void *int_codes_ctx;
+    /* One-dimensional tensors (norms, biases) whose values an algorithm
+     * changed (AWQ / SmoothQuant fold their scales into them), by canonical
+     * name, n values in f32; NULL: the source's values. NULL: none. */
+    const float *(*vector_values)(void *ctx, const char *name, int64_t n);
+    void *vector_values_ctx;
 } qt_ct_export_opts;
 
 /* One tensor of the source as it will be written. */

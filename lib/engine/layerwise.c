@@ -110,6 +110,30 @@ qt_status qt_layerwise_set_weight(qt_layerwise *lw, int32_t layer, const char *l
     return QT_OK;
 }
 
+qt_status qt_layerwise_set_vector(qt_layerwise *lw, int32_t layer, const char *name, const float *v, int64_t n) {
+    qt_engine_ctx *e = lw->e;
+    const qt_hparams *hp = &e->hp;
+    const int64_t n_q = (int64_t)hp->n_head * hp->head_dim, n_kv = (int64_t)hp->n_head_kv * hp->head_dim;
+    const struct { const char *name; size_t off; int64_t len; } vecs[] = {
+        {"attn_norm.weight", offsetof(qt__layer, attn_norm), hp->n_embd}, {"ffn_norm.weight", offsetof(qt__layer, ffn_norm), hp->n_embd},
+        {"attn_q.bias", offsetof(qt__layer, bq), n_q},                   {"attn_k.bias", offsetof(qt__layer, bk), n_kv},
+        {"attn_v.bias", offsetof(qt__layer, bv), n_kv},                  {"ffn_gate.bias", offsetof(qt__layer, b_gate), hp->n_ff},
+        {"ffn_up.bias", offsetof(qt__layer, b_up), hp->n_ff},
+    };
+    if (layer < 0 || layer >= hp->n_layer) return qt_error(QT_ERR_ARG, "layerwise: no layer %d", layer);
+    for (size_t i = 0; i < sizeof vecs / sizeof vecs[0]; i++) {
+        if (strcmp(vecs[i].name, name)) continue;
+        float *dst = *(float **)((char *)&e->layers[layer] + vecs[i].off); /* the engine's own f32 copy */
+        if (!dst) return qt_error(QT_ERR_ARG, "layerwise: blk.%d has no %s", layer, name);
+        if (n != vecs[i].len)
+            return qt_error(QT_ERR_SHAPE, "layerwise: blk.%d.%s: %lld values for %lld", layer, name, (long long)n,
+                            (long long)vecs[i].len);
+        memcpy(dst, v, (size_t)n * sizeof *dst);
+        return QT_OK;
+    }
+    return qt_error(QT_ERR_ARG, "layerwise: no layer vector '%s'", name);
+}
+
 int32_t qt_layerwise_next_layer(const qt_layerwise *lw) { return lw->next; }
 
 qt_status qt_layerwise_logits(qt_layerwise *lw, float *logits) { return qt_layerwise_logits_observed(lw, NULL, NULL, logits); }

@@ -557,11 +557,17 @@ static qt_status quantize_tensor(ct_writer *w, int32_t i) {
 
 static qt_status write_dense(ct_writer *w, qt_st_writer *sw, const ptensor *p) {
     const qt_tensor *t = p->src;
-    const int64_t row_len = t->n_dims == 1 ? t->ne[0] : p->cols, rows = t->n_dims == 1 ? 1 : p->rows;
+    const int64_t row_len = t->n_dims == 1 ? t->ne[0] : p->cols;
+    int64_t rows = t->n_dims == 1 ? 1 : p->rows;
     const size_t in_b = qt_row_size(t->type, row_len), out_b = qt_row_size(w->dtype, row_len);
     float *f = malloc((size_t)row_len * sizeof *f);
     uint8_t *o = malloc(out_b);
     qt_status s = f && o ? QT_OK : qt_error(QT_ERR_NOMEM, "%s: out of memory", w->dir);
+    const float *given = t->n_dims == 1 && w->o.vector_values ? w->o.vector_values(w->o.vector_values_ctx, t->name, row_len) : NULL;
+    if (given && s == QT_OK) {
+        if ((s = qt__row_from_f32(w->dtype, given, o, row_len)) == QT_OK) s = qt_st_writer_write(sw, o, out_b);
+        rows = 0;
+    }
     for (int64_t r = 0; r < rows && s == QT_OK; r++) {
         int64_t src = p->permute ? qt__tn_permuted_row(r, w->m->hp.head_dim, false) : r;
         if ((s = qt__row_to_f32(t->type, (const uint8_t *)t->data + (size_t)src * in_b, f, row_len)) == QT_OK &&

@@ -3,15 +3,16 @@
 
 #include "arch.h"
 
-/* The llama layout's folding pairs (AWQ's and SmoothQuant's llama mappings):
- * input_layernorm -> q/k/v, post_attention_layernorm -> gate/up, v -> o when
- * shapes match, up -> down. */
+/* The llama layout's folding pairs, in the order they are applied
+ * (llm-compressor's AWQ llama mapping: input_layernorm -> q/k/v, v -> o when
+ * shapes match, post_attention_layernorm -> gate/up, up -> down; its
+ * SmoothQuant mapping: the two norms). */
 static const qt__smooth_pair llama_smooth[] = {
-    {"attn_norm", {"attn_q", "attn_k", "attn_v"}, false},
-    {"ffn_norm", {"ffn_gate", "ffn_up", NULL}, false},
-    {"attn_v", {"attn_output", NULL, NULL}, true},
-    {"ffn_up", {"ffn_down", NULL, NULL}, false},
-    {NULL, {NULL, NULL, NULL}, false},
+    {"attn_norm", {"attn_q", "attn_k", "attn_v"}, false, true},
+    {"attn_v", {"attn_output", NULL, NULL}, true, false},
+    {"ffn_norm", {"ffn_gate", "ffn_up", NULL}, false, true},
+    {"ffn_up", {"ffn_down", NULL, NULL}, false, false},
+    {NULL, {NULL, NULL, NULL}, false, false},
 };
 
 static const qt_arch_info arch_table[] = {

@@ -13,6 +13,8 @@ typedef struct qt__smooth_pair {
     const char *to[3];            /* NULL-terminated when shorter */
     bool needs_same_shape;        /* only when from's outputs are to's inputs one for one
                                      (v -> o: not under grouped-query attention) */
+    bool smoothquant;             /* in SmoothQuant's mapping too (llm-compressor's llama mapping
+                                     smooths the norms only); AWQ uses every pair */
 } qt__smooth_pair;
 
 typedef struct qt_arch_info {

@@ -4,7 +4,7 @@
  *   for each decoder layer:
  *     observe  run the calibration batch through the layer; each distinct
  *              linear input adds its rows to a Hessian (q/k/v share one,
- *              gate/up share one: the inputs_of table);
+ *              gate/up share one: the qt__layer_linears table);
  *     quantize each linear with GPTQ onto its target grid (the plan's GGUF
  *              type or the compressed-tensors scheme), keeping the result;
  *     rebind   the layer's linears to their quantized form;
@@ -28,29 +28,24 @@
 #include "quanta/quantize_ct.h"
 #include "quanta/engine.h"
 #include "quanta/gptq.h"
+#include "quanta/smooth.h"
+#include "model/arch.h"
 #include "quantize_internal.h"
 
-/* The linears of a decoder layer and whose input each one sees: the engine
- * feeds q/k/v the same normed rows, and gate/up the same (lib/engine/forward.c). */
-static const struct { const char *linear; int input; } inputs_of[] = {
+const qt__layer_linear qt__layer_linears[QT__N_LINEARS] = {
     {"attn_q", 0}, {"attn_k", 0}, {"attn_v", 0}, {"attn_output", 1}, {"ffn_gate", 2}, {"ffn_up", 2}, {"ffn_down", 3},
 };
-enum { N_LINEARS = 7, N_INPUTS = 4 };
 
-/* What a target does with one linear: GPTQ it (or not) and give the tensor
- * the engine should run the rest of the calibration with. */
-typedef struct gptq_target {
-    void *ctx;
-    /* W (rows, cols) f32 of src; H its Hessian. Sets *bind to the quantized
-     * tensor (kept by the target), or leaves bind->data NULL to keep src. */
-    qt_status (*linear)(void *ctx, const qt_tensor *src, float *W, const double *H, const qt_gptq_opts *o,
-                        qt_gptq_stats *st, qt_tensor *bind, bool *done);
-    /* After the layer ran on its quantized linears (NULL: nothing to do). */
-    qt_status (*layer_done)(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il);
-} gptq_target;
+int qt__layer_linear_find(const char *linear) {
+    for (int k = 0; k < QT__N_LINEARS; k++)
+        if (!strcmp(qt__layer_linears[k].linear, linear)) return k;
+    return -1;
+}
 
 typedef struct observer_ctx {
-    qt_gptq_hessian h[N_INPUTS];
+    qt_gptq_hessian h[QT__N_INPUTS];
+    qt_act_stats act[QT__N_INPUTS]; /* smoothing only: channel statistics of each input */
+    bool smoothing;
     qt_status err;
 } observer_ctx;
 
@@ -58,20 +53,22 @@ static void observe(void *user, int32_t layer, const char *linear, const float *
     observer_ctx *c = user;
     (void)layer;
     if (c->err != QT_OK) return;
-    for (int k = 0; k < N_LINEARS; k++) {
-        if (strcmp(inputs_of[k].linear, linear)) continue;
-        qt_gptq_hessian *h = &c->h[inputs_of[k].input];
-        if (k > 0 && inputs_of[k - 1].input == inputs_of[k].input) return; /* the same rows again */
+    for (int k = 0; k < QT__N_LINEARS; k++) {
+        if (strcmp(qt__layer_linears[k].linear, linear)) continue;
+        qt_gptq_hessian *h = &c->h[qt__layer_linears[k].input];
+        if (k > 0 && qt__layer_linears[k - 1].input == qt__layer_linears[k].input) return; /* the same rows again */
         if (!h->s && (c->err = qt_gptq_hessian_init(h, n_in)) != QT_OK) return;
         if (h->n != n_in) { c->err = qt_error(QT_ERR_SHAPE, "gptq: %s: %d inputs, then %lld", linear, n_in, (long long)h->n); return; }
         c->err = qt_gptq_hessian_add(h, x, n_tokens);
+        qt_act_stats *a = &c->act[qt__layer_linears[k].input];
+        if (c->err == QT_OK && c->smoothing && !a->abs_sum) c->err = qt_act_stats_init(a, n_in);
+        if (c->err == QT_OK && c->smoothing) qt_act_stats_add(a, x, n_tokens);
         return;
     }
     c->err = qt_error(QT_ERR_UNSUPPORTED, "gptq: the engine ran a linear '%s' quanta has no Hessian for", linear);
 }
 
-static void note(const qt_gptq_run_opts *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(const qt_gptq_run_opts *g, const char *fmt, ...) {
+void qt__calib_note(const qt_gptq_run_opts *g, const char *fmt, ...) {
     if (!g->note) return;
     char buf[512];
     va_list ap;
@@ -87,14 +84,15 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* One linear: its weights in f32, its Hessian, the target, the engine rebound. */
-static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int k, observer_ctx *oc, gptq_target *tg,
-                            const qt_gptq_run_opts *g, qt_gptq_report *r) {
+
+/* One linear: its weights in f32 (smoothed: sl), its Hessian, the target, the engine rebound. */
+static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int k, observer_ctx *oc, qt__calib_target *tg,
+                            const qt__smooth_layer *sl, const qt_gptq_run_opts *g, qt_gptq_report *r) {
     char name[QT_MAX_NAME];
-    snprintf(name, sizeof name, "blk.%d.%s.weight", il, inputs_of[k].linear);
+    snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
     const qt_tensor *t = qt_model_find_tensor(m, name);
     if (!t) return QT_OK; /* an architecture without this linear */
-    const qt_gptq_hessian *h = &oc->h[inputs_of[k].input];
+    const qt_gptq_hessian *h = &oc->h[qt__layer_linears[k].input];
     if (!h->s) return qt_error(QT_ERR_INTERNAL, "gptq: %s: the engine never showed its inputs", name);
     const int64_t cols = t->ne[0], rows = t->ne[1];
     float *W = malloc((size_t)(rows * cols) * sizeof *W);
@@ -102,12 +100,18 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
     qt_status s = W && H ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory for %s", name);
     if (s == QT_OK) s = qt_dequantize_rows(t->type, t->data, W, rows, cols);
     if (s == QT_OK) s = qt_gptq_hessian_get(h, H);
+    const float *cs = sl->col[qt__layer_linears[k].input];
+    if (s == QT_OK && cs) {
+        qt_smooth_scale_cols(W, rows, cols, cs);
+        qt_smooth_hessian(H, cols, cs);
+    }
+    if (s == QT_OK && sl->row[k]) qt_smooth_unscale_rows(W, rows, cols, sl->row[k]);
     qt_tensor bind = *t;
     bind.data = NULL;
     bool done = false;
     qt_gptq_stats st = {0};
     if (s == QT_OK) s = tg->linear(tg->ctx, t, W, H, &g->gptq, &st, &bind, &done);
-    if (s == QT_OK && bind.data) s = qt_layerwise_set_weight(lw, il, inputs_of[k].linear, &bind);
+    if (s == QT_OK && bind.data) s = qt_layerwise_set_weight(lw, il, qt__layer_linears[k].linear, &bind);
     free(W);
     free(H);
     if (s != QT_OK) return qt_error(s, "%s: %s", name, qt_last_error());
@@ -117,16 +121,20 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
         r->n_retries += st.retries;
         r->n_dead_cols += st.dead_cols;
         if (st.retries)
-            note(g, "%s: the Hessian needed damping %.3g (%d retries of x10) for its Cholesky factor", name, st.damp,
+            qt__calib_note(g, "%s: the Hessian needed damping %.3g (%d retries of x10) for its Cholesky factor", name, st.damp,
                  st.retries);
     }
     return QT_OK;
 }
 
-static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_target *tg, qt_gptq_report *r) {
+static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__calib_target *tg, qt_gptq_report *r) {
     const int32_t n_layer = qt_model_hparams(m)->n_layer;
     if (!g->tokens || g->n_seq < 1 || g->n_tok < 2)
         return qt_error(QT_ERR_ARG, "gptq: calibration needs at least 1 sequence of 2 tokens (%d x %d)", g->n_seq, g->n_tok);
+    if (g->smoothing != QT_SMOOTH_NONE && !qt__arch_info(qt_model_hparams(m)->arch)->smooth)
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: architecture '%s' has no norm -> linear folding pairs to smooth "
+                        "(lib/model/arch.c)", g->smoothing == QT_SMOOTH_AWQ ? "awq" : "smoothquant",
+                        qt_model_hparams(m)->arch_name);
     if (g->n_tok > qt_model_hparams(m)->n_ctx_train)
         return qt_error(QT_ERR_ARG, "gptq: sequences of %d tokens are longer than the model's context (%d)", g->n_tok,
                         qt_model_hparams(m)->n_ctx_train);
@@ -141,16 +149,19 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_t
     if (s == QT_OK) s = qt_layerwise_new(e, g->tokens, g->n_seq, g->n_tok, &lw);
     const double t0 = now();
     for (int32_t il = 0; s == QT_OK && il < n_layer; il++) {
-        observer_ctx oc = {.err = QT_OK};
+        observer_ctx oc = {.smoothing = g->smoothing != QT_SMOOTH_NONE, .err = QT_OK};
+        qt__smooth_layer sl = {0};
         s = qt_layerwise_observe_layer(lw, observe, &oc);
         if (s == QT_OK) s = oc.err;
-        for (int k = 0; s == QT_OK && k < N_LINEARS; k++) s = one_linear(m, lw, il, k, &oc, tg, g, r);
-        for (int k = 0; k < N_INPUTS; k++) qt_gptq_hessian_free(&oc.h[k]);
+        if (s == QT_OK && oc.smoothing) s = qt__smooth_layer_run(m, lw, il, oc.h, oc.act, g, tg, &sl, r);
+        for (int k = 0; s == QT_OK && k < QT__N_LINEARS; k++) s = one_linear(m, lw, il, k, &oc, tg, &sl, g, r);
+        for (int k = 0; k < QT__N_INPUTS; k++) qt_gptq_hessian_free(&oc.h[k]), qt_act_stats_free(&oc.act[k]);
+        qt__smooth_layer_free(&sl);
         if (s == QT_OK) s = qt_layerwise_run_layer(lw, NULL, NULL);
         if (s == QT_OK && tg->layer_done) s = tg->layer_done(tg->ctx, m, lw, il);
         if (s != QT_OK) break;
         const double el = now() - t0;
-        note(g, "layer %d/%d quantized: %.1f s elapsed, ETA %.1f s", il + 1, n_layer, el,
+        qt__calib_note(g, "layer %d/%d quantized: %.1f s elapsed, ETA %.1f s", il + 1, n_layer, el,
              el / (il + 1) * (n_layer - il - 1));
         qt_progress_report(&g->progress, "gptq", il + 1, n_layer);
         if (qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "gptq: interrupted");
@@ -162,7 +173,8 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_t
 }
 
 qt_gptq_run_opts qt_gptq_run_opts_default(void) {
-    return (qt_gptq_run_opts){.gptq = qt_gptq_opts_default(), .hessian_importance = true};
+    return (qt_gptq_run_opts){.gptq = qt_gptq_opts_default(), .hessian_importance = true, .awq_grid = 20,
+                              .awq_duo = true, .alpha = 0.5};
 }
 
 /* ---- GGUF: the plan's type per tensor ------------------------------------------------- */
@@ -171,7 +183,8 @@ typedef struct gguf_target {
     const qt_quantize_plan *p;
     const qt_model *m;
     const qt_gptq_run_opts *g;
-    uint8_t **given;          /* (p->n_tensors) GPTQ's bytes, NULL: the pipeline quantizes */
+    uint8_t **given;          /* (p->n_tensors) the algorithm's bytes, NULL: the pipeline quantizes */
+    bool *transformed;        /* (p->n_tensors) smoothed: not measured against the input */
     float *importance;        /* (largest cols) diag(H) */
     int32_t n_rtn;
 } gguf_target;
@@ -182,28 +195,36 @@ static int32_t plan_find(const qt_quantize_plan *p, const char *name) {
     return -1;
 }
 
+/* W (rows, cols) rounded to nearest into plan tensor i's type, kept as its output and bound. */
+static qt_status gguf_round(gguf_target *x, int32_t i, qt_type type, const float *W, int64_t rows, int64_t cols,
+                            qt_tensor *bind) {
+    const size_t nb = qt_row_size(type, cols) * (size_t)rows;
+    if (!(x->given[i] = malloc(nb))) return qt_error(QT_ERR_NOMEM, "out of memory");
+    qt_status s = qt_quantize_rows(type, W, x->given[i], rows, cols, NULL);
+    if (s != QT_OK) return s;
+    x->transformed[i] = x->g->smoothing != QT_SMOOTH_NONE;
+    bind->type = type;
+    bind->nbytes = nb;
+    bind->data = x->given[i];
+    return QT_OK;
+}
+
 static qt_status gguf_linear(void *ctx, const qt_tensor *src, float *W, const double *H, const qt_gptq_opts *o,
                              qt_gptq_stats *st, qt_tensor *bind, bool *done) {
     gguf_target *x = ctx;
     const int32_t i = plan_find(x->p, src->name);
     const int64_t cols = src->ne[0], rows = src->ne[1];
-    if (i < 0) return QT_OK;
+    if (i < 0 || x->p->tensors[i].kept) return QT_OK;
     const qt_type type = x->p->tensors[i].type;
-    if (type == src->type) return QT_OK; /* kept as stored */
-    if (!qt_gptq_gguf_supported(type)) {
-        /* no grid for the type: the pipeline rounds it to nearest, and says so here */
-        if (qt_type_get(type)->is_quantized) {
+    const bool smoothed = x->g->smoothing != QT_SMOOTH_NONE;
+    if (type == src->type && !smoothed) return QT_OK; /* kept as stored */
+    if (x->g->rtn || !qt_gptq_gguf_supported(type)) {
+        /* no grid for the type (the pipeline would round it to nearest, and says so here), or --algo awq */
+        if (!x->g->rtn && qt_type_get(type)->is_quantized) {
             x->n_rtn++;
-            note(x->g, "%s: no GPTQ grid for %s: round-to-nearest", src->name, qt_type_get(type)->name);
+            qt__calib_note(x->g, "%s: no GPTQ grid for %s: round-to-nearest", src->name, qt_type_get(type)->name);
         }
-        const size_t nb = qt_row_size(type, cols) * (size_t)rows;
-        if (!(x->given[i] = malloc(nb))) return qt_error(QT_ERR_NOMEM, "out of memory");
-        qt_status s = qt_quantize_rows(type, W, x->given[i], rows, cols, NULL);
-        if (s != QT_OK) return s;
-        bind->type = type;
-        bind->nbytes = nb;
-        bind->data = x->given[i];
-        return QT_OK;
+        return gguf_round(x, i, type, W, rows, cols, bind);
     }
     float *imp = NULL;
     if (x->g->hessian_importance) {
@@ -219,6 +240,7 @@ static qt_status gguf_linear(void *ctx, const qt_tensor *src, float *W, const do
         return s;
     }
     x->given[i] = gg.bytes; /* the grid's bytes are the output */
+    x->transformed[i] = smoothed;
     gg.bytes = NULL;
     bind->type = type;
     bind->nbytes = gg.row_bytes * (size_t)rows;
@@ -228,14 +250,43 @@ static qt_status gguf_linear(void *ctx, const qt_tensor *src, float *W, const do
     return QT_OK;
 }
 
+/* Smoothing: a GGUF block (or the whole row for a float type); 0 when copied as stored. */
+static int64_t gguf_group(void *ctx, const qt_tensor *src) {
+    const gguf_target *x = ctx;
+    const int32_t i = plan_find(x->p, src->name);
+    if (i < 0 || x->p->tensors[i].kept) return 0;
+    const qt_type_traits *tr = qt_type_get(x->p->tensors[i].type);
+    return tr->is_quantized ? tr->block_elems : src->ne[0];
+}
+
+static qt_status gguf_fake_quant(void *ctx, const qt_tensor *src, float *W) {
+    const gguf_target *x = ctx;
+    const qt_type type = x->p->tensors[plan_find(x->p, src->name)].type;
+    const int64_t cols = src->ne[0], rows = src->ne[1];
+    if (type == QT_TYPE_F32) return QT_OK;
+    uint8_t *b = malloc(qt_row_size(type, cols) * (size_t)rows);
+    qt_status s = b ? qt_quantize_rows(type, W, b, rows, cols, NULL) : qt_error(QT_ERR_NOMEM, "out of memory");
+    if (s == QT_OK) s = qt_dequantize_rows(type, b, W, rows, cols);
+    free(b);
+    return s;
+}
+
+static qt_status gguf_vector(void *ctx, const qt_tensor *src, const float *v) {
+    gguf_target *x = ctx;
+    const int32_t i = plan_find(x->p, src->name);
+    if (i < 0) return qt_error(QT_ERR_INTERNAL, "smoothing: %s is not in the plan", src->name);
+    qt_tensor bind;
+    return gguf_round(x, i, x->p->tensors[i].type, v, 1, src->ne[0], &bind);
+}
+
 qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
                                 qt_quantize_plan *p, const qt_gptq_run_opts *g, qt_gptq_report *r) {
     *r = (qt_gptq_report){0};
     if (!out_path || !out_path[0]) return qt_error(QT_ERR_ARG, "quantize: no output path");
     if (o->imatrix)
         return qt_error(QT_ERR_ARG, "gptq: --imatrix is for round-to-nearest; GPTQ uses the calibration Hessians");
-    if (!o->algorithm || strcmp(o->algorithm, "gptq"))
-        return qt_error(QT_ERR_ARG, "gptq: the quantize options must name the algorithm \"gptq\" (it is recorded)");
+    if (!o->algorithm)
+        return qt_error(QT_ERR_ARG, "gptq: the quantize options must name the algorithm (\"gptq\", \"awq\", ...: it is recorded)");
     int64_t max_cols = 1;
     for (int32_t i = 0; i < p->n_tensors; i++) {
         const qt_tensor *t = qt_model_find_tensor(m, p->tensors[i].name);
@@ -243,17 +294,19 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
     }
     gguf_target x = {.p = p, .m = m, .g = g};
     x.given = calloc((size_t)p->n_tensors + 1, sizeof *x.given);
+    x.transformed = calloc((size_t)p->n_tensors + 1, sizeof *x.transformed);
     x.importance = malloc((size_t)max_cols * sizeof *x.importance);
-    qt_status s = x.given && x.importance ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory");
-    gptq_target tg = {&x, gguf_linear, NULL};
+    qt_status s = x.given && x.transformed && x.importance ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory");
+    qt__calib_target tg = {&x, gguf_linear, NULL, gguf_group, gguf_fake_quant, gguf_vector};
     if (s == QT_OK) s = run_layers(m, g, &tg, r);
     r->n_rtn = x.n_rtn;
     if (s == QT_OK) {
-        const qt__quantize_given given = {(const uint8_t *const *)x.given};
+        const qt__quantize_given given = {(const uint8_t *const *)x.given, x.transformed};
         s = qt__quantize_write_staged(m, out_path, o, p, &given);
     }
     for (int32_t i = 0; x.given && i < p->n_tensors; i++) free(x.given[i]);
     free(x.given);
+    free(x.transformed);
     free(x.importance);
     return s;
 }
@@ -266,20 +319,71 @@ typedef struct ct_codes {
     qt_gptq_ct_int g;         /* codes, scales, zero points */
 } ct_codes;
 
+typedef struct ct_vector {
+    char name[QT_MAX_NAME];
+    int64_t n;
+    float *v;                 /* (n) a norm or bias that absorbed smoothing scales */
+} ct_vector;
+
 typedef struct ct_target {
     qt_ct_int_args a;
+    const qt_gptq_run_opts *g;
     ct_codes *t;
     int32_t n, cap;
-    float *bound[N_LINEARS];  /* the current layer's quantized weights in f32, bound to the engine */
-    qt_tensor bound_t[N_LINEARS];
+    ct_vector *vec;
+    int32_t n_vec, cap_vec;
+    float *bound[QT__N_LINEARS];  /* the current layer's quantized weights in f32, bound to the engine */
+    qt_tensor bound_t[QT__N_LINEARS];
     int n_bound;
 } ct_target;
+
+static int64_t ct_group(void *ctx, const qt_tensor *src) {
+    const ct_target *x = ctx;
+    if (src->n_dims < 2) return 1; /* a norm: written in the model dtype */
+    return x->a.strategy == QT_CT_GROUP ? (x->a.group_size ? x->a.group_size : QT_CT_DEFAULT_GROUP_SIZE) : src->ne[0];
+}
+
+static qt_status ct_fake_quant(void *ctx, const qt_tensor *src, float *W) {
+    const ct_target *x = ctx;
+    qt_gptq_ct_int g;
+    qt_status s = qt_gptq_ct_int_init(&g, x->a.bits, x->a.symmetric, (int)x->a.dtype, src->ne[1], src->ne[0],
+                                      ct_group(ctx, src));
+    qt_gptq_grid grid = qt_gptq_ct_int_grid(&g);
+    if (s == QT_OK) s = qt_gptq_rtn(W, src->ne[1], src->ne[0], &grid);
+    qt_gptq_ct_int_free(&g);
+    return s;
+}
+
+static qt_status ct_vector_keep(void *ctx, const qt_tensor *src, const float *v) {
+    ct_target *x = ctx;
+    if (x->n_vec == x->cap_vec) {
+        const int32_t cap = x->cap_vec ? 2 * x->cap_vec : 32;
+        ct_vector *t = realloc(x->vec, (size_t)cap * sizeof *t);
+        if (!t) return qt_error(QT_ERR_NOMEM, "out of memory");
+        x->vec = t;
+        x->cap_vec = cap;
+    }
+    ct_vector *c = &x->vec[x->n_vec];
+    *c = (ct_vector){.n = src->ne[0]};
+    snprintf(c->name, sizeof c->name, "%s", src->name);
+    if (!(c->v = malloc((size_t)c->n * sizeof *c->v))) return qt_error(QT_ERR_NOMEM, "out of memory");
+    memcpy(c->v, v, (size_t)c->n * sizeof *c->v);
+    x->n_vec++;
+    return QT_OK;
+}
+
+static const float *ct_vector_values(void *ctx, const char *name, int64_t n) {
+    const ct_target *x = ctx;
+    for (int32_t i = 0; i < x->n_vec; i++)
+        if (!strcmp(x->vec[i].name, name) && x->vec[i].n == n) return x->vec[i].v;
+    return NULL;
+}
 
 static qt_status ct_linear(void *ctx, const qt_tensor *src, float *W, const double *H, const qt_gptq_opts *o,
                            qt_gptq_stats *st, qt_tensor *bind, bool *done) {
     ct_target *x = ctx;
     const int64_t cols = src->ne[0], rows = src->ne[1];
-    const int64_t group = x->a.strategy == QT_CT_GROUP ? (x->a.group_size ? x->a.group_size : QT_CT_DEFAULT_GROUP_SIZE) : cols;
+    const int64_t group = ct_group(ctx, src);
     if (cols % group != 0)
         return qt_error(QT_ERR_SHAPE, "%lld columns are not a multiple of the group size %lld", (long long)cols,
                         (long long)group);
@@ -297,7 +401,8 @@ static qt_status ct_linear(void *ctx, const qt_tensor *src, float *W, const doub
     if (s != QT_OK) return s;
     x->n++;
     qt_gptq_grid grid = qt_gptq_ct_int_grid(&c->g);
-    if ((s = qt_gptq_quantize(W, rows, cols, H, &grid, o, st)) != QT_OK) return s;
+    s = x->g->rtn ? qt_gptq_rtn(W, rows, cols, &grid) : qt_gptq_quantize(W, rows, cols, H, &grid, o, st);
+    if (s != QT_OK) return s;
     /* the engine runs the rest of the calibration on the dequantized values (vLLM's w*a16) */
     float *f = malloc((size_t)(rows * cols) * sizeof *f);
     if (!f) return qt_error(QT_ERR_NOMEM, "out of memory");
@@ -308,7 +413,7 @@ static qt_status ct_linear(void *ctx, const qt_tensor *src, float *W, const doub
     bind->type = QT_TYPE_F32;
     bind->nbytes = (size_t)(rows * cols) * sizeof(float);
     bind->data = f;
-    *done = true;
+    *done = !x->g->rtn;
     return QT_OK;
 }
 
@@ -316,11 +421,11 @@ static qt_status ct_linear(void *ctx, const qt_tensor *src, float *W, const doub
 static qt_status ct_layer_done(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il) {
     ct_target *x = ctx;
     qt_status s = QT_OK;
-    for (int k = 0; k < N_LINEARS; k++) {
+    for (int k = 0; k < QT__N_LINEARS; k++) {
         char name[QT_MAX_NAME];
-        snprintf(name, sizeof name, "blk.%d.%s.weight", il, inputs_of[k].linear);
+        snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
         const qt_tensor *t = qt_model_find_tensor(m, name);
-        if (t && s == QT_OK) s = qt_layerwise_set_weight(lw, il, inputs_of[k].linear, t);
+        if (t && s == QT_OK) s = qt_layerwise_set_weight(lw, il, qt__layer_linears[k].linear, t);
     }
     for (int k = 0; k < x->n_bound; k++) free(x->bound[k]);
     x->n_bound = 0;
@@ -344,22 +449,26 @@ static bool ct_given(void *ctx, const char *name, int64_t rows, int64_t cols, co
 qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char *out_dir, const qt_ct_export_opts *o,
                               const qt_gptq_run_opts *g, qt_ct_export_estimate *est, qt_gptq_report *r) {
     *r = (qt_gptq_report){0};
-    ct_target x = {0};
+    ct_target x = {.g = g};
     qt_status s = qt_ct_int_scheme(m, scheme, &x.a);
     if (s != QT_OK) return qt_error(s, "gptq: %s", qt_last_error());
     if (o->keep && o->keep[0])
         return qt_error(QT_ERR_UNSUPPORTED, "gptq: --keep with a compressed-tensors scheme is not supported yet");
     if (o->input_amax) return qt_error(QT_ERR_UNSUPPORTED, "gptq: static activation scales are not supported yet");
-    gptq_target tg = {&x, ct_linear, ct_layer_done};
+    qt__calib_target tg = {&x, ct_linear, ct_layer_done, ct_group, ct_fake_quant, ct_vector_keep};
     s = run_layers(m, g, &tg, r);
     for (int k = 0; k < x.n_bound; k++) free(x.bound[k]);
     if (s == QT_OK) {
         qt_ct_export_opts eo = *o;
         eo.int_codes = ct_given;
         eo.int_codes_ctx = &x;
+        eo.vector_values = ct_vector_values;
+        eo.vector_values_ctx = &x;
         s = qt_ct_export(m, scheme, out_dir, &eo, est);
     }
     for (int32_t i = 0; i < x.n; i++) qt_gptq_ct_int_free(&x.t[i].g);
     free(x.t);
+    for (int32_t i = 0; i < x.n_vec; i++) free(x.vec[i].v);
+    free(x.vec);
     return s;
 }

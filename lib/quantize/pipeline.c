@@ -140,14 +140,16 @@ static qt_status convert(run_ctx *c, qt_quantize_tensor *q, const qt_tensor *t, 
     return QT_OK;
 }
 
-/* Data an algorithm computed: copied, and measured against the input as convert() does. */
+/* Data an algorithm computed: copied, and measured against the input as convert() does
+ * (unless its values were rescaled: transformed). */
 static qt_status copy_given(run_ctx *c, qt_quantize_tensor *q, const qt_tensor *t, qt_type type, const uint8_t *data,
-                            void *dst, size_t nbytes) {
+                            void *dst, size_t nbytes, bool transformed) {
     const int64_t ne0 = t->ne[0], n_rows = q->n_elements / ne0;
     const size_t src_row = qt_row_size(t->type, ne0), dst_row = qt_row_size(type, ne0);
     if (dst_row * (size_t)n_rows != nbytes)
         return qt_error(QT_ERR_INTERNAL, "%s: tensor '%s': size mismatch", qt_model_path(c->m), t->name);
     memcpy(dst, data, nbytes);
+    if (transformed) return QT_OK;
     float *row = c->scratch[0], *back = c->scratch[0] + c->scratch_row;
     double e2 = 0, w2 = 0;
     for (int64_t r = 0; r < n_rows; r++) {
@@ -171,11 +173,12 @@ static qt_status hook_data(void *user, const qt_tensor *t, qt_type type, void *d
     int32_t i = plan_index(c->p, t);
     qt_status s = QT_OK;
     if (qt_cancelled()) return qt_error(QT_ERR_INTERRUPTED, "%s: interrupted", qt_model_path(c->m));
-    if (type == t->type) {
+    if (i >= 0 && c->given && c->given->data && c->given->data[i] && t->ne[0] <= c->scratch_row) {
+        s = copy_given(c, &c->p->tensors[i], t, type, c->given->data[i], dst, nbytes,
+                       c->given->transformed && c->given->transformed[i]);
+    } else if (type == t->type) {
         if (nbytes != t->nbytes) return qt_error(QT_ERR_INTERNAL, "%s: tensor '%s': size mismatch", qt_model_path(c->m), t->name);
         memcpy(dst, t->data, nbytes);
-    } else if (i >= 0 && c->given && c->given->data && c->given->data[i] && t->ne[0] <= c->scratch_row) {
-        s = copy_given(c, &c->p->tensors[i], t, type, c->given->data[i], dst, nbytes);
     } else if (i >= 0 && t->ne[0] <= c->scratch_row) {
         s = convert(c, &c->p->tensors[i], t, type, dst);
     } else {

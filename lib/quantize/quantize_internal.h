@@ -7,6 +7,7 @@
 
 #include "quanta/imatrix.h"
 #include "quanta/quantize.h"
+#include "quanta/engine.h"
 
 /* Calls fn(ctx, hash) for the FNV-1a hash of every 13-word shingle of t, in
  * text order (the held-out check samples evaluation text with the same rule). */
@@ -51,11 +52,64 @@ qt_status qt__resume_checkpoint(qt__resume *r, const qt_quantize_plan *p, int32_
  * kept (p->partial_kept) or removed on failure; frees r. */
 void qt__resume_end(qt__resume *r, qt_status s, qt_quantize_plan *p);
 
-/* Tensor data an algorithm computed itself (GPTQ), written instead of the
- * pipeline's rounding. */
+/* Tensor data an algorithm computed itself (GPTQ, AWQ), written instead of the
+ * pipeline's rounding (even for a tensor whose type does not change: a norm
+ * that absorbed smoothing scales). */
 typedef struct qt__quantize_given {
     const uint8_t *const *data;  /* (p->n_tensors) in the planned type, or NULL: quantize as usual */
+    const bool *transformed;     /* (p->n_tensors) or NULL: the values were rescaled (AWQ, SmoothQuant), so
+                                    an error against the input means nothing and is not measured */
 } qt__quantize_given;
+
+/* ---- the calibrated layer-by-layer driver (gptq_run.c, smooth_run.c) ---- */
+
+/* The linears of a decoder layer and which input each one sees: the engine
+ * feeds q/k/v the same normed rows, and gate/up the same (lib/engine/forward.c). */
+typedef struct qt__layer_linear {
+    const char *linear;      /* GGUF base name: "attn_q" */
+    int input;               /* 0 attention input, 1 o's input, 2 mlp input, 3 down's input */
+} qt__layer_linear;
+enum { QT__N_LINEARS = 7, QT__N_INPUTS = 4 };
+extern const qt__layer_linear qt__layer_linears[QT__N_LINEARS];
+/* The index of a linear's base name in qt__layer_linears, or -1. */
+int qt__layer_linear_find(const char *linear);
+
+/* What the driver asks of an output format (GGUF plan, compressed-tensors scheme). */
+typedef struct qt__calib_target {
+    void *ctx;
+    /* W (rows, cols) f32 of src, already smoothed; H its (smoothed) Hessian.
+     * Sets *bind to the quantized tensor (kept by the target), or leaves
+     * bind->data NULL to keep src; *done: GPTQ ran. */
+    qt_status (*linear)(void *ctx, const qt_tensor *src, float *W, const double *H, const qt_gptq_opts *o,
+                        qt_gptq_stats *st, qt_tensor *bind, bool *done);
+    /* After the layer ran on its quantized linears (NULL: nothing to do). */
+    qt_status (*layer_done)(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il);
+    /* Smoothing: the columns sharing one scale in src's target grid (0: src
+     * is copied as stored and cannot be smoothed); RTN onto that grid in
+     * place; a changed norm or bias (n values) for the writer. */
+    int64_t (*group)(void *ctx, const qt_tensor *src);
+    qt_status (*fake_quant)(void *ctx, const qt_tensor *src, float *W);
+    qt_status (*vector)(void *ctx, const qt_tensor *src, const float *v);
+} qt__calib_target;
+
+/* One layer's smoothing: the scales of each input (NULL: not smoothed) and
+ * of each linear's rows (NULL: not a producer of a smoothed input). */
+typedef struct qt__smooth_layer {
+    float *col[QT__N_INPUTS];   /* (n_in): W[:, j] *= s_j for the input's linears, H -> S^-1 H S^-1 */
+    float *row[QT__N_LINEARS];  /* (rows): W[j, :] /= s_j */
+} qt__smooth_layer;
+
+/* After layer il was observed (h: the inputs' Hessians, act: their channel
+ * statistics): the arch's folding pairs smoothed (g->smoothing), the changed
+ * norms and biases bound to the engine and handed to t->vector, the scales in
+ * *out for the linears; counts in r. */
+struct qt_act_stats;
+qt_status qt__smooth_layer_run(const qt_model *m, qt_layerwise *lw, int32_t il, const qt_gptq_hessian *h,
+                               const struct qt_act_stats *act, const qt_gptq_run_opts *g, const qt__calib_target *t,
+                               qt__smooth_layer *out, qt_gptq_report *r);
+void qt__smooth_layer_free(qt__smooth_layer *l);
+/* The driver's messages (g->note), printf-style. */
+void qt__calib_note(const qt_gptq_run_opts *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The writer options both the estimate and the run use (types, metadata);
  * r: the run's staging (NULL for the estimate); given may be NULL. */

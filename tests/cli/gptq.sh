@@ -20,9 +20,9 @@ lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 < b + 0) }'; }
 
 # ---- usage -----------------------------------------------------------------------------------
 expect "--help" 0 "" "$q" quantize --help
-ok has out "--algo rtn|gptq"
+ok has out "--algo rtn|gptq|awq"
 expect "gptq without --calib" 2 "needs --calib" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --algo gptq
-expect "unknown algorithm" 2 "expected rtn or gptq" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --algo awq
+expect "unknown algorithm" 2 "expected rtn, gptq, awq" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --algo optq
 expect "act order without gptq" 2 "goes with --algo gptq" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --act-order
 expect "gptq with an imatrix" 2 "use one of them" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 \
     --algo gptq --calib "$tmp/calib.txt" --imatrix "$shared/reference/llamacpp-quantize/imatrix-stories260K.gguf"

@@ -43,12 +43,19 @@ static void help(void) {
            "                             nvfp4, which becomes W4A4) observe each linear's input absmax.\n"
            "                             The file's SHA-256, token count, N, L, S and its fingerprint are\n"
            "                             recorded (quanta.calibration.*; quanta inspect prints them)\n"
-           "  --algo rtn|gptq            rtn (default): round to nearest, as llama-quantize; gptq: GPTQ\n"
+           "  --algo rtn|gptq|awq|awq+gptq|smoothquant|smoothquant+gptq\n"
+           "                             rtn (default): round to nearest, as llama-quantize; gptq: GPTQ\n"
            "                             (Frantar et al. 2023) layer by layer on the --calib samples, onto\n"
            "                             the planned GGUF types (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K;\n"
            "                             others round to nearest, named) or the groups of w4a16,\n"
-           "                             w4a16-asym, w8a16, w8a8-int8; docs/gptq.md\n"
+           "                             w4a16-asym, w8a16, w8a8-int8; docs/gptq.md. awq: AWQ (Lin et al.\n"
+           "                             2024) scales searched per layer and folded into the norms and\n"
+           "                             linears before them, then round to nearest; smoothquant:\n"
+           "                             SmoothQuant (Xiao et al. 2023) scales folded into the norms\n"
+           "                             (for w8a8-int8), then round to nearest; +gptq: GPTQ instead of\n"
+           "                             round to nearest after the scales; docs/awq.md\n"
            "  --act-order                GPTQ: columns by decreasing Hessian diagonal\n"
+           "  --alpha A                  SmoothQuant's migration strength, 0..1 (default 0.5)\n"
            "  --tensor-type REGEX=TYPE   give tensors whose GGUF name (e.g. blk.3.ffn_down.weight)\n"
            "                             matches REGEX (PCRE2, searched, first match wins) the ggml\n"
            "                             type TYPE (q6_K, q8_0, f16, ...); repeatable\n"
@@ -93,7 +100,11 @@ typedef struct args {
     cli_json json;
     cli_calib calib;
     qcalib qc;
-    bool gptq, act_order;       /* --algo gptq, --act-order */
+    const char *algo;           /* --algo other than rtn: a calibrated layer-by-layer run */
+    qt_smoothing smoothing;     /* awq, smoothquant */
+    bool then_rtn;              /* awq, smoothquant: round to nearest after the scales */
+    bool act_order;             /* --act-order */
+    double alpha;               /* --alpha; < 0: not given */
 } args;
 
 static int parse_type(const char *opt, const char *v, qt_type *out) {
@@ -132,16 +143,28 @@ static int parse_value(args *a, const char *opt, const char *v) {
         if (rc != CLI_OK) return rc;
         a->o.threads = (int)n;
     } else if (!strcmp(opt, "--algo")) {
-        if (strcmp(v, "rtn") && strcmp(v, "gptq"))
-            return cli_usage(VERB, "--algo '%s': expected rtn or gptq (awq and smoothquant are not built yet)", v);
-        a->gptq = !strcmp(v, "gptq");
+        static const struct { const char *name; qt_smoothing smoothing; bool then_rtn; } algos[] = {
+            {"gptq", QT_SMOOTH_NONE, false},        {"awq", QT_SMOOTH_AWQ, true},
+            {"awq+gptq", QT_SMOOTH_AWQ, false},     {"smoothquant", QT_SMOOTH_SMOOTHQUANT, true},
+            {"smoothquant+gptq", QT_SMOOTH_SMOOTHQUANT, false},
+        };
+        a->algo = NULL;
+        for (size_t k = 0; k < sizeof algos / sizeof algos[0]; k++)
+            if (!strcmp(v, algos[k].name)) a->algo = algos[k].name, a->smoothing = algos[k].smoothing, a->then_rtn = algos[k].then_rtn;
+        if (!a->algo && strcmp(v, "rtn"))
+            return cli_usage(VERB, "--algo '%s': expected rtn, gptq, awq, awq+gptq, smoothquant or smoothquant+gptq", v);
+    } else if (!strcmp(opt, "--alpha")) {
+        char *end;
+        a->alpha = strtod(v, &end);
+        if (*end || end == v || !(a->alpha >= 0 && a->alpha <= 1))
+            return cli_usage(VERB, "--alpha '%s': expected a number from 0 to 1 (SmoothQuant's migration strength)", v);
     }
     return CLI_OK;
 }
 
 static int parse(int argc, char **argv, args *a) {
     static const char *with_value[] = {"--scheme", "--imatrix", "--tensor-type", "--keep", "--output-tensor-type",
-                                       "--token-embedding-type", "--threads", "--algo"};
+                                       "--token-embedding-type", "--threads", "--algo", "--alpha"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int j = cli_json_arg(VERB, s, &a->json);
@@ -177,13 +200,17 @@ static int parse(int argc, char **argv, args *a) {
     if (a->calib.tuned && !a->calib.file) return cli_usage(VERB, "--nsamples, --seqlen and --seed apply to --calib FILE");
     if (a->calib.file && a->o.imatrix)
         return cli_usage(VERB, "--calib computes the importance matrix that --imatrix would give; use one of them");
-    if (a->gptq && !a->calib.file) return cli_usage(VERB, "--algo gptq needs --calib FILE (calibration text)");
-    if (a->gptq && a->o.imatrix) return cli_usage(VERB, "--imatrix is for --algo rtn; GPTQ uses the calibration text");
-    if (a->act_order && !a->gptq) return cli_usage(VERB, "--act-order goes with --algo gptq");
-    if (a->gptq && (a->o.resumable || a->o.resume))
-        return cli_usage(VERB, "--%s: a GPTQ run cannot be resumed yet (its layers would be computed again)",
-                         a->o.resume ? "resume" : "resumable");
-    if (a->gptq) a->o.algorithm = "gptq";
+    if (a->algo && !a->calib.file) return cli_usage(VERB, "--algo %s needs --calib FILE (calibration text)", a->algo);
+    if (a->algo && a->o.imatrix)
+        return cli_usage(VERB, "--imatrix is for --algo rtn; --algo %s uses the calibration text", a->algo);
+    if (a->act_order && (!a->algo || a->then_rtn))
+        return cli_usage(VERB, "--act-order goes with --algo gptq (or awq+gptq, smoothquant+gptq)");
+    if (a->alpha >= 0 && a->smoothing != QT_SMOOTH_SMOOTHQUANT)
+        return cli_usage(VERB, "--alpha goes with --algo smoothquant or smoothquant+gptq");
+    if (a->algo && (a->o.resumable || a->o.resume))
+        return cli_usage(VERB, "--%s: an --algo %s run cannot be resumed yet (its layers would be computed again)",
+                         a->o.resume ? "resume" : "resumable", a->algo);
+    a->o.algorithm = a->algo;
     a->o.overrides = a->over;
     a->o.keep = a->keep;
     return CLI_OK;
@@ -265,6 +292,9 @@ static void print_summary(const args *a, const qt_quantize_plan *p, double secon
     fprintf(stderr, "  size     %10.2f MiB -> %10.2f MiB (file %llu bytes)\n", mib(p->input_bytes), mib(p->tensor_bytes),
             (unsigned long long)p->output_bytes);
     fprintf(stderr, "  bpw      %.4f\n", p->bits_per_weight);
+    if (a->algo)
+        fprintf(stderr, "  algorithm %s, calibrated on %s (%d x %d tokens)\n", a->algo, a->qc.set.path, a->qc.set.n_samples,
+                a->qc.set.seq_len);
     if (p->n_fallbacks) fprintf(stderr, "  fallbacks %d (recorded in quanta.fallbacks)\n", p->n_fallbacks);
     if (a->dry_run) {
         fprintf(stderr, "  peak memory (estimated) %.1f MiB\n", mib(p->peak_rss_estimate));
@@ -293,6 +323,7 @@ static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     json_object_set_new(root, "input", json_string(a->in));
     json_object_set_new(root, "output", a->out ? json_string(a->out) : json_null());
     json_object_set_new(root, "scheme", json_string(p->ftype->name));
+    json_object_set_new(root, "algorithm", json_string(a->algo ? a->algo : "rtn"));
     json_object_set_new(root, "dry_run", json_boolean(a->dry_run));
     json_object_set_new(root, "input_bytes", json_integer((json_int_t)p->input_bytes));
     json_object_set_new(root, "tensor_bytes", json_integer((json_int_t)p->tensor_bytes));
@@ -341,7 +372,8 @@ static void notes(const args *a, const qt_quantize_plan *p) {
 /* ---- --algo gptq ------------------------------------------------------------------------------------- */
 
 static void gptq_note(void *ctx, const char *msg) {
-    if (!*(const int *)ctx) fprintf(stderr, "quanta: gptq: %s\n", msg);
+    const args *a = ctx;
+    if (!a->quiet) fprintf(stderr, "quanta: %s: %s\n", a->algo, msg);
 }
 
 static qt_gptq_run_opts gptq_opts(args *a) {
@@ -350,17 +382,30 @@ static qt_gptq_run_opts gptq_opts(args *a) {
     g.n_seq = a->qc.set.n_samples;
     g.n_tok = a->qc.set.seq_len;
     g.gptq.act_order = a->act_order;
+    g.smoothing = a->smoothing;
+    g.rtn = a->then_rtn;
+    if (a->alpha >= 0) g.alpha = a->alpha;
     g.threads = a->o.threads;
     g.note = gptq_note;
-    g.note_ctx = &a->quiet;
+    g.note_ctx = a;
     return g;
 }
 
 static void gptq_summary(const args *a, const qt_gptq_report *r) {
-    if (!a->quiet)
-        fprintf(stderr, "quanta: gptq: %d linears by GPTQ, %d rounded to nearest (no grid), %d Cholesky retries, "
-                        "%lld dead columns, %.1f s\n", r->n_gptq, r->n_rtn, r->n_retries, (long long)r->n_dead_cols,
-                r->seconds);
+    if (a->quiet) return;
+    if (a->smoothing == QT_SMOOTH_AWQ)
+        fprintf(stderr, "quanta: %s: %d folding pairs smoothed (%d kept s = 1), output error %.4g against RTN's %.4g "
+                        "(%.3fx), %lld dead channels\n", a->algo, r->n_smoothed, r->n_awq_identity, r->awq_loss,
+                r->awq_loss_rtn, r->awq_loss_rtn > 0 ? r->awq_loss / r->awq_loss_rtn : 1.0, (long long)r->n_dead_channels);
+    if (a->smoothing == QT_SMOOTH_SMOOTHQUANT)
+        fprintf(stderr, "quanta: %s: %d norms smoothed, %lld dead channels\n", a->algo, r->n_smoothed,
+                (long long)r->n_dead_channels);
+    if (!a->then_rtn)
+        fprintf(stderr, "quanta: %s: %d linears by GPTQ, %d rounded to nearest (no grid), %d Cholesky retries, "
+                        "%lld dead columns, %.1f s\n", a->algo, r->n_gptq, r->n_rtn, r->n_retries,
+                (long long)r->n_dead_cols, r->seconds);
+    else
+        fprintf(stderr, "quanta: %s: layers done in %.1f s\n", a->algo, r->seconds);
 }
 
 static qt_status run_gptq(args *a, qt_model *m, qt_quantize_plan *p) {
@@ -375,7 +420,7 @@ static qt_status run_gptq(args *a, qt_model *m, qt_quantize_plan *p) {
  * with --algo gptq the samples themselves (GPTQ's Hessians replace the imatrix). */
 static int gguf_calibrate(args *a, const qt_model *m) {
     if (!a->calib.file) return CLI_OK;
-    if (a->gptq) { /* the samples, in a dry run too: their provenance keys are in the file's size */
+    if (a->algo) { /* the samples, in a dry run too: their provenance keys are in the file's size */
         int rc = qcalib_samples(m, &a->calib, &a->qc);
         if (rc == CLI_OK) a->o.calib = &a->qc.set;
         return rc;
@@ -403,7 +448,7 @@ static int run_gguf(args *a, qt_model *m) {
     } else {
         a->o.progress = cli_progress(a->quiet);
         a->o.tensor_written = test_hook;
-        st = a->gptq ? run_gptq(a, m, p) : qt_quantize_run(m, a->out, &a->o, p);
+        st = a->algo ? run_gptq(a, m, p) : qt_quantize_run(m, a->out, &a->o, p);
         cli_progress_end();
         if (st != QT_OK) rc = cli_fail(st);
         if (st != QT_OK && p->partial_kept)
@@ -444,6 +489,7 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
     json_object_set_new(root, "input", json_string(a->in));
     json_object_set_new(root, "output", a->out ? json_string(a->out) : json_null());
     json_object_set_new(root, "scheme", json_string(e->scheme));
+    json_object_set_new(root, "algorithm", json_string(a->algo ? a->algo : "rtn"));
     json_object_set_new(root, "preset", json_string(e->preset));
     json_object_set_new(root, "format", json_string(e->format));
     json_object_set_new(root, "dry_run", json_boolean(a->dry_run));
@@ -477,7 +523,7 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     qt_ct_export_opts o = {.force = a->force, .n_threads = a->o.threads, .keep = keep, .command = a->o.command_line,
                            .warn = ct_warn, .warn_ctx = &a->quiet};
     qt_gguf_kv calib_kv[QT_CALIB_MAX_KV];
-    if (a->calib.file && a->gptq) {
+    if (a->calib.file && a->algo) {
         if ((rc = qcalib_samples(m, &a->calib, &a->qc)) != CLI_OK) return rc;
         o.calibration = calib_kv;
         o.n_calibration = qt_calib_set_gguf_kv(&a->qc.set, calib_kv);
@@ -495,7 +541,7 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     qt_status st;
     if (a->dry_run) {
         st = qt_ct_export_estimate_plan(m, key, &o, &e);
-    } else if (a->gptq) {
+    } else if (a->algo) {
         qt_gptq_run_opts g = gptq_opts(a);
         qt_gptq_report r;
         o.progress = cli_progress(a->quiet);
@@ -517,6 +563,9 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
                 e.preset, e.format);
         fprintf(stderr, "  tensors  %d quantized, %d kept 16-bit; %.2f MiB in %d shard%s; %.4f bpw\n", e.n_quantized, e.n_kept,
                 mib(e.tensor_bytes), e.n_shards, e.n_shards == 1 ? "" : "s", e.bits_per_weight);
+        if (a->algo)
+            fprintf(stderr, "  algorithm %s, calibrated on %s (%d x %d tokens)\n", a->algo, a->qc.set.path,
+                    a->qc.set.n_samples, a->qc.set.seq_len);
         if (!a->dry_run) fprintf(stderr, "  peak RSS %.1f MiB\n", mib(rss));
     }
     if (a->json.on) rc = ct_emit_json(a, &e, rss);
@@ -574,6 +623,7 @@ int cmd_quantize(int argc, char **argv) {
     args a;
     memset(&a, 0, sizeof a);
     a.o = qt_quantize_opts_default();
+    a.alpha = -1;
     int rc = parse(argc, argv, &a);
     if (rc == CLI_OK) {
         char *cmd = command_line(argc, argv, true);
