@@ -72,6 +72,8 @@ typedef struct qt_ct_export_opts {
      * changed (AWQ / SmoothQuant fold their scales into them), by canonical
      * name, n values in f32; NULL: the source's values. NULL: none. */
     const float *(*vector_values)(void *ctx, const char *name, int64_t n);
+    /* quantization_config.quanta.method: the algorithm ("gptq", "awq", ...); NULL: "rtn". */
+    const char *method;
     void *vector_values_ctx;
 } qt_ct_export_opts;
 

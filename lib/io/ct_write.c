@@ -800,7 +800,7 @@ static json_t *quant_config(const ct_writer *w) {
     json_t *grp = json_pack("{s:[s], s:o, s:o, s:n, s:s}", "targets", "Linear", "weights", weight_args(w->sc),
                             "input_activations", act_args(w), "output_activations", "format", w->sc->ct_format);
     json_t *prov = json_pack("{s:s, s:s, s:s, s:s}", "version", qt_version(), "scheme", w->sc->key, "preset", preset_name(w),
-                             "method", "rtn");
+                             "method", w->o.method ? w->o.method : "rtn");
     if (w->o.calibration && w->o.n_calibration > 0) json_object_set_new(prov, "calibration", calibration_json(w));
     json_object_set_new(prov, "command", w->o.command ? json_string(w->o.command) : json_null());
     return json_pack("{s:s, s:s, s:s, s:n, s:{s:o}, s:o, s:n, s:{}, s:{}, s:s, s:o}", "quant_method", "compressed-tensors",

@@ -254,7 +254,9 @@ static qt_status gguf_linear(void *ctx, const qt_tensor *src, float *W, const do
 static int64_t gguf_group(void *ctx, const qt_tensor *src) {
     const gguf_target *x = ctx;
     const int32_t i = plan_find(x->p, src->name);
-    if (i < 0 || x->p->tensors[i].kept) return 0;
+    if (i < 0) return 0;
+    if (src->n_dims < 2) return 1; /* a norm or bias: written from the smoothed values */
+    if (x->p->tensors[i].kept) return 0;
     const qt_type_traits *tr = qt_type_get(x->p->tensors[i].type);
     return tr->is_quantized ? tr->block_elems : src->ne[0];
 }

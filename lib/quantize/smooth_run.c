@@ -83,7 +83,7 @@ static qt_status pair_scales(const qt_tensor *const *to, const int *to_li, int n
             r->awq_loss += res.loss;
             r->awq_loss_rtn += res.loss_rtn;
             r->n_awq_identity += res.ratio < 0;
-            qt__calib_note(g, "awq: %s (+%d): ratio %s%.2f, output error %.4g (RTN %.4g)", to[0]->name, n - 1,
+            qt__calib_note(g, "%s (+%d more): ratio %s%.2f, output error %.4g (RTN %.4g)", to[0]->name, n - 1,
                            res.ratio < 0 ? "none, s = 1: " : "", res.ratio < 0 ? 0.0 : res.ratio, res.loss,
                            res.loss_rtn);
         }

@@ -521,7 +521,7 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     for (int32_t i = 0; i < a->o.n_keep; i++) keep[i] = a->o.keep[i];
     keep[a->o.n_keep] = NULL;
     qt_ct_export_opts o = {.force = a->force, .n_threads = a->o.threads, .keep = keep, .command = a->o.command_line,
-                           .warn = ct_warn, .warn_ctx = &a->quiet};
+                           .warn = ct_warn, .warn_ctx = &a->quiet, .method = a->algo};
     qt_gguf_kv calib_kv[QT_CALIB_MAX_KV];
     if (a->calib.file && a->algo) {
         if ((rc = qcalib_samples(m, &a->calib, &a->qc)) != CLI_OK) return rc;
