@@ -282,7 +282,9 @@ QT_API void qt_quantize_plan_free(qt_quantize_plan *p);
  * onto its target grid (quanta/gptq.h), rebind the layer to the quantized
  * weights and run it again so the next layer sees the quantized outputs.
  * Tensors outside the decoder layers (token_embd, output) and linears whose
- * type has no GPTQ grid are rounded to nearest, each one named through note. */
+ * type has no GPTQ grid are rounded to nearest, each one named through note.
+ * The same driver runs AWQ and SmoothQuant (smoothing below, then GPTQ or,
+ * with rtn, round-to-nearest). */
 /* Smoothing before the rounding (quanta/smooth.h, docs/awq.md): per-input-channel
  * scales folded into the preceding norm or linear by the architecture's
  * folding pairs (lib/model/arch.c), searched per layer on the calibration
@@ -325,8 +327,10 @@ typedef struct qt_gptq_report {
 QT_API qt_gptq_run_opts qt_gptq_run_opts_default(void);
 /* GGUF: p from qt_quantize_plan_make(m, o); every planned linear type with a
  * grid (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K) through GPTQ, the rest as
- * qt_quantize_run does. o->imatrix must be NULL and o->algorithm "gptq"
- * (the plan's exact size includes that key). */
+ * qt_quantize_run does. o->imatrix must be NULL and o->algorithm name the
+ * algorithm ("gptq", "awq", "awq+gptq", ...: the plan's exact size includes
+ * that key). With g->smoothing every linear of the layers (and the norms that
+ * absorbed the scales) is written from the smoothed values. */
 QT_API qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
                                        qt_quantize_plan *p, const qt_gptq_run_opts *g, qt_gptq_report *r);
 /* compressed-tensors integer schemes (w4a16, w4a16-asym, w8a16, w8a8-int8;

@@ -131,7 +131,8 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     const int32_t n_layer = qt_model_hparams(m)->n_layer;
     if (!g->tokens || g->n_seq < 1 || g->n_tok < 2)
         return qt_error(QT_ERR_ARG, "gptq: calibration needs at least 1 sequence of 2 tokens (%d x %d)", g->n_seq, g->n_tok);
-    if (g->smoothing != QT_SMOOTH_NONE && !qt__arch_info(qt_model_hparams(m)->arch)->smooth)
+    const qt_arch_info *ai = qt__arch_info(qt_model_hparams(m)->arch);
+    if (g->smoothing != QT_SMOOTH_NONE && (!ai || !ai->smooth))
         return qt_error(QT_ERR_UNSUPPORTED, "%s: architecture '%s' has no norm -> linear folding pairs to smooth "
                         "(lib/model/arch.c)", g->smoothing == QT_SMOOTH_AWQ ? "awq" : "smoothquant",
                         qt_model_hparams(m)->arch_name);
@@ -356,15 +357,21 @@ static qt_status ct_fake_quant(void *ctx, const qt_tensor *src, float *W) {
     return s;
 }
 
+/* Room for one more element of `size` bytes in *items (n used of *cap). */
+static qt_status grow(void **items, int32_t n, int32_t *cap, size_t size) {
+    if (n < *cap) return QT_OK;
+    const int32_t c = *cap ? 2 * *cap : 32;
+    void *t = realloc(*items, (size_t)c * size);
+    if (!t) return qt_error(QT_ERR_NOMEM, "out of memory");
+    *items = t;
+    *cap = c;
+    return QT_OK;
+}
+
 static qt_status ct_vector_keep(void *ctx, const qt_tensor *src, const float *v) {
     ct_target *x = ctx;
-    if (x->n_vec == x->cap_vec) {
-        const int32_t cap = x->cap_vec ? 2 * x->cap_vec : 32;
-        ct_vector *t = realloc(x->vec, (size_t)cap * sizeof *t);
-        if (!t) return qt_error(QT_ERR_NOMEM, "out of memory");
-        x->vec = t;
-        x->cap_vec = cap;
-    }
+    qt_status s = grow((void **)&x->vec, x->n_vec, &x->cap_vec, sizeof *x->vec);
+    if (s != QT_OK) return s;
     ct_vector *c = &x->vec[x->n_vec];
     *c = (ct_vector){.n = src->ne[0]};
     snprintf(c->name, sizeof c->name, "%s", src->name);
@@ -389,17 +396,12 @@ static qt_status ct_linear(void *ctx, const qt_tensor *src, float *W, const doub
     if (cols % group != 0)
         return qt_error(QT_ERR_SHAPE, "%lld columns are not a multiple of the group size %lld", (long long)cols,
                         (long long)group);
-    if (x->n == x->cap) {
-        const int32_t cap = x->cap ? 2 * x->cap : 64;
-        ct_codes *t = realloc(x->t, (size_t)cap * sizeof *t);
-        if (!t) return qt_error(QT_ERR_NOMEM, "out of memory");
-        x->t = t;
-        x->cap = cap;
-    }
+    qt_status s = grow((void **)&x->t, x->n, &x->cap, sizeof *x->t);
+    if (s != QT_OK) return s;
     ct_codes *c = &x->t[x->n];
     *c = (ct_codes){.rows = rows, .cols = cols};
     snprintf(c->name, sizeof c->name, "%s", src->name);
-    qt_status s = qt_gptq_ct_int_init(&c->g, x->a.bits, x->a.symmetric, (int)x->a.dtype, rows, cols, group);
+    s = qt_gptq_ct_int_init(&c->g, x->a.bits, x->a.symmetric, (int)x->a.dtype, rows, cols, group);
     if (s != QT_OK) return s;
     x->n++;
     qt_gptq_grid grid = qt_gptq_ct_int_grid(&c->g);

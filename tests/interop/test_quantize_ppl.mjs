@@ -42,6 +42,7 @@ const SPREAD = {
     "iq4_xs": 5e-3,
     "iq2_xs-imatrix": 7e-3,
     "iq2_xs-calib": 3e-3,
+    "q4_0-awq": 5e-3, /* q4_0's types and kernels (AWQ only changes values): q4_0's bound, its spread not measured */
 };
 
 const [dir, ...runs] = process.argv.slice(2);

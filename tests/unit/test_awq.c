@@ -38,18 +38,6 @@ static double *hessian_of(const float *x, int64_t n_rows, int64_t n) {
     return H;
 }
 
-/* mean over rows of ||(W - Q) x||^2, directly */
-static double direct_error(const float *W, const float *Q, int64_t rows, int64_t cols, const float *x, int64_t n) {
-    double e = 0;
-    for (int64_t t = 0; t < n; t++)
-        for (int64_t i = 0; i < rows; i++) {
-            double y = 0;
-            for (int64_t j = 0; j < cols; j++) y += ((double)W[i * cols + j] - Q[i * cols + j]) * x[t * cols + j];
-            e += y * y;
-        }
-    return e / (double)n;
-}
-
 /* int4 symmetric groups of 32 (w4a16's arithmetic), through the GPTQ grid's RTN */
 static qt_status int4_fake_quant(void *ctx, int k, float *W, int64_t rows, int64_t cols) {
     (void)ctx;
@@ -67,7 +55,7 @@ static void test_output_error(void) {
     float *x = outlier_inputs(N, C), *W = malloc(R * C * sizeof *W), *Q = malloc(R * C * sizeof *Q);
     for (int64_t i = 0; i < R * C; i++) W[i] = gauss(), Q[i] = W[i] + 0.1f * gauss();
     double *H = hessian_of(x, N, C);
-    const double a = qt_awq_output_error(W, Q, R, C, H), b = direct_error(W, Q, R, C, x, N);
+    const double a = qt_awq_output_error(W, Q, R, C, H), b = qt_gptq_output_error(W, Q, R, C, x, N); /* mean ||(W - Q) x||^2, directly */
     CHECK_MSG(fabs(a - b) < 1e-9 * b, "Hessian form %.12g, direct %.12g", a, b);
     CHECK(qt_awq_output_error(W, W, R, C, H) == 0.0);
     free(x), free(W), free(Q), free(H);
