@@ -58,10 +58,11 @@ qt_status qt__ct_layout_parse(const char *cfg_path, const json_t *qc, qt__ct_lay
         const char *ia_st = json_string_value(json_object_get(ia, "strategy"));
         out->static_input = json_is_object(ia) && json_is_false(json_object_get(ia, "dynamic")) && ia_st &&
                             !strcmp(ia_st, "tensor");
+        const char *ia_ty = json_string_value(json_object_get(ia, "type"));
+        const bool fl = ia_ty && !strcmp(ia_ty, "float");
+        out->act_fp8_static = out->static_input && fl && json_integer_value(json_object_get(ia, "num_bits")) == 8;
         if (json_is_object(ia) && ia_st && json_is_true(json_object_get(ia, "dynamic")) &&
             json_integer_value(json_object_get(ia, "num_bits")) == 8) {
-            const char *ia_ty = json_string_value(json_object_get(ia, "type"));
-            const bool fl = ia_ty && !strcmp(ia_ty, "float");
             out->act_int8_token = !fl && !strcmp(ia_st, "token");
             out->act_fp8_token = fl && !strcmp(ia_st, "token");
             out->act_fp8_group128 = fl && !strcmp(ia_st, "group") &&
@@ -200,7 +201,7 @@ static bool is_w8a8_int8(const qt__ct_layout *L) {
 }
 static bool is_fp8_token_or_static(const qt__ct_layout *L) {
     return L->is_float && L->bits == 8 && !L->block && (L->strategy == QT_CT_CHANNEL || L->strategy == QT_CT_TENSOR) &&
-           (L->act_fp8_token || L->static_input);
+           (L->act_fp8_token || L->act_fp8_static);
 }
 static bool is_fp8_block(const qt__ct_layout *L) {
     return L->is_float && L->bits == 8 && L->block && L->bw == QT_CT_FP8_GROUP && L->act_fp8_group128;
@@ -239,7 +240,7 @@ static qt_status pack(const qt__ct_layout *L, const struct packed_form *pf, cons
     if (!sc) return qt_error(QT_ERR_NOMEM, "%s: out of memory", fp);
     qt_ct_dtype dt;
     s = scales_f32(fp, ws, n_scales, sc, &dt);
-    if (s == QT_OK && pf->type == QT_TYPE_CT_F8 && L->static_input) s = input_scale_of(fp, ck, module, &in_scale);
+    if (s == QT_OK && pf->type == QT_TYPE_CT_F8 && L->act_fp8_static) s = input_scale_of(fp, ck, module, &in_scale);
     const size_t hdr = qt__ct_header_bytes(pf->type, C), row_bytes = qt_row_size(pf->type, C);
     for (int64_t r = 0; s == QT_OK && r < R; r++) {
         uint8_t *row = dst + (size_t)r * row_bytes;

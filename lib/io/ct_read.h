@@ -22,6 +22,7 @@ typedef struct qt__ct_layout {
     bool act_int8_token;      /* int8, per token, dynamic (W8A8) */
     bool act_fp8_token;       /* e4m3, per token, dynamic (FP8_DYNAMIC) */
     bool act_fp8_group128;    /* e4m3, groups of 128, dynamic (FP8_BLOCK) */
+    bool act_fp8_static;      /* e4m3, per tensor, static input_scale (FP8) */
 } qt__ct_layout;
 
 /* quantization_config (qc) -> layout; inactive for KV-cache-only configs. */
