@@ -42,6 +42,20 @@ static double time_matmul(qt_vec_dot_fn f, const uint8_t *w, size_t row_bytes, i
     return now_s() - t0;
 }
 
+/* A compressed-tensors row (lib/quant/ct_rows.h) from f32: per-row scales as the activation
+ * quantizer of the same layout computes them (ct_f8: its act row, input scale 0 = dynamic). */
+static void ct_weight_row(qt_type t, const float *src, uint8_t *dst) {
+    if (t != QT_TYPE_CT_F8) {
+        if (!qt__act_quantize(t, src, dst, COLS)) exit(1);
+        return;
+    }
+    uint8_t tmp[4 + COLS];
+    if (!qt__act_quantize(QT_TYPE_CT_F8_ACT, src, tmp, COLS)) exit(1);
+    memcpy(dst, tmp, 4);
+    memset(dst + 4, 0, 4);
+    memcpy(dst + 8, tmp + 4, COLS);
+}
+
 static void bench_type(qt_type t, const kernels *k, int nk, int64_t rows, int reps, double bw, bool first) {
     const qt_type_traits *tr = qt_type_get(t), *vt = qt_type_get(tr->vec_dot_type);
     const size_t row_bytes = qt_row_size(t, COLS), act_bytes = qt_row_size(vt->type, COLS);
@@ -49,7 +63,8 @@ static void bench_type(qt_type t, const kernels *k, int nk, int64_t rows, int re
     uint8_t *w = xmalloc(row_bytes * (size_t)rows), *act = xmalloc(act_bytes * BATCH);
     for (int64_t r = 0; r < rows; r++) {
         for (int i = 0; i < COLS; i++) src[i] = 0.01f * (float)((r * 131 + i * 31) % 97 - 48);
-        if (qt_quantize_rows(t, src, w + (size_t)r * row_bytes, 1, COLS, NULL) != QT_OK) exit(1);
+        if (tr->engine_only) ct_weight_row(t, src, w + (size_t)r * row_bytes);
+        else if (qt_quantize_rows(t, src, w + (size_t)r * row_bytes, 1, COLS, NULL) != QT_OK) exit(1);
     }
     for (int b = 0; b < BATCH; b++) {
         for (int i = 0; i < COLS; i++) src[i] = 0.1f * (float)((b * 17 + i * 7) % 23 - 11);
@@ -103,7 +118,8 @@ int main(int argc, char **argv) {
     /* the scalar references, then every dot variant of lib/quant/variants.c that runs here */
     const qt_type types[] = {QT_TYPE_F32,  QT_TYPE_F16,  QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q4_1,   QT_TYPE_Q5_0,
                              QT_TYPE_Q5_1, QT_TYPE_Q2_K, QT_TYPE_Q3_K, QT_TYPE_Q4_K, QT_TYPE_Q5_K,   QT_TYPE_Q6_K,
-                             QT_TYPE_IQ4_NL, QT_TYPE_IQ4_XS};
+                             QT_TYPE_IQ4_NL, QT_TYPE_IQ4_XS,
+                             QT_TYPE_CT_I8, QT_TYPE_CT_F8, QT_TYPE_CT_F8_BLOCK}; /* W8A8 rows (docs/w8a8.md) */
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         kernels k[QT__CPU_LEVEL_COUNT] = {{"scalar", qt__traits_ref(types[ti])->vec_dot, qt__traits_ref(types[ti])->vec_dot_gemm}};
         int nk = 1;

@@ -53,7 +53,14 @@ typedef enum qt_type {
     QT_TYPE_MXFP4 = 39,
     QT_TYPE_Q1_0 = 41,  /* ggml 2026: 1 sign bit per weight, 128-blocks */
     QT_TYPE_Q2_0 = 42,  /* ggml 2026: 2 bits per weight, 64-blocks */
-    QT_TYPE_COUNT = 43  /* one past the largest ggml id we know */
+    /* Engine-only row formats (never in a GGUF file; ids far above ggml's):
+     * compressed-tensors weights kept packed for W8A8, and their activation
+     * rows (lib/quant/ct_rows.h, docs/w8a8.md). */
+    QT_TYPE_CT_I8 = 60,       /* int8 per channel, W8A8 with int8 per-token activations */
+    QT_TYPE_CT_F8 = 61,       /* E4M3 per channel / per tensor, + static or dynamic input scale */
+    QT_TYPE_CT_F8_ACT = 62,   /* E4M3 activations, one scale per row (token) */
+    QT_TYPE_CT_F8_BLOCK = 63, /* E4M3, one scale per 128 columns (weights: 128x128 blocks) */
+    QT_TYPE_COUNT = 64  /* one past the largest id */
 } qt_type;
 
 /* Dequantize n elements (n a multiple of block_elems). */
@@ -80,6 +87,11 @@ typedef struct qt_type_traits {
     qt_vec_dot_fn vec_dot;         /* NULL until the engine supplies one */
     qt_vec_dot_fn vec_dot_gemm;    /* the order llama.cpp uses when two or more activation
                                       rows meet the same weights (tinyBLAS); NULL: vec_dot */
+    /* Engine-only row formats (QT_TYPE_CT_*): each row carries its own scales
+     * in a header, so its size is this function of n, not whole blocks
+     * (block_elems 1, block_bytes 1: the codes); never written to a file. */
+    bool engine_only;
+    size_t (*row_size)(int64_t n);
 } qt_type_traits;
 
 /* NULL for ids that are not (or no longer) a type. */

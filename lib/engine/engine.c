@@ -124,15 +124,17 @@ static void describe(qt_engine_ctx *e) {
         if (count[t]) PUT(" %s x%d", qt_type_get((qt_type)t)->name, count[t]);
     PUT(" (output %s, embeddings %s); activations:", e->output_tied ? "tied to token_embd" : "separate",
         e->tok_embd.tr->name);
-    bool first = true;
+    bool first = true, any_ct = false;
     for (int t = 0; t < QT_TYPE_COUNT; t++) {
         if (!count[t]) continue;
         if (deq[t]) PUT("%s %s rows dequantized to f32, f32 dot", first ? "" : ";", qt_type_get((qt_type)t)->name);
         else PUT("%s %s for %s rows", first ? "" : ";", qt_type_get(act[t])->name, qt_type_get((qt_type)t)->name);
+        any_ct |= !deq[t] && qt_type_get((qt_type)t)->engine_only;
         first = false;
     }
-    PUT(" (%s); --numerics %s", e->opts.act_quant_off ? "--act-quant off" :
+    PUT(" (%s%s); --numerics %s", e->opts.act_quant_off ? "--act-quant off" :
         "--act-quant auto: quantized to each type's vec_dot_type as llama.cpp's CPU backend does",
+        any_ct ? "; compressed-tensors W8A8 / FP8 rows as vLLM computes them, docs/w8a8.md" : "",
         qt_numerics_name(e->opts.numerics));
     int n_fast = 0;
     for (int t = 0; t < QT_TYPE_COUNT; t++) n_fast += fast[t];

@@ -23,6 +23,8 @@ typedef struct qt__mat {
      * act_type = f32 and rows dequantized with to_float (dot = f32 kernel). */
     qt_type act_type;
     size_t act_row_bytes;       /* bytes of one activation row converted to act_type */
+    float act_static_scale;     /* > 0: activations quantized with this fixed scale (fp8-static's
+                                   input_scale, lib/quant/ct_rows.h), else dynamically per row */
     bool dequant_rows;          /* true: to_float each row, dot in f32 */
     qt_vec_dot_fn dot;          /* one activation row (decode) */
     qt_vec_dot_fn dot_batch;    /* two or more rows: llama.cpp's tinyBLAS order where it has one */

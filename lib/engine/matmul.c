@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "quant/ct_rows.h"
 #include "quant/dot.h"
 #include "quant/gemm.h"
 #include "engine_internal.h"
@@ -57,6 +58,11 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numeri
         return qt_error(QT_ERR_SHAPE, "tensor '%s': %zu bytes of data, shape needs %zu", t->name, t->nbytes,
                         (size_t)m->n_out * m->row_bytes);
 
+    if (m->tr->engine_only && m->n_in > QT_CT_ROW_MAX_N)
+        return qt_error(QT_ERR_SHAPE, "tensor '%s': rows of %lld elements; W8A8 rows are exact up to %d", t->name,
+                        (long long)m->n_in, QT_CT_ROW_MAX_N);
+    /* fp8-static: every row of a CT_F8 weight carries the checkpoint's input_scale (0: dynamic) */
+    if (t->type == QT_TYPE_CT_F8 && m->n_out > 0) m->act_static_scale = qt__ct_hdr(m->data, 1);
     const qt_type vt = m->tr->vec_dot_type;
     const qt_type_traits *vtr = qt_type_get(vt);
     const bool can_vec_dot = m->tr->vec_dot && vtr && qt__act_type_supported(vt) && m->n_in % vtr->block_elems == 0;
@@ -149,8 +155,13 @@ typedef struct act_job {
 static void act_rows(void *ctx, int64_t b0, int64_t b1, int ti) {
     (void)ti;
     const act_job *j = ctx;
-    for (int64_t b = b0; b < b1; b++)
-        qt__act_quantize(j->m->act_type, j->in + b * j->m->n_in, j->dst + (size_t)b * j->m->act_row_bytes, j->m->n_in);
+    const qt__mat *m = j->m;
+    for (int64_t b = b0; b < b1; b++) {
+        const float *x = j->in + b * m->n_in;
+        uint8_t *dst = j->dst + (size_t)b * m->act_row_bytes;
+        if (m->act_static_scale > 0.0f) qt__ct_f8_act_quantize_static(x, dst, m->n_in, m->act_static_scale);
+        else qt__act_quantize(m->act_type, x, dst, m->n_in);
+    }
 }
 
 void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m) {

@@ -1,9 +1,15 @@
 /* lib/io/ct_read.c — reading compressed-tensors checkpoints (formats.md §4):
- * quantization_config's weight arguments, and each quantized Linear's stored
- * tensors (weight_packed / weight + weight_scale [+ weight_zero_point,
- * weight_global_scale]) dequantized on load into an f32 "<module>.weight",
- * with the compressed-tensors dequantizers of ct.h. quanta's engine has no
- * compressed-tensors kernel yet, so this is how it runs these checkpoints.
+ * quantization_config's weight and activation arguments, and each quantized
+ * Linear's stored tensors (weight_packed / weight + weight_scale [+
+ * weight_zero_point, weight_global_scale, input_scale]).
+ *
+ * W8A8 and FP8 linears (int8 per channel with int8 per-token activations; e4m3
+ * per channel or per tensor with per-token or static activations; e4m3 128x128
+ * blocks with 128-groups) are kept packed, one code byte per weight, in the
+ * engine's compressed-tensors rows (lib/quant/ct_rows.h), which the engine runs
+ * as vLLM does (docs/w8a8.md). Other schemes (int4/int8 groups, NVFP4, MXFP4:
+ * weight-only) are dequantized on load into an f32 "<module>.weight" with the
+ * compressed-tensors dequantizers of ct.h.
  */
 #define _GNU_SOURCE
 #include <jansson.h>
@@ -14,6 +20,7 @@
 
 #include "ct_read.h"
 #include "model/model_internal.h"
+#include "quant/ct_rows.h"
 #include "quanta/num.h"
 
 static const char *const suffixes[] = {".weight_packed", ".weight_scale", ".weight_zero_point", ".weight_shape",
@@ -51,6 +58,16 @@ qt_status qt__ct_layout_parse(const char *cfg_path, const json_t *qc, qt__ct_lay
         const char *ia_st = json_string_value(json_object_get(ia, "strategy"));
         out->static_input = json_is_object(ia) && json_is_false(json_object_get(ia, "dynamic")) && ia_st &&
                             !strcmp(ia_st, "tensor");
+        const char *ia_ty = json_string_value(json_object_get(ia, "type"));
+        const bool fl = ia_ty && !strcmp(ia_ty, "float");
+        out->act_fp8_static = out->static_input && fl && json_integer_value(json_object_get(ia, "num_bits")) == 8;
+        if (json_is_object(ia) && ia_st && json_is_true(json_object_get(ia, "dynamic")) &&
+            json_integer_value(json_object_get(ia, "num_bits")) == 8) {
+            out->act_int8_token = !fl && !strcmp(ia_st, "token");
+            out->act_fp8_token = fl && !strcmp(ia_st, "token");
+            out->act_fp8_group128 = fl && !strcmp(ia_st, "group") &&
+                                    json_integer_value(json_object_get(ia, "group_size")) == QT_CT_FP8_GROUP;
+        }
         const char *fmt = json_string_value(json_object_get(g, "format"));
         if (!fmt) fmt = json_string_value(json_object_get(qc, "format"));
         if (!json_is_object(w) || !fmt)
@@ -176,18 +193,85 @@ static qt_status dequant(const qt__ct_layout *L, const char *fp, const qt_st_che
     return s;
 }
 
+/* ---- W8A8 / FP8 kept packed (lib/quant/ct_rows.h) --------------------------------- */
+
+static bool is_w8a8_int8(const qt__ct_layout *L) {
+    return !L->is_float && L->bits == 8 && L->symmetric && !L->block && L->strategy == QT_CT_CHANNEL &&
+           !strcmp(L->format, "int-quantized") && L->act_int8_token;
+}
+static bool is_fp8_token_or_static(const qt__ct_layout *L) {
+    return L->is_float && L->bits == 8 && !L->block && (L->strategy == QT_CT_CHANNEL || L->strategy == QT_CT_TENSOR) &&
+           (L->act_fp8_token || L->act_fp8_static);
+}
+static bool is_fp8_block(const qt__ct_layout *L) {
+    return L->is_float && L->bits == 8 && L->block && L->bw == QT_CT_FP8_GROUP && L->act_fp8_group128;
+}
+
+/* Which weight + activation arguments the engine runs packed, and as which row format. */
+static const struct packed_form {
+    bool (*matches)(const qt__ct_layout *L);
+    qt_type type;
+    qt_st_dtype codes;
+} packed_forms[] = {
+    {is_w8a8_int8, QT_TYPE_CT_I8, QT_ST_I8},
+    {is_fp8_token_or_static, QT_TYPE_CT_F8, QT_ST_F8_E4M3},
+    {is_fp8_block, QT_TYPE_CT_F8_BLOCK, QT_ST_F8_E4M3},
+};
+
+static const struct packed_form *packed_form_of(const qt__ct_layout *L, int64_t cols) {
+    if (cols > QT_CT_ROW_MAX_N) return NULL; /* beyond the exact sums: dequantized instead */
+    for (size_t i = 0; i < sizeof packed_forms / sizeof packed_forms[0]; i++)
+        if (packed_forms[i].matches(L)) return &packed_forms[i];
+    return NULL;
+}
+
+static qt_status input_scale_of(const char *fp, const qt_st_checkpoint *ck, const char *module, float *v);
+
+/* The stored codes and scales -> R rows of the packed format (header scales, then the codes). */
+static qt_status pack(const qt__ct_layout *L, const struct packed_form *pf, const char *fp, const qt_st_checkpoint *ck,
+                      const char *module, int64_t R, int64_t C, uint8_t *dst) {
+    const qt_st_tensor *w = piece(ck, module, ".weight"), *ws = piece(ck, module, ".weight_scale");
+    qt_status s = expect(fp, w, module, ".weight", pf->codes, R * C);
+    if (s != QT_OK) return s;
+    if (!ws) return qt_error(QT_ERR_FORMAT, "%s: tensor '%s.weight_scale' missing", fp, module);
+    const int64_t nbc = (C + L->bw - 1) / (L->bw > 0 ? L->bw : 1);
+    const int64_t n_scales = L->block ? ((R + L->bh - 1) / L->bh) * nbc : L->strategy == QT_CT_TENSOR ? 1 : R;
+    float *sc = malloc((size_t)n_scales * sizeof *sc), in_scale = 0.0f;
+    if (!sc) return qt_error(QT_ERR_NOMEM, "%s: out of memory", fp);
+    qt_ct_dtype dt;
+    s = scales_f32(fp, ws, n_scales, sc, &dt);
+    if (s == QT_OK && pf->type == QT_TYPE_CT_F8 && L->act_fp8_static) s = input_scale_of(fp, ck, module, &in_scale);
+    const size_t hdr = qt__ct_header_bytes(pf->type, C), row_bytes = qt_row_size(pf->type, C);
+    for (int64_t r = 0; s == QT_OK && r < R; r++) {
+        uint8_t *row = dst + (size_t)r * row_bytes;
+        if (pf->type == QT_TYPE_CT_F8_BLOCK) {
+            for (int64_t g = 0; g < nbc; g++) qt__ct_hdr_set(row, (int)g, sc[(r / L->bh) * nbc + g]);
+        } else {
+            qt__ct_hdr_set(row, 0, sc[n_scales == 1 ? 0 : r]);
+            if (pf->type == QT_TYPE_CT_F8) qt__ct_hdr_set(row, 1, in_scale);
+        }
+        memcpy(row + hdr, (const uint8_t *)w->data + (size_t)(r * C), (size_t)C);
+    }
+    free(sc);
+    return s;
+}
+
 /* Static per-tensor activations: one positive finite input_scale per quantized Linear. */
-static qt_status check_input_scale(const char *fp, const qt_st_checkpoint *ck, const char *module) {
+static qt_status input_scale_of(const char *fp, const qt_st_checkpoint *ck, const char *module, float *v) {
     const qt_st_tensor *t = piece(ck, module, ".input_scale");
     if (!t)
         return qt_error(QT_ERR_FORMAT, "%s: tensor '%s.input_scale' missing (quantization_config says static per-tensor "
                         "input activations)", fp, module);
-    float v;
     qt_ct_dtype dt;
-    qt_status s = scales_f32(fp, t, 1, &v, &dt);
-    if (s == QT_OK && !(v > 0.0f && v < INFINITY))
-        s = qt_error(QT_ERR_FORMAT, "%s: tensor '%s': input scale %g is not a positive finite number", fp, t->name, v);
+    qt_status s = scales_f32(fp, t, 1, v, &dt);
+    if (s == QT_OK && !(*v > 0.0f && *v < INFINITY))
+        s = qt_error(QT_ERR_FORMAT, "%s: tensor '%s': input scale %g is not a positive finite number", fp, t->name, *v);
     return s;
+}
+
+static qt_status check_input_scale(const char *fp, const qt_st_checkpoint *ck, const char *module) {
+    float v;
+    return input_scale_of(fp, ck, module, &v);
 }
 
 qt_status qt__ct_load_module(qt_model *m, const qt__ct_layout *L, const qt_st_checkpoint *ck, const char *weight_name,
@@ -214,16 +298,19 @@ qt_status qt__ct_load_module(qt_model *m, const qt__ct_layout *L, const qt_st_ch
     }
     qt_status s = L->static_input ? check_input_scale(fp, ck, module) : QT_OK;
     if (s != QT_OK) return s;
-    float *buf = qt__model_alloc(m, (size_t)(rows * cols) * sizeof *buf);
+    const struct packed_form *pf = packed_form_of(L, cols);
+    const qt_type type = pf ? pf->type : QT_TYPE_F32;
+    const size_t nbytes = (size_t)rows * qt_row_size(type, cols);
+    void *buf = qt__model_alloc(m, nbytes);
     if (!buf) return QT_ERR_NOMEM;
-    s = dequant(L, fp, ck, module, rows, cols, buf);
+    s = pf ? pack(L, pf, fp, ck, module, rows, cols, buf) : dequant(L, fp, ck, module, rows, cols, buf);
     if (s != QT_OK) return s;
-    out->type = QT_TYPE_F32;
+    out->type = type;
     out->n_dims = 2;
     out->ne[0] = cols;
     out->ne[1] = rows;
     out->ne[2] = out->ne[3] = 1;
-    out->nbytes = (size_t)(rows * cols) * sizeof *buf;
+    out->nbytes = nbytes;
     out->data = buf;
     out->source = -1;
     out->offset = 0;

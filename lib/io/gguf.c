@@ -283,7 +283,7 @@ static qt_status parse_tensor_info(qt_gguf *g, cursor *c, int64_t i) {
     if ((s = rd_u32(c, field, &type)) != QT_OK) return s;
     if ((s = rd_u64(c, field, &t->offset)) != QT_OK) return s;
     const qt_type_traits *tr = qt_type_get((qt_type)type);
-    if (!tr) return qt_error(QT_ERR_FORMAT, "%s: %s: unknown type id %" PRIu32, g->name, field, type);
+    if (!tr || tr->engine_only) return qt_error(QT_ERR_FORMAT, "%s: %s: unknown type id %" PRIu32, g->name, field, type);
     t->type = (qt_type)type;
     /* Element count must fit int64 (ggml checks the same products). */
     int64_t nel = 1;

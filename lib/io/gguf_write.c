@@ -245,6 +245,8 @@ static qt_type default_out_type(const qt_gguf_write_opts *o, const qt_tensor *t)
     const bool wants_f32 = qt__gguf_wants_f32(t->name, t->n_dims);
     qt_type ty = o->tensor_type ? o->tensor_type(o->user, t) : QT_TYPE_COUNT;
     if (ty == QT_TYPE_COUNT) ty = o->outtype != QT_TYPE_COUNT && !wants_f32 ? o->outtype : t->type;
+    const qt_type_traits *tr = qt_type_get(ty);
+    if (tr && tr->engine_only) ty = QT_TYPE_F32; /* packed compressed-tensors rows: llama.cpp has no such type */
     return wants_f32 && (ty == QT_TYPE_F16 || ty == QT_TYPE_BF16) ? QT_TYPE_F32 : ty;
 }
 

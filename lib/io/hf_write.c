@@ -83,6 +83,8 @@ static bool narrows_exactly(const qt_tensor *t, qt_type half) {
 
 /* The type a tensor keeps when types are not converted. */
 static qt_type kept_type(const hf_writer *w, const qt_tensor *t) {
+    const qt_type_traits *tr = qt_type_get(t->type);
+    if (tr && tr->engine_only) return QT_TYPE_F32; /* packed compressed-tensors rows: their values */
     bool narrow = w->narrow_to != QT_TYPE_COUNT && t->type == QT_TYPE_F32 && t->data &&
                   qt__gguf_wants_f32(t->name, t->n_dims) && narrows_exactly(t, w->narrow_to);
     return narrow ? w->narrow_to : t->type;
@@ -108,7 +110,7 @@ static qt_status plan_one(hf_writer *w, const qt_tensor *t, plan_tensor *p) {
     p->out_type = w->opts.convert_types ? w->opts.outtype : kept_type(w, t);
     const qt_type_traits *tr = qt_type_get(t->type);
     if (!tr) return qt_error(QT_ERR_FORMAT, "%s: tensor '%s': unknown type %d", w->m->path, t->name, (int)t->type);
-    if (!w->opts.convert_types && tr->is_quantized)
+    if (!w->opts.convert_types && tr->is_quantized && !tr->engine_only)
         return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s' is %s, which safetensors cannot hold; write with outtype "
                         "f32, f16 or bf16", w->m->path, t->name, tr->name);
     if (w->opts.convert_types && !tr->is_quantized && t->type != QT_TYPE_F32 && t->type != QT_TYPE_F16 &&

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ct_rows.h"
 #include "dot.h"
 #include "blocks.h"
 #include "quanta/num.h"
@@ -547,6 +548,7 @@ bool qt__act_type_supported(qt_type type) {
     switch (type) {
     case QT_TYPE_F32: case QT_TYPE_F16: case QT_TYPE_BF16:
     case QT_TYPE_Q8_0: case QT_TYPE_Q8_1: case QT_TYPE_Q8_K:
+    case QT_TYPE_CT_I8: case QT_TYPE_CT_F8_ACT: case QT_TYPE_CT_F8_BLOCK:
         return true;
     default:
         return false;
@@ -569,6 +571,10 @@ bool qt__act_quantize(qt_type type, const float *x, void *y, int64_t n) {
     case QT_TYPE_Q8_0: act_q8_0(x, y, n); return true;
     case QT_TYPE_Q8_1: act_q8_1(x, y, n); return true;
     case QT_TYPE_Q8_K: act_q8_K(x, y, n); return true;
+    /* compressed-tensors W8A8 activations, as vLLM quantizes them (ct_rows.c) */
+    case QT_TYPE_CT_I8: qt__ct_i8_act_quantize(x, y, n, NULL); return true;
+    case QT_TYPE_CT_F8_ACT: qt__ct_f8_act_quantize(x, y, n, NULL); return true;
+    case QT_TYPE_CT_F8_BLOCK: qt__ct_f8_block_act_quantize(x, y, n, NULL); return true;
     default: return false;
     }
 }

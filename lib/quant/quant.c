@@ -24,7 +24,7 @@ const qt_type_traits *qt_type_by_name(const char *name) {
 
 double qt_type_bits_per_weight(qt_type t) {
     const qt_type_traits *tr = qt_type_get(t);
-    return tr ? 8.0 * (double)tr->block_bytes / (double)tr->block_elems : 0.0;
+    return tr ? 8.0 * (double)tr->block_bytes / (double)tr->block_elems : 0.0; /* CT rows: codes only */
 }
 
 static qt_status check_row(const qt_type_traits *tr, qt_type t, int64_t n) {
@@ -38,7 +38,7 @@ static qt_status check_row(const qt_type_traits *tr, qt_type t, int64_t n) {
 size_t qt_row_size(qt_type t, int64_t n) {
     const qt_type_traits *tr = qt_type_get(t);
     if (check_row(tr, t, n) != QT_OK) return 0;
-    return (size_t)(n / tr->block_elems) * tr->block_bytes;
+    return tr->row_size ? tr->row_size(n) : (size_t)(n / tr->block_elems) * tr->block_bytes;
 }
 
 qt_status qt_quantize_rows(qt_type t, const float *src, void *dst,
@@ -56,7 +56,7 @@ qt_status qt_quantize_rows(qt_type t, const float *src, void *dst,
         if (!isfinite(src[i]))
             return qt_error(QT_ERR_RANGE, "non-finite value %g at row %lld, column %lld: cannot quantize to %s",
                             (double)src[i], (long long)(i / n_per_row), (long long)(i % n_per_row), tr->name);
-    const size_t row_bytes = (size_t)(n_per_row / tr->block_elems) * tr->block_bytes;
+    const size_t row_bytes = qt_row_size(t, n_per_row);
     for (int64_t r = 0; r < n_rows; r++)
         tr->from_float(src + r * n_per_row, (uint8_t *)dst + (size_t)r * row_bytes, n_per_row, imatrix);
     return QT_OK;
@@ -67,7 +67,7 @@ qt_status qt_dequantize_rows(qt_type t, const void *src, float *dst, int64_t n_r
     qt_status s = check_row(tr, t, n_per_row);
     if (s != QT_OK) return s;
     if (!tr->to_float) return qt_error(QT_ERR_UNSUPPORTED, "no dequantizer for type %s", tr->name);
-    const size_t row_bytes = (size_t)(n_per_row / tr->block_elems) * tr->block_bytes;
+    const size_t row_bytes = qt_row_size(t, n_per_row);
     for (int64_t r = 0; r < n_rows; r++)
         tr->to_float((const uint8_t *)src + (size_t)r * row_bytes, dst + r * n_per_row, n_per_row);
     return QT_OK;

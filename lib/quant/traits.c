@@ -7,6 +7,7 @@
  */
 #include "kernels.h"
 #include "traits_internal.h"
+#include "ct_rows.h" /* engine-only compressed-tensors rows */
 #include "dot.h" /* vec_dot kernels: dot products with activations quantized to vec_dot_type */
 
 const qt_type_traits qt__traits[QT_TYPE_COUNT] = {
@@ -356,4 +357,43 @@ const qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .vec_dot = qt__dot_q2_0_q8_0_ref,
     },
 
+    /* ---- engine-only: compressed-tensors W8A8 / FP8 rows kept packed (ct_rows.h) ---- */
+    [QT_TYPE_CT_I8] = {
+        .name = "ct_i8", .type = QT_TYPE_CT_I8,
+        .block_elems = 1, .block_bytes = 1,
+        .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
+        .to_float_ref = qt__ct_i8_to_float,
+        .vec_dot_type = QT_TYPE_CT_I8,
+        .vec_dot = qt__dot_ct_i8_ref,
+        .engine_only = true, .row_size = qt__ct_i8_row_size,
+    },
+
+    [QT_TYPE_CT_F8] = {
+        .name = "ct_f8", .type = QT_TYPE_CT_F8,
+        .block_elems = 1, .block_bytes = 1,
+        .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
+        .to_float_ref = qt__ct_f8_to_float,
+        .vec_dot_type = QT_TYPE_CT_F8_ACT,
+        .vec_dot = qt__dot_ct_f8_ref,
+        .engine_only = true, .row_size = qt__ct_f8_row_size,
+    },
+
+    [QT_TYPE_CT_F8_ACT] = {
+        .name = "ct_f8_act", .type = QT_TYPE_CT_F8_ACT,
+        .block_elems = 1, .block_bytes = 1,
+        .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
+        .to_float_ref = qt__ct_f8_act_to_float,
+        .vec_dot_type = QT_TYPE_CT_F8_ACT,
+        .engine_only = true, .row_size = qt__ct_f8_act_row_size,
+    },
+
+    [QT_TYPE_CT_F8_BLOCK] = {
+        .name = "ct_f8_block", .type = QT_TYPE_CT_F8_BLOCK,
+        .block_elems = 1, .block_bytes = 1,
+        .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
+        .to_float_ref = qt__ct_f8_block_to_float,
+        .vec_dot_type = QT_TYPE_CT_F8_BLOCK,
+        .vec_dot = qt__dot_ct_f8_block_ref,
+        .engine_only = true, .row_size = qt__ct_f8_block_row_size,
+    },
 };

@@ -5,6 +5,7 @@
  * AVX2 forms only: AVX-512 forms measured no faster (lib/quant/dot.h), so an
  * AVX-512 CPU runs the AVX2 ones (levels are cumulative).
  */
+#include "ct_rows.h"
 #include "dot.h"
 #include "gemm.h"
 #include "simd.h"
@@ -36,7 +37,14 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_Q4_0, QT__CPU_AVX2, .gemm = qt__gemm_q4_0_avx2},
     {QT_TYPE_Q4_K, QT__CPU_AVX2, .gemm = qt__gemm_q4_K_avx2, .gemm_min_batch = 2},
     {QT_TYPE_Q6_K, QT__CPU_AVX2, .gemm = qt__gemm_q6_K_avx2, .gemm_min_batch = 2},
+    /* compressed-tensors W8A8 / FP8 rows (ct_dot_avx2.c): exact sums, the references' bits */
+    {QT_TYPE_CT_I8, QT__CPU_AVX2, .vec_dot = qt__dot_ct_i8_avx2},
+    {QT_TYPE_CT_F8, QT__CPU_AVX2, .vec_dot = qt__dot_ct_f8_avx2},
+    {QT_TYPE_CT_F8_BLOCK, QT__CPU_AVX2, .vec_dot = qt__dot_ct_f8_block_avx2},
     /* AVX-512 F + BW + VL + VNNI */
+    {QT_TYPE_CT_I8, QT__CPU_AVX512, .vec_dot = qt__dot_ct_i8_avx512},
+    {QT_TYPE_CT_F8, QT__CPU_AVX512, .vec_dot = qt__dot_ct_f8_avx512},
+    {QT_TYPE_CT_F8_BLOCK, QT__CPU_AVX512, .vec_dot = qt__dot_ct_f8_block_avx512},
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .gemm = qt__gemm_q8_0_avx512},
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .gemm = qt__gemm_q4_0_avx512},
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .gemm = qt__gemm_q4_K_avx512, .gemm_min_batch = 2},

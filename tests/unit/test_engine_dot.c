@@ -73,7 +73,7 @@ static void test_every_kernel_matches_dequantized_dot(void) {
     int checked = 0;
     for (int t = 0; t < QT_TYPE_COUNT; t++) {
         const qt_type_traits *tr = qt_type_get((qt_type)t);
-        if (!tr || !tr->vec_dot) continue;
+        if (!tr || !tr->vec_dot || tr->engine_only) continue; /* compressed-tensors rows: test_ct_rows */
         CHECK_MSG(qt__act_type_supported(tr->vec_dot_type), "%s: no activation quantizer for %s", tr->name,
                   qt_type_get(tr->vec_dot_type)->name);
         CHECK_MSG(tr->to_float && tr->from_float, "%s: codec missing", tr->name);
@@ -299,6 +299,7 @@ static void test_dot_variants_equal_reference(void) {
     for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
         if (!v->vec_dot && !v->vec_dot_gemm) continue;
         const qt_type_traits *r = qt__traits_ref(v->type);
+        if (r->engine_only) continue; /* compressed-tensors rows: exact sums, test_ct_rows */
         const char *level = qt__cpu_level_str(v->level);
         if (v->level > qt__cpu_level_get()) {
             fprintf(stderr, "  SKIPPED %s %s: this CPU (or QUANTA_CPU) lacks it\n", r->name, level);
