@@ -18,6 +18,7 @@
 #define QUANTA_TEMPLATE_H
 
 #include "core.h"
+#include "model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,6 +51,12 @@ typedef struct qt_chat_opts {
 /* Renders `messages_json` (a JSON list of {"role", "content", ...} objects,
  * passed to the template as they are) with the template source `tmpl`. */
 QT_API qt_status qt_chat_apply(const char *tmpl, const char *messages_json, const qt_chat_opts *o, char **out);
+
+/* The same with a model's own template (vocab->chat_template: GGUF's
+ * tokenizer.chat_template, or tokenizer_config.json's chat_template), its BOS
+ * and EOS token texts filled in where o leaves them NULL. A model without a
+ * template is QT_ERR_UNSUPPORTED, saying so. */
+QT_API qt_status qt_chat_apply_vocab(const qt_vocab *vocab, const char *messages_json, const qt_chat_opts *o, char **out);
 
 #ifdef __cplusplus
 }

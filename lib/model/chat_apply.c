@@ -38,3 +38,18 @@ qt_status qt_chat_apply(const char *tmpl, const char *messages_json, const qt_ch
     free(text);
     return s;
 }
+
+static const char *token_text(const qt_vocab *v, int32_t id) {
+    return id >= 0 && id < v->n_tokens && v->tokens ? v->tokens[id] : NULL;
+}
+
+qt_status qt_chat_apply_vocab(const qt_vocab *vocab, const char *messages_json, const qt_chat_opts *o, char **out) {
+    *out = NULL;
+    if (!vocab || !vocab->chat_template)
+        return qt_error(QT_ERR_UNSUPPORTED, "the model has no chat template (no tokenizer.chat_template in the GGUF, no "
+                                            "chat_template in tokenizer_config.json)");
+    qt_chat_opts opts = o ? *o : (qt_chat_opts){0};
+    if (!opts.bos_token) opts.bos_token = token_text(vocab, vocab->bos_id);
+    if (!opts.eos_token) opts.eos_token = token_text(vocab, vocab->eos_id);
+    return qt_chat_apply(vocab->chat_template, messages_json, &opts, out);
+}

@@ -393,6 +393,7 @@ static bool contains(ctx *c, const qt__jnode *at, qt__jv *hay, qt__jv *x) {
         return false;
     }
     if (hay->k == JV_DICT) return x->k == JV_STR && dict_slot(hay, x->s, x->n);
+    if (hay->k == JV_UNDEF) return false; /* Jinja2's Undefined iterates as empty */
     EFAIL(c, at, QT_ERR_ARG, "'in': a '%s' is not a container", kind_name(hay));
 }
 

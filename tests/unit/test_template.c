@@ -104,7 +104,7 @@ static void test_control(void) {
     CHECK_RENDER("{% for x in xs %}{% if x == 'b' %}{% continue %}{% endif %}{% if x == 'c' %}{% break %}{% endif %}{{ x }}{% endfor %}",
                  v, "a");
     CHECK_RENDER("{% if 0 %}a{% elif '' %}b{% elif [1] %}c{% else %}d{% endif %}", NULL, "c");
-    CHECK_RENDER("{% for x in undefined_thing %}x{% endfor %}ok", NULL, "ok");
+    CHECK_RENDER("{% for x in undefined_thing %}x{% endfor %}ok{{ 'a' in undefined_thing }}", NULL, "okFalse");
     CHECK_RENDER("{% for i in range(3) %}{{ i }}{% endfor %}{% for i in range(5, 1, -2) %}{{ i }}{% endfor %}", NULL, "01253");
 }
 

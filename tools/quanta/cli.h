@@ -95,6 +95,7 @@ int cli_signal_exit(int rc);
 /* Verb entry points (one file per verb). */
 int cmd_formats(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
