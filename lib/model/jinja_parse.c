@@ -668,27 +668,18 @@ static qt__jnode *logic_not(parser *p) {
     return compare(p);
 }
 
-static qt__jnode *logic_and(parser *p) {
-    qt__jnode *l = logic_not(p);
-    while (is_name(peek(p), "and")) {
+/* "or" over "and" over "not": one loop for both binary levels */
+static qt__jnode *logic(parser *p, bool is_or) {
+    qt__jnode *l = is_or ? logic(p, false) : logic_not(p);
+    while (is_name(peek(p), is_or ? "or" : "and")) {
         tok *t = next(p);
-        qt__jnode *n = node(p, JN_AND, t);
-        n->a = l, n->b = logic_not(p);
+        qt__jnode *n = node(p, is_or ? JN_OR : JN_AND, t);
+        n->a = l, n->b = is_or ? logic(p, false) : logic_not(p);
         l = n;
     }
     return l;
 }
-
-static qt__jnode *logic_or(parser *p) {
-    qt__jnode *l = logic_and(p);
-    while (is_name(peek(p), "or")) {
-        tok *t = next(p);
-        qt__jnode *n = node(p, JN_OR, t);
-        n->a = l, n->b = logic_and(p);
-        l = n;
-    }
-    return l;
-}
+static qt__jnode *logic_or(parser *p) { return logic(p, true); }
 
 static qt__jnode *expr(parser *p) {
     tok *t = peek(p);
