@@ -24,7 +24,7 @@
 
 #include "jinja_internal.h"
 
-enum { MAX_STEPS = 20000000, MAX_RANGE = 1000000 };
+enum { MAX_STEPS = 20000000, MAX_RANGE = 1000000, MAX_CALLS = 64 };
 #define MAX_OUTPUT ((size_t)64 << 20)
 #define MAX_VALUES ((size_t)256 << 20)
 
@@ -48,6 +48,8 @@ typedef struct ctx {
     int64_t now;
     uint64_t steps;
     int loopctl; /* 1: break, 2: continue, pending */
+    frame *root; /* the template's own scope: what a macro's body sees besides its parameters */
+    int calls;   /* macro calls open (bounded: a macro may call itself) */
 } ctx;
 
 static qt__jv V_UNDEF = {.k = JV_UNDEF}, V_NONE = {.k = JV_NONE}, V_TRUE = {.k = JV_BOOL, .b = true},
@@ -425,7 +427,7 @@ static void assign(ctx *c, const char *name, qt__jv *v) {
 
 /* ---- functions, methods --------------------------------------------------------------------- */
 enum {
-    F_RAISE = 1, F_NAMESPACE, F_RANGE, F_STRFTIME,
+    F_RAISE = 1, F_NAMESPACE, F_RANGE, F_STRFTIME, F_MACRO,
     M_STARTSWITH, M_ENDSWITH, M_STRIP, M_LSTRIP, M_RSTRIP, M_SPLIT, M_UPPER, M_LOWER, M_TITLE, M_CAPITALIZE,
     M_REPLACE, M_FIND, M_JOIN, M_ITEMS, M_KEYS, M_VALUES, M_GET,
 };
@@ -609,9 +611,39 @@ static qt__jv *list_items(ctx *c, qt__jv *d, int which) {
 
 static qt__jv *join(ctx *c, const qt__jnode *at, qt__jv *seq, qt__jv *sep, const qt__jv *attr);
 
+static void exec_list(ctx *c, const qt__jlist *l);
+static qt__jv *eval(ctx *c, const qt__jnode *n);
+
+/* A macro call: its parameters bound in a scope over the template's own, its body's output returned. */
+static qt__jv *call_macro(ctx *c, const qt__jnode *at, const qt__jnode *m, const args *a) {
+    if (a->npos > m->args.n) EFAIL(c, at, QT_ERR_ARG, "macro '%s' takes %zu arguments, %zu given", m->name, m->args.n, a->npos);
+    if (++c->calls > MAX_CALLS) EFAIL(c, at, QT_ERR_RANGE, "macro calls nested deeper than %d", MAX_CALLS);
+    for (size_t k = 0; k < a->nkw; k++) {
+        bool known = false;
+        for (size_t i = 0; i < m->args.n; i++) known = known || !strcmp(a->kwn[k], m->args.v[i]->name);
+        if (!known) EFAIL(c, at, QT_ERR_ARG, "macro '%s' has no parameter '%s'", m->name, a->kwn[k]);
+    }
+    frame f = {.up = c->root}, *saved_top = c->top;
+    sb b = {0}, *saved_out = c->out;
+    const int saved_ctl = c->loopctl;
+    c->top = &f;
+    for (size_t i = 0; i < m->args.n; i++) {
+        qt__jv *v = i < a->npos ? a->pos[i] : arg(a, SIZE_MAX, m->args.v[i]->name);
+        if (!v) v = m->kwargs.v[i] ? eval(c, m->kwargs.v[i]) : &V_UNDEF;
+        assign(c, m->args.v[i]->name, v);
+    }
+    c->out = &b;
+    c->loopctl = 0;
+    exec_list(c, &m->body);
+    c->out = saved_out, c->top = saved_top, c->loopctl = saved_ctl;
+    c->calls--;
+    return mk_sb(c, &b);
+}
+
 static qt__jv *call(ctx *c, const qt__jnode *at, qt__jv *f, const args *a) {
     qt__jv *self = f->self;
     switch ((int)f->i) {
+    case F_MACRO: return call_macro(c, at, f->macro, a);
     case F_RAISE: {
         qt__jv *m = arg(a, 0, NULL);
         EFAIL(c, at, QT_ERR_ARG, "raise_exception: %s", m ? to_str(c, m)->s : "");
@@ -632,10 +664,14 @@ static qt__jv *call(ctx *c, const qt__jnode *at, qt__jv *f, const args *a) {
             v[a->npos == 1 ? 1 : k] = inum(a->pos[k]);
         }
         if (!v[2]) EFAIL(c, at, QT_ERR_ARG, "range: the step is 0");
-        const double count = ceil(((double)v[1] - (double)v[0]) / (double)v[2]);
+        /* exactly: the distance as an unsigned number, whatever the bounds */
+        const bool up = v[2] > 0, any = up ? v[0] < v[1] : v[0] > v[1];
+        const uint64_t dist = !any ? 0 : up ? (uint64_t)v[1] - (uint64_t)v[0] : (uint64_t)v[0] - (uint64_t)v[1];
+        const uint64_t st = up ? (uint64_t)v[2] : (uint64_t)0 - (uint64_t)v[2];
+        const uint64_t count = dist ? (dist - 1) / st + 1 : 0;
         if (count > MAX_RANGE) EFAIL(c, at, QT_ERR_RANGE, "range of more than %d items", MAX_RANGE);
         qt__jv *l = mk(c, JV_LIST);
-        for (int64_t x = v[0]; v[2] > 0 ? x < v[1] : x > v[1]; x += v[2]) list_push(c, l, mk_int(c, x));
+        for (uint64_t k = 0; k < count; k++) list_push(c, l, mk_int(c, (int64_t)((uint64_t)v[0] + k * (uint64_t)v[2])));
         return l;
     }
     case F_STRFTIME: return strftime_now(c, a);
@@ -816,7 +852,7 @@ static bool run_test(ctx *c, const qt__jnode *at, const char *name, qt__jv *v, q
         if (v->k != JV_INT && v->k != JV_BOOL) EFAIL(c, at, QT_ERR_ARG, "the test '%s' needs an integer", name);
         int64_t d = name[0] == 'd' ? (x && (x->k == JV_INT || x->k == JV_BOOL) ? inum(x) : 0) : 2;
         if (!d) EFAIL(c, at, QT_ERR_ARG, "divisibleby needs a non-zero integer");
-        const int64_t r = inum(v) % d;
+        const int64_t r = d == -1 ? 0 : inum(v) % d;
         return name[0] == 'o' ? r != 0 : r == 0;
     }
     if (!x) EFAIL(c, at, QT_ERR_ARG, "the test '%s' needs an argument", name);
@@ -872,11 +908,21 @@ static qt__jv *select_items(ctx *c, const qt__jnode *at, qt__jv *v, const args *
 
 typedef struct sort_item { qt__jv *key, *v; size_t i; } sort_item;
 
-static qt__jv *sort_list(ctx *c, const qt__jnode *at, qt__jv *v, const args *a) {
-    qt__jv *l = iter_list(c, at, v), *rev = arg(a, 0, "reverse"), *attr = arg_str(c, a, 2, "attribute", "sort");
+
+/* sort(reverse, case_sensitive, attribute) and dictsort(case_sensitive, by, reverse): Jinja2's, stable,
+ * strings compared lower-cased unless case_sensitive */
+static qt__jv *sort_list(ctx *c, const qt__jnode *at, qt__jv *v, const args *a, bool dict) {
+    qt__jv *l = dict ? list_items(c, v, M_ITEMS) : iter_list(c, at, v);
+    qt__jv *rev = dict ? arg(a, 2, "reverse") : arg(a, 0, "reverse"), *cs = dict ? arg(a, 0, "case_sensitive") : arg(a, 1, "case_sensitive");
+    qt__jv *attr = dict ? NULL : arg_str(c, a, 2, "attribute", "sort"), *by = dict ? arg_str(c, a, 1, "by", "dictsort") : NULL;
+    const bool by_value = by && by->n == 5 && !memcmp(by->s, "value", 5);
     const size_t n = l->n;
     sort_item *it = qt__ja_alloc(&c->a, (n + 1) * sizeof *it);
-    for (size_t i = 0; i < n; i++) it[i] = (sort_item){attr ? getattr(c, at, l->items[i], attr->s) : l->items[i], l->items[i], i};
+    for (size_t i = 0; i < n; i++) {
+        qt__jv *key = dict ? l->items[i]->items[by_value] : attr ? getattr(c, at, l->items[i], attr->s) : l->items[i];
+        if (key->k == JV_STR && !(cs && truthy(cs))) key = recase(c, key, M_LOWER);
+        it[i] = (sort_item){key, l->items[i], i};
+    }
     const bool r = rev && truthy(rev);
     for (size_t i = 1; i < n; i++) { /* insertion sort: stable, and templates sort a handful of items */
         sort_item x = it[i];
@@ -896,7 +942,7 @@ static qt__jv *sort_list(ctx *c, const qt__jnode *at, qt__jv *v, const args *a) 
 static const char *const filter_names[] = {
     "trim", "tojson", "length", "count", "default", "d", "upper", "lower", "capitalize", "title", "replace",
     "string", "int", "float", "list", "first", "last", "join", "selectattr", "rejectattr", "select", "reject",
-    "map", "items", "reverse", "sort", "abs", "safe", "unique", NULL};
+    "map", "items", "reverse", "sort", "dictsort", "abs", "safe", "unique", NULL};
 
 bool qt__jinja_has_filter(const char *name) {
     for (size_t k = 0; filter_names[k]; k++)
@@ -977,7 +1023,11 @@ static qt__jv *apply_filter(ctx *c, const qt__jnode *at, const char *name, qt__j
         qt__jv none = {.k = JV_NONE}, step = {.k = JV_INT, .i = -1};
         return slice(c, at, v->k == JV_STR ? v : iter_list(c, at, v), &none, &none, &step);
     }
-    if (!strcmp(name, "sort")) return sort_list(c, at, v, a);
+    if (!strcmp(name, "sort")) return sort_list(c, at, v, a, false);
+    if (!strcmp(name, "dictsort")) {
+        if (v->k != JV_DICT) EFAIL(c, at, QT_ERR_ARG, "dictsort needs a mapping, not '%s'", kind_name(v));
+        return sort_list(c, at, v, a, true);
+    }
     if (!strcmp(name, "unique")) {
         qt__jv *l = iter_list(c, at, v), *out = mk(c, JV_LIST);
         for (size_t i = 0; i < l->n; i++)
@@ -1043,6 +1093,7 @@ static qt__jv *arith(ctx *c, const qt__jnode *n, const char *op, qt__jv *l, qt__
         if (op[0] == '/' && !op[1]) return mk_float(c, x / y);
         if (ints) {
             const int64_t a = inum(l), b = inum(r);
+            if (a == INT64_MIN && b == -1) EFAIL(c, n, QT_ERR_RANGE, "integer overflow in '%s'", op);
             int64_t q = a / b, m = a % b;
             if (m && ((m < 0) != (b < 0))) q--, m += b; /* Python floors */
             return mk_int(c, op[0] == '%' ? m : q);
@@ -1052,15 +1103,23 @@ static qt__jv *arith(ctx *c, const qt__jnode *n, const char *op, qt__jv *l, qt__
     }
     if (op[0] == '*' && op[1]) {
         if (ints && inum(r) >= 0) {
-            int64_t res = 1;
-            for (int64_t k = 0; k < inum(r) && k < 64; k++) res *= inum(l);
+            const int64_t base = inum(l), e = inum(r);
+            if (base == 0 || base == 1) return mk_int(c, e == 0 ? 1 : base);
+            if (base == -1) return mk_int(c, e % 2 ? -1 : 1);
+            int64_t res = 1; /* |base| >= 2: at most 63 steps before an overflow */
+            for (int64_t k = 0; k < e; k++)
+                if (__builtin_mul_overflow(res, base, &res)) EFAIL(c, n, QT_ERR_RANGE, "integer overflow in '**'");
             return mk_int(c, res);
         }
         return mk_float(c, pow(x, y));
     }
-    if (ints) {
+    if (ints) { /* Python's integers are unbounded; quanta's are 64-bit and say so when that is not enough */
         const int64_t a = inum(l), b = inum(r);
-        return mk_int(c, op[0] == '+' ? a + b : op[0] == '-' ? a - b : a * b);
+        int64_t res;
+        const bool over = op[0] == '+' ? __builtin_add_overflow(a, b, &res) : op[0] == '-' ? __builtin_sub_overflow(a, b, &res)
+                                                                                         : __builtin_mul_overflow(a, b, &res);
+        if (over) EFAIL(c, n, QT_ERR_RANGE, "integer overflow in '%s'", op);
+        return mk_int(c, res);
     }
     return mk_float(c, op[0] == '+' ? x + y : op[0] == '-' ? x - y : x * y);
 }
@@ -1117,6 +1176,7 @@ static qt__jv *eval(ctx *c, const qt__jnode *n) {
         qt__jv *v = eval(c, n->a);
         if (!is_num(v)) EFAIL(c, n, QT_ERR_ARG, "bad operand type for unary %c: '%s'", n->k == JN_NEG ? '-' : '+', kind_name(v));
         if (n->k == JN_POS) return v->k == JV_BOOL ? mk_int(c, v->b) : v;
+        if (v->k != JV_FLOAT && inum(v) == INT64_MIN) EFAIL(c, n, QT_ERR_RANGE, "integer overflow in unary '-'");
         return v->k == JV_FLOAT ? mk_float(c, -v->f) : mk_int(c, -inum(v));
     }
     case JN_BIN: return binary(c, n);
@@ -1222,6 +1282,12 @@ static void exec_stmt(ctx *c, const qt__jnode *n) {
         assign(c, n->name, mk_sb(c, &b));
         return;
     }
+    case JN_MACRO: {
+        qt__jv *f = mk_func(c, F_MACRO, NULL);
+        f->macro = n;
+        assign(c, n->name, f);
+        return;
+    }
     case JN_BREAK: c->loopctl = 1; return;
     case JN_CONTINUE: c->loopctl = 2; return;
     default: EFAIL(c, n, QT_ERR_INTERNAL, "an expression where a statement belongs");
@@ -1237,7 +1303,7 @@ static qt_status run(ctx *c, const qt_template *t, json_t *vars, char **out) {
     frame top = {0};
     sb result = {0};
     if (setjmp(c->jb)) return c->a.st ? c->a.st : QT_ERR_INTERNAL;
-    c->top = &top;
+    c->top = c->root = &top;
     c->out = &result;
     if (vars) {
         const char *k;

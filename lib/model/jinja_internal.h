@@ -42,12 +42,13 @@ struct qt__jv {
     qt__jv **items;  /* JV_LIST: the items; JV_DICT: values */
     qt__jv **keys;   /* JV_DICT: the keys (JV_STR), in insertion order */
     qt__jv *self;    /* JV_FUNC: a bound method's object */
+    const struct qt__jnode *macro; /* JV_FUNC: a {% macro %}'s definition */
 };
 
 /* ---- the tree ---------------------------------------------------------------- */
 typedef enum {
     /* statements */
-    JN_TEXT, JN_OUT, JN_IF, JN_FOR, JN_SET, JN_SET_BLOCK, JN_BREAK, JN_CONTINUE,
+    JN_TEXT, JN_OUT, JN_IF, JN_FOR, JN_SET, JN_SET_BLOCK, JN_BREAK, JN_CONTINUE, JN_MACRO,
     /* expressions */
     JN_LIT, JN_NAME, JN_ATTR, JN_INDEX, JN_SLICE, JN_CALL, JN_FILTER, JN_TEST,
     JN_NOT, JN_NEG, JN_POS, JN_BIN, JN_AND, JN_OR, JN_COND, JN_LIST, JN_DICT,
@@ -69,8 +70,8 @@ struct qt__jnode {
     qt__jnode *a, *b, *c; /* operands; IF: a cond; FOR: a iterable, b filter; SLICE a obj, b/c/d bounds */
     qt__jnode *d;
     qt__jlist body, orelse; /* IF/FOR bodies; TEXT-free lists of statements */
-    qt__jlist args;     /* CALL/FILTER/TEST positional args; LIST items; DICT keys; FOR targets */
-    qt__jlist kwargs;   /* CALL/FILTER kwargs (JN_LIT name nodes are in kwnames); DICT values */
+    qt__jlist args;     /* CALL/FILTER/TEST positional args; LIST items; DICT keys; FOR targets; MACRO parameters */
+    qt__jlist kwargs;   /* CALL/FILTER kwargs (their names in kwnames); DICT values; MACRO defaults (NULL: none) */
     const char **kwnames;
 };
 

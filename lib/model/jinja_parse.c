@@ -773,6 +773,35 @@ static qt__jnode *stmt_set(parser *p, tok *t) {
     return n;
 }
 
+/* {% macro name(a, b=default) %}...{% endmacro %} */
+static qt__jnode *stmt_macro(parser *p, tok *t) {
+    qt__jnode *n = node(p, JN_MACRO, t);
+    n->name = expect_name(p);
+    expect_op(p, "(");
+    while (!is_op(peek(p), ")")) {
+        tok *pt = peek(p);
+        qt__jnode *param = node(p, JN_NAME, pt);
+        param->name = expect_name(p);
+        qt__jl_push(p->a, &n->args, param);
+        qt__jnode *dflt = NULL;
+        if (is_op(peek(p), "=")) next(p), dflt = expr(p);
+        else if (n->kwargs.n && n->kwargs.v[n->kwargs.n - 1])
+            PFAIL(p, QT_ERR_FORMAT, pt->line, pt->col, "a parameter without a default after one with a default");
+        qt__jl_push(p->a, &n->kwargs, dflt);
+        if (!is_op(peek(p), ",")) break;
+        next(p);
+    }
+    expect_op(p, ")");
+    end_tag(p);
+    static const char *const ends[] = {"endmacro", NULL};
+    const int loops = p->loops;
+    p->loops = 0; /* a macro's body is not inside the loop around its definition */
+    block(p, &n->body, ends, t);
+    p->loops = loops;
+    end_tag(p);
+    return n;
+}
+
 static const char *block(parser *p, qt__jlist *out, const char *const *ends, const tok *opener) {
     for (;;) {
         tok *t = next(p);
@@ -808,6 +837,7 @@ static const char *block(parser *p, qt__jlist *out, const char *const *ends, con
         if (!strcmp(name, "if")) n = stmt_if(p, kw);
         else if (!strcmp(name, "for")) n = stmt_for(p, kw);
         else if (!strcmp(name, "set")) n = stmt_set(p, kw);
+        else if (!strcmp(name, "macro")) n = stmt_macro(p, kw);
         else if (!strcmp(name, "break") || !strcmp(name, "continue")) {
             if (!p->loops) PFAIL(p, QT_ERR_FORMAT, kw->line, kw->col, "'{%% %s %%}' outside a for loop", name);
             n = node(p, name[0] == 'b' ? JN_BREAK : JN_CONTINUE, kw);
@@ -815,8 +845,8 @@ static const char *block(parser *p, qt__jlist *out, const char *const *ends, con
         } else if (!strcmp(name, "generation") || !strcmp(name, "endgeneration")) {
             end_tag(p); /* transformers' marker for assistant masks: renders nothing */
         } else {
-            static const char *const known[] = {"macro", "call", "filter", "include", "import", "from", "extends",
-                                                "block", "with", "raw", "autoescape", "do", "endmacro"};
+            static const char *const known[] = {"call", "filter", "include", "import", "from", "extends",
+                                                "block", "with", "raw", "autoescape", "do"};
             for (size_t k = 0; k < sizeof known / sizeof *known; k++)
                 if (!strcmp(name, known[k]))
                     PFAIL(p, QT_ERR_UNSUPPORTED, kw->line, kw->col, "'{%% %s %%}' is not supported (quanta renders a Jinja subset)", name);

@@ -78,6 +78,12 @@ static void test_operators(void) {
     CHECK_RENDER("{{ not x is defined }}", NULL, "True");
     CHECK_REFUSED("{{ 'a' + 1 }}", NULL, QT_ERR_ARG, "unsupported operand types for +: 'str' and 'int'");
     CHECK_REFUSED("{{ 1 // 0 }}", NULL, QT_ERR_ARG, "division by zero");
+    /* 64-bit integers: an overflow is an error, never a wrong number */
+    CHECK_RENDER("{{ 9223372036854775807 - 1 }} {{ -9223372036854775807 - 1 }} {{ 2 ** 62 }} {{ (-1) ** 3 }} {{ 0 ** 0 }} {{ 1 ** 99999999999 }} {{ range(9223372036854775804, 9223372036854775807)|list|length }}",
+                 NULL, "9223372036854775806 -9223372036854775808 4611686018427387904 -1 1 1 3");
+    CHECK_REFUSED("{{ 9223372036854775807 + 1 }}", NULL, QT_ERR_RANGE, "integer overflow in '+'");
+    CHECK_REFUSED("{{ 3 ** 40 }}", NULL, QT_ERR_RANGE, "integer overflow in '**'");
+    CHECK_REFUSED("{{ (-9223372036854775807 - 1) // -1 }}", NULL, QT_ERR_RANGE, "integer overflow");
 }
 
 static void test_subscripts(void) {
@@ -121,6 +127,22 @@ static void test_scopes(void) {
     CHECK_REFUSED("{% set x = 1 %}{% set x.y = 2 %}", NULL, QT_ERR_ARG, "'x' is not a namespace");
 }
 
+static void test_macros(void) {
+    CHECK_RENDER("{% macro tag(name, body='-', close=true) %}<{{ name }}>{{ body }}{% if close %}</{{ name }}>{% endif %}{% endmacro %}"
+                 "{{ tag('a') }}|{{ tag('b', 'x') }}|{{ tag('c', close=false) }}|{{ tag(body='y', name='d') }}",
+                 NULL, "<a>-</a>|<b>x</b>|<c>-|<d>y</d>");
+    /* the template's own variables are visible; a macro's sets stay inside it; it may call itself, boundedly */
+    CHECK_RENDER("{% set g = 'G' %}{% macro m(x) %}{% set g = 'local' %}{{ g }}{{ x }}{% endmacro %}{{ m(1) }}{{ g }}", NULL,
+                 "local1G");
+    CHECK_RENDER("{% macro down(n) %}{{ n }}{% if n > 0 %}{{ down(n - 1) }}{% endif %}{% endmacro %}{{ down(3) }}", NULL, "3210");
+    CHECK_RENDER("{%- macro render(m) -%}\n  [{{ m.role }}]\n{%- endmacro -%}\n{%- for m in messages %}{{ render(m) }}{% endfor %}",
+                 "{\"messages\": [{\"role\": \"user\"}, {\"role\": \"assistant\"}]}", "[user][assistant]");
+    CHECK_REFUSED("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", NULL, QT_ERR_RANGE, "macro calls nested deeper than 64");
+    CHECK_REFUSED("{% macro f(a) %}{% endmacro %}{{ f(1, 2) }}", NULL, QT_ERR_ARG, "macro 'f' takes 1 arguments, 2 given");
+    CHECK_REFUSED("{% macro f(a) %}{% endmacro %}{{ f(b=1) }}", NULL, QT_ERR_ARG, "macro 'f' has no parameter 'b'");
+    CHECK_REFUSED("{% for x in [1] %}{% macro f() %}{% break %}{% endmacro %}{% endfor %}", NULL, QT_ERR_FORMAT, "outside a for loop");
+}
+
 static void test_filters(void) {
     const char *v = "{\"ms\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"assistant\", \"content\": \"b\"},"
                     " {\"role\": \"user\", \"content\": \"c\"}]}";
@@ -134,6 +156,8 @@ static void test_filters(void) {
                  "HELLO WORLD école Hello World Hello");
     CHECK_RENDER("{{ 'aaa'|replace('a', 'b', 2) }} {{ 3|string + '!' }} {{ '42'|int + 1 }} {{ '2.5'|float }} {{ -3|abs }}", NULL,
                  "bba 3! 43 2.5 3");
+    CHECK_RENDER("{{ {'b': 1, 'A': 2, 'c': 0}|dictsort }} {{ {'b': 1, 'A': 2}|dictsort(true) }} {{ {'b': 1, 'a': 2}|dictsort(by='value', reverse=true) }} {{ ['b', 'A', 'c']|sort }}",
+                 NULL, "[['A', 2], ['b', 1], ['c', 0]] [['A', 2], ['b', 1]] [['a', 2], ['b', 1]] ['A', 'b', 'c']");
     CHECK_RENDER("{{ [3, 1, 2]|sort }} {{ [3, 1, 2]|sort(reverse=true)|first }} {{ 'abc'|reverse }} {{ [1, 2]|reverse|list }}", NULL,
                  "[1, 2, 3] 3 cba [2, 1]");
     CHECK_RENDER("{{ 'héllo'|length }} {{ {'a': 1}|length }} {{ {'a': 1, 'b': [1, 'x']}|items|list }}", NULL,
@@ -164,8 +188,8 @@ static void test_tests_and_methods(void) {
 
 static void test_refusals(void) {
     /* outside the subset: named, with line and column */
-    CHECK_REFUSED("ok\n  {% macro m() %}{% endmacro %}", NULL, QT_ERR_UNSUPPORTED,
-                  "template line 2, column 6: '{% macro %}' is not supported");
+    CHECK_REFUSED("ok\n  {% call m() %}{% endcall %}", NULL, QT_ERR_UNSUPPORTED,
+                  "template line 2, column 6: '{% call %}' is not supported");
     CHECK_REFUSED("{{ x|wordwrap }}", NULL, QT_ERR_UNSUPPORTED, "line 1, column 6: the filter 'wordwrap' is not supported");
     CHECK_REFUSED("{% if x is prime %}{% endif %}", NULL, QT_ERR_UNSUPPORTED, "the test 'prime' is not supported");
     CHECK_REFUSED("{% include 'x' %}", NULL, QT_ERR_UNSUPPORTED, "'{% include %}' is not supported");
@@ -230,6 +254,7 @@ int main(void) {
     QT_RUN(test_subscripts);
     QT_RUN(test_control);
     QT_RUN(test_scopes);
+    QT_RUN(test_macros);
     QT_RUN(test_filters);
     QT_RUN(test_tests_and_methods);
     QT_RUN(test_refusals);
