@@ -12,6 +12,7 @@
 #include "quanta/metrics.h"
 #include "quanta/formats.h"
 #include "quanta/model.h"
+#include "quanta/template.h"
 #include "quanta/tokenizer.h"
 #include "quanta/gguf.h"
 #include "quanta/imatrix.h"

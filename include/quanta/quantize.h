@@ -98,10 +98,15 @@ QT_API qt_status qt_calib_from_model(const qt_model *m, qt_calib_fingerprint *fp
 /* ---- calibration samples: --calib FILE [--nsamples N] [--seqlen L] [--seed S] ----
  * One rule in every verb that calibrates (quantize, imatrix, later GPTQ):
  * 1. the text: a plain UTF-8 file, or JSONL (every non-blank line an object
- *    with a string "text"; a file is JSONL when its first non-blank byte is
- *    '{'), the texts joined by "\n\n"; an object with "messages" and no
- *    "text" needs a chat template and is refused (QT_ERR_UNSUPPORTED);
- * 2. tokenized once, BOS first when the vocabulary adds one;
+ *    with a string "text", or a "messages" list; a file is JSONL when its
+ *    first non-blank byte is '{'), the texts joined by "\n\n"; a "messages"
+ *    line is rendered with the model's own chat template
+ *    (qt_chat_apply_vocab: no generation prompt, strftime_now's date fixed at
+ *    2024-07-26 so that the samples never depend on the day), and a model
+ *    without one is refused (QT_ERR_UNSUPPORTED);
+ * 2. tokenized once, BOS first when the vocabulary adds one (and the text
+ *    does not already start with it); the rendered conversations with their
+ *    control tokens ("<|im_start|>") parsed as such, as transformers does;
  * 3. cut into W = floor(T / L) non-overlapping windows, window i being
  *    tokens [i*L, (i+1)*L) (llama-imatrix's chunks);
  * 4. seed 0: the first N windows (llama-imatrix --chunks N); seed S > 0: N

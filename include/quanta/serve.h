@@ -24,17 +24,21 @@ typedef enum qt_serve_kind {
     QT_SERVE_CHAT,           /* POST /v1/chat/completions: "messages" through a chat template */
 } qt_serve_kind;
 
-/* Chat templates quanta renders (lib/serve/chat.c). The model's
- * tokenizer.chat_template is recognised as one of them by its markers, never
- * executed; anything else is QT_CHAT_NONE and chat requests are refused. */
+/* How chat requests become a prompt. QT_CHAT_MODEL renders the model's own
+ * Jinja chat template (quanta/template.h), as transformers' apply_chat_template
+ * does; the named layouts (lib/serve/chat.c) are hand-written fallbacks for a
+ * model without a template, or one outside the Jinja subset, and are recognised
+ * from a template's markers (qt_chat_template_detect). QT_CHAT_NONE refuses
+ * chat requests. */
 typedef enum qt_chat_template {
     QT_CHAT_NONE = 0,
     QT_CHAT_CHATML,  /* <|im_start|>role\ncontent<|im_end|>\n (Qwen2/Qwen3, many fine-tunes) */
     QT_CHAT_LLAMA3,  /* <|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|> */
     QT_CHAT_LLAMA2,  /* [INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] assistant</s><s>[INST] ... (Llama 2, Mistral) */
+    QT_CHAT_MODEL,   /* the model's own tokenizer.chat_template, rendered by the Jinja engine */
 } qt_chat_template;
 
-QT_API const char *qt_chat_template_name(qt_chat_template t); /* "none", "chatml", "llama3", "llama2" */
+QT_API const char *qt_chat_template_name(qt_chat_template t); /* "none", "chatml", "llama3", "llama2", "model" */
 QT_API qt_status qt_chat_template_parse(const char *name, qt_chat_template *out);
 /* Which known template a Jinja chat template is (QT_CHAT_NONE: none of them, or NULL). */
 QT_API qt_chat_template qt_chat_template_detect(const char *jinja);
@@ -56,16 +60,21 @@ typedef struct qt_serve_request {
 } qt_serve_request;
 
 /* Parses and checks a request body (UTF-8 JSON object). For chat the messages
- * are rendered with `tpl`. On failure *http_status is the status to answer
+ * are rendered with `tpl`; with QT_CHAT_MODEL, vocab's own template (with its
+ * BOS/EOS texts, add_generation_prompt, the request's "chat_template_kwargs"
+ * object as more variables, vLLM's extension, and the current time for
+ * strftime_now), any role the template accepts, and text parts joined into
+ * one string. On failure *http_status is the status to answer
  * (400, or 413 / 422 where those fit) and qt_last_error() the message, naming
  * the field. Unknown fields are ignored, as OpenAI-compatible servers do. */
 QT_API qt_status qt_serve_request_parse(const char *body, size_t len, qt_serve_kind kind, qt_chat_template tpl,
-                                        qt_serve_request *out, int *http_status);
+                                        const qt_vocab *vocab, qt_serve_request *out, int *http_status);
 QT_API void qt_serve_request_free(qt_serve_request *r);
 
-/* Renders a conversation: roles[i] is "system", "user" or "assistant", ending
- * with the assistant's header so that generation continues as its reply.
- * *out is malloc'd. QT_ERR_ARG naming the message for an unknown role. */
+/* Renders a conversation with a named layout: roles[i] is "system", "user" or
+ * "assistant", ending with the assistant's header so that generation continues
+ * as its reply. *out is malloc'd. QT_ERR_ARG naming the message for an unknown
+ * role; QT_CHAT_MODEL needs the model (qt_chat_apply_vocab) and is refused. */
 QT_API qt_status qt_chat_render(qt_chat_template tpl, const char *const *roles, const char *const *contents,
                                 int32_t n, char **out);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "quanta/quantize.h"
+#include "quanta/template.h"
 #include "quanta/tokenizer.h"
 #include "quantize_internal.h"
 
@@ -57,7 +58,7 @@ qt_status qt_calib_windows(int64_t n_tokens, int32_t seq_len, int32_t n_samples,
     return QT_OK;
 }
 
-/* ---- the text: plain, or JSONL with "text" ------------------------------------------------ */
+/* ---- the text: plain, or JSONL with "text" or "messages" ------------------------------------------------ */
 
 static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -76,33 +77,69 @@ static qt_status append(char **buf, size_t *len, size_t *cap, const char *s, siz
     return QT_OK;
 }
 
-static qt_status jsonl_line(const char *path, int64_t line, const char *p, size_t n, char **buf, size_t *len,
-                            size_t *cap) {
+typedef struct text_out {
+    char *buf;
+    size_t len, cap;
+    qt__calib_span *spans;
+    size_t n_spans, cap_spans;
+} text_out;
+
+/* A "messages" line through the model's chat template, as one span of the text. */
+static qt_status chat_line(const char *path, int64_t line, json_t *msgs, const qt_vocab *chat, text_out *t) {
+    if (!chat || !chat->chat_template)
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: line %lld: field 'messages': the model has no chat template to render it "
+                        "with (tokenizer.chat_template / tokenizer_config.json's chat_template); give {\"text\": ...} lines",
+                        path, (long long)line);
+    if (!json_is_array(msgs))
+        return qt_error(QT_ERR_FORMAT, "%s: line %lld: field 'messages': not a list", path, (long long)line);
+    char *m = json_dumps(msgs, JSON_COMPACT), *text = NULL;
+    if (!m) return qt_error(QT_ERR_NOMEM, "calibration: out of memory");
+    const qt_chat_opts o = {.now = QT__CALIB_CHAT_NOW};
+    qt_status s = qt_chat_apply_vocab(chat, m, &o, &text);
+    free(m);
+    if (s != QT_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", qt_last_error());
+        return qt_error(s, "%s: line %lld: field 'messages': the chat template: %s", path, (long long)line, why);
+    }
+    if (t->n_spans == t->cap_spans) {
+        size_t cap = t->cap_spans ? 2 * t->cap_spans : 16;
+        qt__calib_span *sp = realloc(t->spans, cap * sizeof *sp);
+        if (!sp) s = qt_error(QT_ERR_NOMEM, "calibration: out of memory");
+        else t->spans = sp, t->cap_spans = cap;
+    }
+    const size_t b = t->len;
+    if (s == QT_OK) s = append(&t->buf, &t->len, &t->cap, text, strlen(text));
+    if (s == QT_OK) t->spans[t->n_spans++] = (qt__calib_span){b, t->len};
+    free(text);
+    return s;
+}
+
+static qt_status jsonl_line(const char *path, int64_t line, const char *p, size_t n, const qt_vocab *chat, text_out *t) {
     json_error_t err;
     json_t *o = json_loadb(p, n, 0, &err);
     qt_status s = QT_OK;
-    json_t *text = json_object_get(o, "text");
+    json_t *text = json_object_get(o, "text"), *msgs = text ? NULL : json_object_get(o, "messages");
     if (!o)
         s = qt_error(QT_ERR_FORMAT, "%s: line %lld: not JSON (%s)", path, (long long)line, err.text);
     else if (!json_is_object(o))
         s = qt_error(QT_ERR_FORMAT, "%s: line %lld: not a JSON object", path, (long long)line);
-    else if (!text && json_object_get(o, "messages"))
-        s = qt_error(QT_ERR_UNSUPPORTED, "%s: line %lld: field 'messages': chat samples need a chat template, which "
-                     "calibration does not apply yet; give {\"text\": ...} lines or plain text", path, (long long)line);
-    else if (!json_is_string(text))
+    else if (!msgs && !json_is_string(text))
         s = qt_error(QT_ERR_FORMAT, "%s: line %lld: field 'text': missing or not a string", path, (long long)line);
-    if (s == QT_OK && *len) s = append(buf, len, cap, "\n\n", 2);
-    if (s == QT_OK) s = append(buf, len, cap, json_string_value(text), json_string_length(text));
+    if (s == QT_OK && t->len) s = append(&t->buf, &t->len, &t->cap, "\n\n", 2);
+    if (s == QT_OK && msgs) s = chat_line(path, line, msgs, chat, t);
+    else if (s == QT_OK) s = append(&t->buf, &t->len, &t->cap, json_string_value(text), json_string_length(text));
     json_decref(o);
     return s;
 }
 
-qt_status qt__calib_text(const char *path, const char *data, size_t size, char **out, size_t *out_len) {
+qt_status qt__calib_text(const char *path, const char *data, size_t size, const qt_vocab *chat, char **out,
+                         size_t *out_len, qt__calib_span **spans, size_t *n_spans) {
     size_t i = 0;
     while (i < size && is_blank(data[i])) i++;
     *out = NULL;
     *out_len = 0;
-    size_t cap = 0;
+    if (spans) *spans = NULL, *n_spans = 0;
     if (i == size || data[i] != '{') {
         *out = malloc(size + 1);
         if (!*out) return qt_error(QT_ERR_NOMEM, "calibration: out of memory");
@@ -112,18 +149,25 @@ qt_status qt__calib_text(const char *path, const char *data, size_t size, char *
         return QT_OK;
     }
     qt_status s = QT_OK;
+    text_out t = {0};
     int64_t line = 1;
     for (size_t b = 0; s == QT_OK && b < size; line++) {
         const char *nl = memchr(data + b, '\n', size - b);
         const size_t e = nl ? (size_t)(nl - data) : size;
         size_t k = b;
         while (k < e && is_blank(data[k])) k++;
-        if (k < e) s = jsonl_line(path, line, data + b, e - b, out, out_len, &cap);
+        if (k < e) s = jsonl_line(path, line, data + b, e - b, chat, &t);
         b = e + 1;
     }
-    if (s == QT_OK && !*out) s = append(out, out_len, &cap, "", 0);
-    if (s != QT_OK) { free(*out); *out = NULL; *out_len = 0; }
-    return s;
+    if (s == QT_OK && !t.buf) s = append(&t.buf, &t.len, &t.cap, "", 0);
+    if (s != QT_OK || !spans) free(t.spans), t.spans = NULL, t.n_spans = 0;
+    if (s != QT_OK) {
+        free(t.buf);
+        return s;
+    }
+    *out = t.buf, *out_len = t.len;
+    if (spans) *spans = t.spans, *n_spans = t.n_spans;
+    return QT_OK;
 }
 
 /* ---- loading ---------------------------------------------------------------------------------- */
@@ -135,11 +179,52 @@ void qt_calib_set_free(qt_calib_set *s) {
     memset(s, 0, sizeof *s);
 }
 
-static qt_status tokenize(const qt_model *m, const char *text, size_t len, int32_t **ids, int32_t *n) {
+/* Appends the tokens of text[b, e) (flags) to *ids. */
+static qt_status tokenize_part(qt_tokenizer *tok, const char *text, size_t b, size_t e, unsigned flags, int32_t **ids,
+                               int32_t *n) {
+    int32_t *part = NULL, k = 0;
+    qt_status s = qt_tokenize_ex(tok, text + b, e - b, flags, &part, &k);
+    if (s == QT_OK && (int64_t)*n + k > INT32_MAX) s = qt_error(QT_ERR_RANGE, "more than 2^31 tokens");
+    int32_t *all = s == QT_OK ? realloc(*ids, ((size_t)*n + (size_t)k + 1) * sizeof *all) : NULL;
+    if (s == QT_OK && !all) s = qt_error(QT_ERR_NOMEM, "out of memory");
+    if (s == QT_OK) {
+        if (k) memcpy(all + *n, part, (size_t)k * sizeof *part);
+        *ids = all, *n += k;
+    }
+    free(part);
+    return s;
+}
+
+/* Rule step 2: the plain parts as text, the rendered conversations (spans) with their control tokens parsed. */
+static qt_status tokenize(const qt_model *m, const char *text, size_t len, const qt__calib_span *spans, size_t n_spans,
+                          int32_t **ids, int32_t *n) {
+    const qt_vocab *v = qt_model_vocab(m);
     qt_tokenizer *tok = NULL;
-    qt_status s = qt_tokenizer_new(qt_model_vocab(m), &tok);
-    if (s == QT_OK) s = qt_tokenize(tok, text, len, qt_model_vocab(m)->add_bos, ids, n);
+    qt_status s = qt_tokenizer_new(v, &tok);
+    *ids = NULL, *n = 0;
+    const char *bos = v->bos_id >= 0 && v->bos_id < v->n_tokens ? v->tokens[v->bos_id] : NULL;
+    bool first = true;
+    size_t at = 0;
+    for (size_t k = 0; s == QT_OK && k <= n_spans; k++) {
+        const size_t pe = k < n_spans ? spans[k].b : len; /* the plain text before span k (or the end) */
+        if (pe < at) {
+            s = qt_error(QT_ERR_INTERNAL, "calibration spans out of order");
+            break;
+        }
+        if (pe > at || (first && k == n_spans)) {
+            s = tokenize_part(tok, text, at, pe, first && v->add_bos ? QT_TOKENIZE_ADD_BOS : 0u, ids, n);
+            first = false;
+        }
+        if (k == n_spans || s != QT_OK) break;
+        const qt__calib_span sp = spans[k];
+        const bool has_bos = bos && *bos && !strncmp(text + sp.b, bos, strlen(bos)); /* the template wrote it */
+        s = tokenize_part(tok, text, sp.b, sp.e, (first && v->add_bos && !has_bos ? QT_TOKENIZE_ADD_BOS : 0u) | QT_TOKENIZE_PARSE_SPECIAL,
+                          ids, n);
+        first = false;
+        at = sp.e;
+    }
     qt_tokenizer_free(tok);
+    if (s != QT_OK) free(*ids), *ids = NULL, *n = 0;
     return s;
 }
 
@@ -169,8 +254,15 @@ qt_status qt_calib_load(const qt_model *m, const qt_calib_opts *o, qt_calib_set 
     size_t size = 0, len = 0;
     int32_t *ids = NULL, n_ids = 0;
     qt_status s = qt_read_file(o->path, &data, &size);
-    if (s == QT_OK) s = qt__calib_text(o->path, data, size, &text, &len);
-    if (s == QT_OK && (s = tokenize(m, text, len, &ids, &n_ids)) != QT_OK) s = qt_error(s, "%s: %s", o->path, qt_last_error());
+    qt__calib_span *spans = NULL;
+    size_t n_spans = 0;
+    if (s == QT_OK) s = qt__calib_text(o->path, data, size, qt_model_vocab(m), &text, &len, &spans, &n_spans);
+    if (s == QT_OK && (s = tokenize(m, text, len, spans, n_spans, &ids, &n_ids)) != QT_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", qt_last_error());
+        s = qt_error(s, "%s: %s", o->path, why);
+    }
+    free(spans);
     if (s == QT_OK) s = cut(qt_model_vocab(m), ids, n_ids, out);
     if (s == QT_OK) s = qt_calib_fingerprint_make(data, size, NULL, 0, &out->fp);
     out->file_bytes = (int64_t)size;

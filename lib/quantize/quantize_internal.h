@@ -13,9 +13,18 @@
  * text order (the held-out check samples evaluation text with the same rule). */
 void qt__calib_shingle_scan(const uint8_t *t, size_t len, void (*fn)(void *, uint64_t), void *ctx);
 /* The calibration text of a file's bytes (quanta/quantize.h, rule step 1):
- * plain text as it is, JSONL's "text" fields joined by "\n\n"; *out is
- * malloc'd and NUL-terminated; errors name path and line. */
-qt_status qt__calib_text(const char *path, const char *data, size_t size, char **out, size_t *out_len);
+ * plain text as it is, JSONL's "text" fields and rendered "messages" joined by
+ * "\n\n"; *out is malloc'd and NUL-terminated; errors name path and line.
+ * `chat` is the vocabulary whose chat template renders "messages" (NULL: such
+ * lines are refused); *spans (malloc'd, *n_spans, NULL when none) are the byte
+ * ranges [b, e) of *out that rendered conversations fill. */
+typedef struct qt__calib_span {
+    size_t b, e;
+} qt__calib_span;
+qt_status qt__calib_text(const char *path, const char *data, size_t size, const qt_vocab *chat, char **out,
+                         size_t *out_len, qt__calib_span **spans, size_t *n_spans);
+/* strftime_now's time for calibration conversations: 2024-07-26 00:00 UTC (Llama 3.1's template date) */
+#define QT__CALIB_CHAT_NOW 1721952000
 typedef struct qt__qplan_priv {
     qt_imatrix *im;              /* NULL without --imatrix */
     const qt_tensor *first;      /* the model's tensor array: plan index = tensor - first */

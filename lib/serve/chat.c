@@ -1,10 +1,11 @@
-/* lib/serve/chat.c — the chat templates quanta renders (quanta/serve.h).
+/* lib/serve/chat.c — the named chat layouts (quanta/serve.h).
  *
- * A full Jinja renderer is another piece of work; until then a model's
- * tokenizer.chat_template is only recognised by the markers of a few
- * well-known templates and rendered by hand here, and anything else is refused
- * (the server answers 400) rather than rendered wrong. Each layout follows the
- * template it is named after, with the generation prompt appended:
+ * A model's own tokenizer.chat_template is rendered by the Jinja engine
+ * (lib/model/jinja*.c, QT_CHAT_MODEL). These hand-written layouts are the
+ * fallback for a model without a template, or with one outside the engine's
+ * subset: recognised by the markers of a few well-known templates, or chosen
+ * with `quanta serve --chat-template NAME`. Each layout follows the template
+ * it is named after, with the generation prompt appended:
  *   chatml  Qwen2/Qwen3's tokenizer_config.json chat_template (without tools)
  *   llama3  Meta Llama 3 Instruct's (BOS comes from the tokenizer, not the text)
  *   llama2  Llama 2 chat's: the system prompt folded into the first [INST]
@@ -15,7 +16,7 @@
 #include "core/strbuf.h"
 #include "quanta/serve.h"
 
-static const char *const names[] = {"none", "chatml", "llama3", "llama2"};
+static const char *const names[] = {"none", "chatml", "llama3", "llama2", "model"};
 
 const char *qt_chat_template_name(qt_chat_template t) {
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
@@ -27,7 +28,7 @@ qt_status qt_chat_template_parse(const char *name, qt_chat_template *out) {
             *out = (qt_chat_template)i;
             return QT_OK;
         }
-    return qt_error(QT_ERR_UNSUPPORTED, "chat template '%s': known templates are none, chatml, llama3, llama2", name);
+    return qt_error(QT_ERR_UNSUPPORTED, "chat template '%s': known templates are model, none, chatml, llama3, llama2", name);
 }
 
 qt_chat_template qt_chat_template_detect(const char *jinja) {
@@ -66,6 +67,7 @@ qt_status qt_chat_render(qt_chat_template tpl, const char *const *roles, const c
     if (tpl == QT_CHAT_NONE)
         return qt_error(QT_ERR_UNSUPPORTED, "the model has no chat template quanta can render (known: chatml, llama3, "
                                             "llama2; start the server with --chat-template NAME)");
+    if (tpl == QT_CHAT_MODEL) return qt_error(QT_ERR_UNSUPPORTED, "the model's own chat template needs the model (qt_chat_apply_vocab)");
     if (n < 1) return qt_error(QT_ERR_ARG, "messages: the conversation is empty");
     for (int32_t i = 0; i < n; i++)
         if (!known_role(roles[i]))

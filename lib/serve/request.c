@@ -9,8 +9,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "quanta/serve.h"
+#include "quanta/template.h"
 
 /* A refusal: message in qt_last_error(), status for the client. */
 static qt_status refuse(int *http, int status, const char *fmt, const char *a, const char *b) {
@@ -144,7 +146,39 @@ static qt_status message_content(json_t *m, size_t i, char **out, int *http) {
     return QT_OK;
 }
 
-static qt_status parse_messages(json_t *o, qt_chat_template tpl, qt_serve_request *r, int *http) {
+/* The messages as the model's own template sees them: each object as sent,
+ * with its content flattened to one string. */
+static qt_status render_model(json_t *o, json_t *ms, char **contents, const qt_vocab *vocab, char **out, int *http) {
+    json_t *kw = json_object_get(o, "chat_template_kwargs");
+    if (kw && !json_is_null(kw) && !json_is_object(kw))
+        return refuse(http, 400, "'%s' must be an object%s", "chat_template_kwargs", "");
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < json_array_size(ms); i++) {
+        json_t *m = json_copy(json_array_get(ms, i));
+        if (!m || json_object_set_new(m, "content", json_string(contents[i])) || json_array_append_new(list, m)) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    char *msgs = list ? json_dumps(list, JSON_COMPACT) : NULL, *extra = kw && json_is_object(kw) ? json_dumps(kw, JSON_COMPACT) : NULL;
+    json_decref(list);
+    qt_status s = msgs && (extra || !kw || json_is_null(kw)) ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
+    if (s == QT_OK) {
+        qt_chat_opts co = {.add_generation_prompt = true, .extra_json = extra, .now = (int64_t)time(NULL)};
+        s = qt_chat_apply_vocab(vocab, msgs, &co, out);
+        if (s != QT_OK && s != QT_ERR_NOMEM) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", qt_last_error());
+            *http = 400;
+            s = qt_error(s, "'messages': the model's chat template: %s", why);
+        }
+    }
+    free(msgs);
+    free(extra);
+    return s;
+}
+
+static qt_status parse_messages(json_t *o, qt_chat_template tpl, const qt_vocab *vocab, qt_serve_request *r, int *http) {
     json_t *ms = json_object_get(o, "messages");
     if (!json_is_array(ms) || json_array_size(ms) == 0)
         return refuse(http, 400, "'%s' must be a non-empty list of {\"role\", \"content\"} objects%s", "messages", "");
@@ -161,7 +195,9 @@ static qt_status parse_messages(json_t *o, qt_chat_template tpl, qt_serve_reques
         else roles[i] = json_string_value(role);
         if (s == QT_OK) s = message_content(m, i, &contents[i], http);
     }
-    if (s == QT_OK) {
+    if (s == QT_OK && tpl == QT_CHAT_MODEL) {
+        s = render_model(o, ms, contents, vocab, &r->prompt, http);
+    } else if (s == QT_OK) {
         s = qt_chat_render(tpl, roles, (const char *const *)contents, (int32_t)n, &r->prompt);
         if (s != QT_OK) *http = 400;
     }
@@ -172,7 +208,7 @@ static qt_status parse_messages(json_t *o, qt_chat_template tpl, qt_serve_reques
 }
 
 qt_status qt_serve_request_parse(const char *body, size_t len, qt_serve_kind kind, qt_chat_template tpl,
-                                 qt_serve_request *out, int *http_status) {
+                                 const qt_vocab *vocab, qt_serve_request *out, int *http_status) {
     memset(out, 0, sizeof *out);
     out->kind = kind;
     *http_status = 500;
@@ -190,7 +226,7 @@ qt_status qt_serve_request_parse(const char *body, size_t len, qt_serve_kind kin
         else if (!(out->model = strdup(json_string_value(model)))) s = qt_error(QT_ERR_NOMEM, "out of memory");
     }
     if (!s) s = parse_sampling(o, out, http_status);
-    if (!s) s = kind == QT_SERVE_CHAT ? parse_messages(o, tpl, out, http_status) : parse_prompt(o, out, http_status);
+    if (!s) s = kind == QT_SERVE_CHAT ? parse_messages(o, tpl, vocab, out, http_status) : parse_prompt(o, out, http_status);
     json_decref(o);
     if (s != QT_OK) {
         if (s == QT_ERR_NOMEM) *http_status = 500;

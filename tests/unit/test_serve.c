@@ -11,7 +11,7 @@
 #include "quanta.h"
 
 static qt_status parse(const char *body, qt_serve_kind kind, qt_serve_request *r, int *http) {
-    return qt_serve_request_parse(body, strlen(body), kind, QT_CHAT_CHATML, r, http);
+    return qt_serve_request_parse(body, strlen(body), kind, QT_CHAT_CHATML, NULL, r, http);
 }
 
 static void test_request_fields(void) {
@@ -74,7 +74,7 @@ static void test_request_refusals(void) {
     qt_serve_request r;
     int http = 0;
     const char *chat = "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}";
-    CHECK_STATUS(qt_serve_request_parse(chat, strlen(chat), QT_SERVE_CHAT, QT_CHAT_NONE, &r, &http), QT_ERR_UNSUPPORTED);
+    CHECK_STATUS(qt_serve_request_parse(chat, strlen(chat), QT_SERVE_CHAT, QT_CHAT_NONE, NULL, &r, &http), QT_ERR_UNSUPPORTED);
     CHECK_EQ_INT(http, 400);
     CHECK(strstr(qt_last_error(), "--chat-template") != NULL);
 }
@@ -103,6 +103,38 @@ static void test_chat_templates(void) {
     CHECK_OK(qt_chat_template_parse("llama3", &t));
     CHECK(t == QT_CHAT_LLAMA3);
     CHECK_STATUS(qt_chat_template_parse("jinja", &t), QT_ERR_UNSUPPORTED);
+}
+
+/* QT_CHAT_MODEL: the model's own Jinja template, with its BOS/EOS texts, any role it accepts, text
+ * parts joined, chat_template_kwargs as variables; its raise_exception is a 400 naming the template */
+static void test_chat_model_template(void) {
+    char *tokens[] = {"<unk>", "<s>", "</s>"};
+    qt_vocab v = {.n_tokens = 3, .tokens = tokens, .bos_id = 1, .eos_id = 2,
+                  .chat_template = "{{ bos_token }}{% for m in messages %}{% if m.role == 'wizard' %}"
+                                   "{{ raise_exception('no wizards') }}{% endif %}[{{ m.role }}|{{ m.content }}|{{ m.name }}]"
+                                   "{{ eos_token }}{% endfor %}{% if add_generation_prompt %}[assistant|{% endif %}"
+                                   "{% if enable_thinking is defined %}{{ enable_thinking }}{% endif %}"};
+    qt_serve_request r;
+    int http = 0;
+    const char *body = "{\"messages\":[{\"role\":\"tool\",\"content\":\"42\",\"name\":\"calc\"},"
+                       "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]}],"
+                       "\"chat_template_kwargs\":{\"enable_thinking\":false}}";
+    CHECK_OK(qt_serve_request_parse(body, strlen(body), QT_SERVE_CHAT, QT_CHAT_MODEL, &v, &r, &http));
+    CHECK_EQ_STR(r.prompt, "<s>[tool|42|calc]</s>[user|ab|]</s>[assistant|False");
+    qt_serve_request_free(&r);
+    const char *wizard = "{\"messages\":[{\"role\":\"wizard\",\"content\":\"Hi\"}]}";
+    CHECK_STATUS(qt_serve_request_parse(wizard, strlen(wizard), QT_SERVE_CHAT, QT_CHAT_MODEL, &v, &r, &http), QT_ERR_ARG);
+    CHECK_EQ_INT(http, 400);
+    CHECK(strstr(qt_last_error(), "chat template: template line 1, column") && strstr(qt_last_error(), "no wizards"));
+    const char *kw = "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"chat_template_kwargs\":[1]}";
+    CHECK_STATUS(qt_serve_request_parse(kw, strlen(kw), QT_SERVE_CHAT, QT_CHAT_MODEL, &v, &r, &http), QT_ERR_ARG);
+    CHECK(strstr(qt_last_error(), "chat_template_kwargs") != NULL);
+    v.chat_template = NULL; /* no template: refused, saying so */
+    CHECK_STATUS(qt_serve_request_parse(wizard, strlen(wizard), QT_SERVE_CHAT, QT_CHAT_MODEL, &v, &r, &http), QT_ERR_UNSUPPORTED);
+    CHECK(strstr(qt_last_error(), "no chat template") != NULL);
+    qt_chat_template t;
+    CHECK_OK(qt_chat_template_parse("model", &t));
+    CHECK(t == QT_CHAT_MODEL);
 }
 
 /* ---- the scheduler ---- */
@@ -257,6 +289,7 @@ int main(void) {
     QT_RUN(test_request_fields);
     QT_RUN(test_request_refusals);
     QT_RUN(test_chat_templates);
+    QT_RUN(test_chat_model_template);
     QT_RUN(test_scheduler);
     return qt_test_finish("test_serve");
 }

@@ -57,8 +57,10 @@ typedef struct cli_calib {
     bool tuned;              /* --nsamples, --seqlen or --seed was given */
 } cli_calib;
 #define CLI_CALIB_HELP                                                                                  \
-    "  --calib FILE         calibration text: UTF-8, or JSONL with {\"text\": ...} per line; tokenized\n"  \
-    "                       once (BOS first) and cut into windows of L tokens, each starting with BOS\n" \
+    "  --calib FILE         calibration text: UTF-8, or JSONL with {\"text\": ...} or {\"messages\": [...]}\n" \
+    "                       per line (conversations rendered with the model's own chat template);\n"   \
+    "                       tokenized once (BOS first) and cut into windows of L tokens, each starting\n" \
+    "                       with BOS\n"                                                                  \
     "  --nsamples N         use N windows (default: all of them)\n"                                     \
     "  --seqlen L           tokens per window (default 512)\n"                                           \
     "  --seed S             0 (default): the first N windows; S > 0: N windows drawn with seed S\n"
@@ -95,6 +97,7 @@ int cli_signal_exit(int rc);
 /* Verb entry points (one file per verb). */
 int cmd_formats(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_plan(int argc, char **argv);

@@ -19,6 +19,10 @@ static void help(void) {
            "  --top-p P            nucleus sampling threshold; 1 = off (default 0.95)\n"
            "  --seed S             random seed (default 42): the same seed gives the same text\n"
            "  --no-bos             do not add BOS\n"
+           "  --chat               PROMPT is a user's message: rendered with the model's own chat template\n"
+           "                       (its control tokens parsed; BOS added only when the template does not\n"
+           "                       write it), so generation is the assistant's reply (quanta template shows it)\n"
+           "  --system TEXT        with --chat: a system message first\n"
            "  --json[=FILE]        one JSON object (prompt, text, token counts, speeds, why it stopped)\n"
            "                       instead of the streamed text, or in FILE beside it\n"
            "  -q, --quiet          no numerics/speed report on stderr\n"
@@ -32,7 +36,9 @@ static double now_s(void) {
 }
 
 typedef struct run_args {
-    const char *model, *prompt;
+    const char *model, *prompt, *system;
+    const char *text;           /* what is tokenized and echoed: the prompt, or the rendered chat */
+    bool chat;
     long long n_predict;
     double temp, top_p;
     long long top_k, seed;
@@ -62,11 +68,14 @@ static int parse(int argc, char **argv, run_args *a) {
         else if (!strcmp(o, "--top-k")) { if (cli_parse_int("run", o, v, 0, 1 << 30, &a->top_k)) return CLI_USAGE; i++; }
         else if (!strcmp(o, "--seed")) { if (cli_parse_int("run", o, v, 0, 0x7fffffffffffffffLL, &a->seed)) return CLI_USAGE; i++; }
         else if (!strcmp(o, "--no-bos")) a->no_bos = true;
+        else if (!strcmp(o, "--chat")) a->chat = true;
+        else if (!strcmp(o, "--system")) { if (!v) return cli_usage("run", "%s needs a value", o); a->system = v; i++; }
         else if (!strcmp(o, "-q") || !strcmp(o, "--quiet")) a->quiet = true;
         else return cli_usage("run", "unknown option '%s'", o);
     }
     if (!a->model) return cli_usage("run", "missing -m MODEL");
     if (!a->prompt) return cli_usage("run", "missing -p PROMPT");
+    if (a->system && !a->chat) return cli_usage("run", "--system needs --chat");
     return CLI_OK;
 }
 
@@ -95,7 +104,10 @@ static int report_json(const run_args *a, const qt_engine_ctx *e, const char *te
 static int generate(const run_args *a, qt_model *m, qt_tokenizer *tok) {
     const qt_vocab *voc = qt_model_vocab(m);
     int32_t *ids = NULL, n_ids = 0;
-    qt_status s = qt_tokenize(tok, a->prompt, strlen(a->prompt), !a->no_bos && voc->add_bos, &ids, &n_ids);
+    const char *bos = voc->bos_id >= 0 && voc->bos_id < voc->n_tokens ? voc->tokens[voc->bos_id] : NULL;
+    const bool has_bos = a->chat && bos && *bos && !strncmp(a->text, bos, strlen(bos)); /* the template wrote it */
+    const unsigned flags = (!a->no_bos && voc->add_bos && !has_bos ? QT_TOKENIZE_ADD_BOS : 0u) | (a->chat ? QT_TOKENIZE_PARSE_SPECIAL : 0u);
+    qt_status s = qt_tokenize_ex(tok, a->text, strlen(a->text), flags, &ids, &n_ids);
     if (s != QT_OK) return cli_fail(s);
     if (n_ids == 0) { free(ids); return cli_fail(qt_error(QT_ERR_ARG, "the prompt is empty (no tokens)")); }
 
@@ -123,7 +135,7 @@ static int generate(const run_args *a, qt_model *m, qt_tokenizer *tok) {
     out = a->json.on ? open_memstream(&gen, &gen_len) : stdout;
     if (!out) { rc = cli_fail(qt_error(QT_ERR_NOMEM, "out of memory")); goto done; }
     if (!a->json.on) {
-        fputs(a->prompt, stdout);
+        fputs(a->text, stdout);
         fflush(stdout);
     }
     const double t0 = now_s();
@@ -147,7 +159,7 @@ static int generate(const run_args *a, qt_model *m, qt_tokenizer *tok) {
         fclose(out);
         out = NULL;
         rc = report_json(a, e, gen ? gen : "", gen_len, n_ids, n_gen, t_prefill, t_decode, why);
-        if (a->json.file) printf("%s%.*s\n", a->prompt, (int)gen_len, gen ? gen : "");
+        if (a->json.file) printf("%s%.*s\n", a->text, (int)gen_len, gen ? gen : "");
     } else {
         fputc('\n', stdout);
     }
@@ -178,7 +190,22 @@ int cmd_run(int argc, char **argv) {
         qt_model_free(m);
         return cli_fail(s);
     }
-    rc = generate(&a, m, tok);
+    char *chat = NULL;
+    a.text = a.prompt;
+    if (a.chat) {
+        json_t *msgs = a.system ? json_pack("[{s:s, s:s}, {s:s, s:s}]", "role", "system", "content", a.system, "role", "user",
+                                            "content", a.prompt)
+                                : json_pack("[{s:s, s:s}]", "role", "user", "content", a.prompt);
+        char *text = msgs ? json_dumps(msgs, JSON_COMPACT) : NULL;
+        json_decref(msgs);
+        const qt_chat_opts o = {.add_generation_prompt = true, .now = (int64_t)time(NULL)};
+        s = text ? qt_chat_apply_vocab(qt_model_vocab(m), text, &o, &chat) : qt_error(QT_ERR_ARG, "--prompt/--system: not valid UTF-8");
+        free(text);
+        if (s != QT_OK) rc = cli_fail(s);
+        a.text = chat;
+    }
+    if (rc == CLI_OK) rc = generate(&a, m, tok);
+    free(chat);
     qt_tokenizer_free(tok);
     qt_model_free(m);
     return rc;

@@ -30,8 +30,10 @@ static void help(void) {
            "  --max-queue N        requests waiting for a slot before 503 + Retry-After (default 4 x parallel)\n"
            "  --api-key KEY        require 'Authorization: Bearer KEY' (all endpoints but /health)\n"
            "  --alias NAME         the model name clients send and /v1/models lists (default: the file name)\n"
-           "  --chat-template T    chatml, llama3, llama2 or none (default: recognised from the model's\n"
-           "                       tokenizer.chat_template; none refuses chat requests)\n"
+           "  --chat-template T    model: the model's own tokenizer.chat_template, rendered by quanta's Jinja\n"
+           "                       engine (the default when the model has one the engine can parse);\n"
+           "                       chatml, llama3, llama2: a hand-written layout (the default otherwise, when\n"
+           "                       recognised from the template's markers); none refuses chat requests\n"
            "  --max-body BYTES     largest request body (default 1048576; larger: 413)\n"
            "  --check              load, bind and report, then exit (a configuration check)\n"
            "  --json[=FILE]        the startup report as JSON (address, port, model, slots) on stdout or in FILE\n"
@@ -184,13 +186,31 @@ static void drain(const serve_args *a, serve_ctx *s, struct MHD_Daemon *d) {
     if (!a->quiet) fprintf(stderr, "quanta serve: stopped\n");
 }
 
+/* The model's own template when the Jinja engine parses it (or when asked
+ * for), else a named layout recognised from its markers, else none. */
+static int choose_chat(const serve_args *a, const qt_vocab *voc, qt_chat_template *out) {
+    qt_template *t = NULL;
+    qt_status st = voc->chat_template ? qt_template_parse(voc->chat_template, strlen(voc->chat_template), &t) : QT_ERR_NOT_FOUND;
+    qt_template_free(t);
+    *out = st == QT_OK ? QT_CHAT_MODEL : qt_chat_template_detect(voc->chat_template);
+    if (a->chat) qt_chat_template_parse(a->chat, out);
+    if (*out == QT_CHAT_MODEL && st != QT_OK) {
+        if (!voc->chat_template) fprintf(stderr, "quanta: error: --chat-template model: the model has no chat template\n");
+        else fprintf(stderr, "quanta: error: --chat-template model: the model's chat template: %s\n", qt_last_error());
+        return CLI_FAIL;
+    }
+    if (st != QT_OK && voc->chat_template && !a->quiet)
+        fprintf(stderr, "quanta serve: warning: the model's chat template is outside quanta's Jinja subset (%s); chat requests use "
+                        "the '%s' layout\n", qt_last_error(), qt_chat_template_name(*out));
+    return CLI_OK;
+}
+
 static int serve(const serve_args *a, serve_ctx *s) {
     const qt_vocab *voc = qt_model_vocab(s->model);
-    qt_chat_template tpl = qt_chat_template_detect(voc->chat_template);
-    if (a->chat) qt_chat_template_parse(a->chat, &tpl);
-    s->chat = tpl;
+    if (choose_chat(a, voc, &s->chat) != CLI_OK) return CLI_FAIL;
     s->eos_id = voc->eos_id;
     s->add_bos = voc->add_bos;
+    s->bos_text = voc->bos_id >= 0 && voc->bos_id < voc->n_tokens ? voc->tokens[voc->bos_id] : NULL;
     s->model_path = a->model;
     s->model_name = a->alias ? a->alias : base_name(a->model);
     s->api_key = a->api_key;

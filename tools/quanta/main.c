@@ -12,6 +12,7 @@
 static const cli_verb verbs[] = {
     {"formats", "list every weight format: bits per weight, block size, use, engines", cmd_formats},
     {"tokenize", "print the token ids (and pieces) of a text with a model's tokenizer", cmd_tokenize},
+    {"template", "render a conversation through a chat template (a model's own, or a file) and print it", cmd_template},
     {"inspect", "describe a checkpoint: architecture, tokenizer, tensors, totals", cmd_inspect},
     {"convert", "convert between GGUF, Hugging Face directories and llama2.c", cmd_convert},
     {"quantize", "quantize to any GGUF file type exactly as llama-quantize does (imatrix, per-tensor rules)", cmd_quantize},

@@ -421,8 +421,11 @@ static bool prompt_tokens(req *q, int32_t **ids, int32_t *n, enum MHD_Result *rc
         q->r.prompt_ids = NULL;
         return true;
     }
-    /* chat templates write control tokens as text: those are parsed, as HF tokenizers do */
-    const unsigned flags = (s->add_bos ? QT_TOKENIZE_ADD_BOS : 0) | (q->r.kind == QT_SERVE_CHAT ? QT_TOKENIZE_PARSE_SPECIAL : 0);
+    /* chat templates write control tokens as text: those are parsed, as HF tokenizers do; a template
+     * that writes BOS itself (Llama 3's) does not get a second one */
+    const bool chat = q->r.kind == QT_SERVE_CHAT;
+    const bool bos = s->add_bos && !(chat && s->bos_text && *s->bos_text && !strncmp(q->r.prompt, s->bos_text, strlen(s->bos_text)));
+    const unsigned flags = (bos ? QT_TOKENIZE_ADD_BOS : 0) | (chat ? QT_TOKENIZE_PARSE_SPECIAL : 0);
     if (qt_tokenize_ex(s->tok, q->r.prompt, strlen(q->r.prompt), flags, ids, n) != QT_OK) {
         snprintf(msg, sizeof msg, "the prompt cannot be tokenized: %s", qt_last_error());
         *rc = answer_error(q, 400, "invalid_prompt", msg);
@@ -466,7 +469,8 @@ static enum MHD_Result generate(req *q, qt_serve_kind kind) {
     }
     if (atomic_load(&s->draining)) return answer_error(q, 503, "shutting_down", "the server is shutting down");
     int status;
-    if (qt_serve_request_parse(q->body.p ? q->body.p : "", q->body.n, kind, s->chat, &q->r, &status) != QT_OK)
+    if (qt_serve_request_parse(q->body.p ? q->body.p : "", q->body.n, kind, s->chat, qt_model_vocab(s->model), &q->r,
+                               &status) != QT_OK)
         return answer_error(q, status, "invalid_request", qt_last_error());
     if (!model_known(s, q->r.model)) {
         snprintf(msg, sizeof msg, "the model '%.300s' does not exist; this server serves '%.300s'", q->r.model, s->model_name);

@@ -34,6 +34,7 @@ typedef struct serve_ctx {
     qt_chat_template chat;      /* what chat requests are rendered with */
     int32_t n_ctx, eos_id;
     bool add_bos;
+    const char *bos_text;       /* the BOS token's text (a chat template may write it), or NULL */
     size_t max_body;            /* bytes */
     int64_t created;            /* start time, seconds since the epoch */
 
