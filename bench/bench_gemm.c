@@ -87,7 +87,8 @@ int main(int argc, char **argv) {
     if (!nbatch) { batches[0] = 1; batches[1] = 16; batches[2] = 128; nbatch = 3; }
     for (int i = 0; i < nbatch; i++)
         if (batches[i] < 1 || batches[i] > 4096) { fprintf(stderr, "bench_gemm: --batch must be 1..4096\n"); return 2; }
-    const qt_type all[] = {QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q4_K, QT_TYPE_Q6_K};
+    const qt_type all[] = {QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q4_1, QT_TYPE_Q5_0, QT_TYPE_Q5_1, QT_TYPE_IQ4_NL,
+                          QT_TYPE_Q4_K, QT_TYPE_Q6_K};
     printf("{\n  \"machine\": {\"cpu_level\": \"%s\", \"threads\": 1},\n  \"config\": {\"reps\": %d},\n  \"results\": [",
            qt_cpu_level_name(), reps);
     int first = 1;
@@ -148,8 +149,10 @@ int main(int argc, char **argv) {
                 }
                 if (xs) {
                     double ref_cpu = 0;
-                    const qt__gemm_x16_fn ref = t == QT_TYPE_Q4_0 ? qt__gemm_x16_q4_0_ref : qt__gemm_x16_q8_0_ref;
-                    if (B == 1) {
+                    qt__gemm_x16_fn ref = NULL;
+                    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++)
+                        if (v->type == t && v->gemm_x16_ref) ref = v->gemm_x16_ref;
+                    if (B == 1 && ref) {
                         time_x16(ref, wp, sh->rows, xs, lds, B, sh->cols, out, reps, &ref_cpu, &wall);
                         printf(",\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": 1, \"kernel\": \"x16 ref\", "
                                "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"vs_dots\": %.2f}",

@@ -6,38 +6,59 @@
 
 #include "blocks.h"
 #include "gemm.h"
+#include "gemm_x16.h"
 #include "quanta/num.h"
 
-/* Code bytes per row per block in the packed tile, and the tile's bytes. */
-static int x16_code_bytes(qt_type t) { return t == QT_TYPE_Q4_0 ? 16 : t == QT_TYPE_Q8_0 ? 32 : 0; }
+static int x16_kind(qt_type t) {
+    for (int k = 0; k < X16_KINDS; k++)
+        if (qt__x16_formats[k].type == t) return k;
+    return -1;
+}
 
 size_t qt__x16_group_bytes(qt_type t, int64_t n) {
-    const int cb = x16_code_bytes(t);
-    return cb ? (size_t)(n / 32) * (size_t)(QT_X16_ROWS * (2 + cb)) : 0;
+    const int k = x16_kind(t);
+    return k < 0 ? 0 : (size_t)(n / 32) * x16_tile_bytes(k);
 }
 
 size_t qt__x16_bytes(qt_type t, int64_t nr, int64_t n) {
-    if (n <= 0 || n % 32 || nr <= 0) return 0;
+    if (x16_kind(t) < 0 || n <= 0 || n % 32 || nr <= 0) return 0;
     return (size_t)((nr + QT_X16_ROWS - 1) / QT_X16_ROWS) * qt__x16_group_bytes(t, n);
 }
 
+static uint32_t load32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
 void qt__x16_pack(qt_type t, const void *w, size_t ldw, int64_t nr, int64_t n, void *dst) {
-    const int cb = x16_code_bytes(t);
-    const size_t bb = (size_t)(2 + cb), tile = QT_X16_ROWS * bb; /* plain block bytes; packed tile bytes */
-    const uint8_t flip = t == QT_TYPE_Q8_0 ? 0x80 : 0x00;
+    const int kind = x16_kind(t);
+    const qt__x16_format *f = &qt__x16_formats[kind];
+    const size_t tile = x16_tile_bytes(kind), qh_off = x16_qh_off(kind), codes = x16_codes_off(kind);
+    const uint32_t flip = kind == X16_Q8_0 ? 0x80808080u : 0;
     const int64_t nb = n / 32, ng = (nr + QT_X16_ROWS - 1) / QT_X16_ROWS;
     uint8_t *d = dst;
-    memset(d, 0, (size_t)ng * (size_t)nb * tile); /* padding rows: zero scales (and codes) */
+    memset(d, 0, (size_t)ng * (size_t)nb * tile); /* padding rows: zero scales, codes and masks */
     for (int64_t r = 0; r < nr; r++) {
         const uint8_t *row = (const uint8_t *)w + (size_t)r * ldw;
         const int i = (int)(r % QT_X16_ROWS);
         uint8_t *g = d + (size_t)(r / QT_X16_ROWS) * (size_t)nb * tile;
         for (int64_t b = 0; b < nb; b++) {
-            const uint8_t *blk = row + (size_t)b * bb;
+            const uint8_t *blk = row + (size_t)b * f->block_bytes;
             uint8_t *tl = g + (size_t)b * tile;
             memcpy(tl + 2 * i, blk, 2);
-            for (int k = 0; k < cb / 4; k++)
-                for (int e = 0; e < 4; e++) tl[32 + 64 * k + 4 * i + e] = (uint8_t)(blk[2 + 4 * k + e] ^ flip);
+            if (f->m_at) memcpy(tl + x16_m_off(kind) + 2 * i, blk + f->m_at, 2);
+            if (f->qh_at) {
+                const uint32_t qh = load32(blk + f->qh_at);
+                for (int k = 0; k < 4; k++) {
+                    tl[qh_off + 16 * k + i / 2] |= (uint8_t)(((qh >> (4 * k)) & 0xF) << (4 * (i % 2)));
+                    tl[qh_off + 16 * k + 8 + i / 2] |= (uint8_t)(((qh >> (16 + 4 * k)) & 0xF) << (4 * (i % 2)));
+                }
+            }
+            for (int k = 0; k < f->code_bytes / 4; k++) {
+                const uint32_t word = load32(blk + f->qs_at + 4 * k) ^ flip;
+                memcpy(tl + codes + 64 * k + 4 * i, &word, 4);
+            }
         }
     }
 }
@@ -59,39 +80,52 @@ void qt__act_q8s(const float *x, qt__block_q8s *y, int64_t n) {
     }
 }
 
-/* ---- the float order (gemm.h), one element ---- */
+/* The signed value of a 4- or 5-bit code (nibble | high bit << 4) of `kind`. */
+static int x16_value(int kind, int code) {
+    return qt__x16_formats[kind].lut ? qt__kvalues_iq4nl[code] : code - qt__x16_formats[kind].offset;
+}
 
-float qt__dot_x16_q4_0_ref(const void *vx, const void *vy, int64_t n) {
-    const block_q4_0 *x = vx;
+/* One block of the order (gemm.h) into acc: q[] the 32 signed weight values. */
+static float x16_step(float acc, const int *q, float dw, float mw, bool has_m, const qt__block_q8s *y) {
+    int32_t s = 0;
+    for (int j = 0; j < 32; j++) s += q[j] * y->qs[j];
+    acc = fmaf(dw * y->d, (float)s, acc);
+    if (has_m) acc = fmaf(mw, y->d * (float)y->sum, acc);
+    return acc;
+}
+
+static float h2f(const uint8_t *p) {
+    qt_half h;
+    memcpy(&h, p, sizeof h);
+    return qt_fp16_to_f32(h);
+}
+
+float qt__dot_x16_ref(qt_type t, const void *vx, const void *vy, int64_t n) {
+    const int kind = x16_kind(t);
+    const qt__x16_format *f = &qt__x16_formats[kind];
     const qt__block_q8s *y = vy;
     float acc = 0.0f;
     for (int64_t b = 0; b < n / 32; b++) {
-        int32_t s = 0;
-        for (int j = 0; j < 16; j++)
-            s += ((x[b].qs[j] & 0x0F) - 8) * y[b].qs[j] + ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + 16];
-        acc = fmaf(qt_fp16_to_f32(x[b].d) * y[b].d, (float)s, acc);
+        const uint8_t *blk = (const uint8_t *)vx + (size_t)b * f->block_bytes, *qs = blk + f->qs_at;
+        const uint32_t qh = f->qh_at ? load32(blk + f->qh_at) : 0;
+        int q[32];
+        for (int j = 0; j < 32; j++) {
+            if (kind == X16_Q8_0) {
+                q[j] = (int8_t)qs[j];
+                continue;
+            }
+            const int nib = j < 16 ? qs[j] & 0x0F : qs[j - 16] >> 4;
+            q[j] = x16_value(kind, nib | (int)((qh >> j) & 1) << 4);
+        }
+        acc = x16_step(acc, q, h2f(blk), f->m_at ? h2f(blk + f->m_at) : 0.0f, f->m_at != 0, y + b);
     }
     return acc;
 }
 
-float qt__dot_x16_q8_0_ref(const void *vx, const void *vy, int64_t n) {
-    const block_q8_0 *x = vx;
-    const qt__block_q8s *y = vy;
-    float acc = 0.0f;
-    for (int64_t b = 0; b < n / 32; b++) {
-        int32_t s = 0;
-        for (int j = 0; j < 32; j++) s += x[b].qs[j] * y[b].qs[j];
-        acc = fmaf(qt_fp16_to_f32(x[b].d) * y[b].d, (float)s, acc);
-    }
-    return acc;
-}
-
-/* ---- the same order on packed tiles ---- */
-
-static void x16_ref(qt_type t, const void *wp, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
-                    float *out, int64_t ldo) {
-    const int cb = x16_code_bytes(t);
-    const size_t tile = QT_X16_ROWS * (size_t)(2 + cb);
+void qt__gemm_x16_ref(qt_type t, const void *wp, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
+                      float *out, int64_t ldo) {
+    const int kind = x16_kind(t);
+    const size_t tile = x16_tile_bytes(kind), qh_off = x16_qh_off(kind), codes = x16_codes_off(kind);
     const int64_t nb = n / 32;
     for (int64_t r = 0; r < nr; r++) {
         const uint8_t *g = (const uint8_t *)wp + (size_t)(r / QT_X16_ROWS) * (size_t)nb * tile;
@@ -101,30 +135,38 @@ static void x16_ref(qt_type t, const void *wp, int64_t nr, const void *a, size_t
             float acc = 0.0f;
             for (int64_t b = 0; b < nb; b++) {
                 const uint8_t *tl = g + (size_t)b * tile;
-                int32_t s = 0;
-                for (int k = 0; k < cb / 4; k++)
+                int q[32];
+                for (int k = 0; k < qt__x16_formats[kind].code_bytes / 4; k++)
                     for (int e = 0; e < 4; e++) {
-                        const uint8_t u = tl[32 + 64 * k + 4 * i + e];
-                        if (t == QT_TYPE_Q4_0)
-                            s += ((u & 0x0F) - 8) * y[b].qs[4 * k + e] + ((u >> 4) - 8) * y[b].qs[16 + 4 * k + e];
-                        else
-                            s += (u - 128) * y[b].qs[4 * k + e];
+                        const int u = tl[codes + 64 * k + 4 * i + e];
+                        if (kind == X16_Q8_0) {
+                            q[4 * k + e] = u - 128;
+                            continue;
+                        }
+                        int lo = u & 0x0F, hi = u >> 4;
+                        if (x16_has_qh(kind)) {
+                            lo |= (tl[qh_off + 16 * k + (4 * i + e) / 8] >> ((4 * i + e) % 8) & 1) << 4;
+                            hi |= (tl[qh_off + 16 * k + 8 + (4 * i + e) / 8] >> ((4 * i + e) % 8) & 1) << 4;
+                        }
+                        q[4 * k + e] = x16_value(kind, lo);
+                        q[16 + 4 * k + e] = x16_value(kind, hi);
                     }
-                qt_half h;
-                memcpy(&h, tl + 2 * i, sizeof h);
-                acc = fmaf(qt_fp16_to_f32(h) * y[b].d, (float)s, acc);
+                acc = x16_step(acc, q, h2f(tl + 2 * i), x16_has_m(kind) ? h2f(tl + x16_m_off(kind) + 2 * i) : 0.0f,
+                               x16_has_m(kind), y + b);
             }
             out[c * ldo + r] = acc;
         }
     }
 }
 
-void qt__gemm_x16_q4_0_ref(const void *wp, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n, float *out,
-                           int64_t ldo) {
-    x16_ref(QT_TYPE_Q4_0, wp, nr, a, lda, nc, n, out, ldo);
-}
-
-void qt__gemm_x16_q8_0_ref(const void *wp, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n, float *out,
-                           int64_t ldo) {
-    x16_ref(QT_TYPE_Q8_0, wp, nr, a, lda, nc, n, out, ldo);
-}
+#define X16_REF(NAME, TYPE)                                                                                   \
+    void qt__gemm_x16_##NAME##_ref(const void *wp, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n, \
+                                   float *out, int64_t ldo) {                                                 \
+        qt__gemm_x16_ref(TYPE, wp, nr, a, lda, nc, n, out, ldo);                                              \
+    }
+X16_REF(q4_0, QT_TYPE_Q4_0)
+X16_REF(q4_1, QT_TYPE_Q4_1)
+X16_REF(q5_0, QT_TYPE_Q5_0)
+X16_REF(q5_1, QT_TYPE_Q5_1)
+X16_REF(iq4_nl, QT_TYPE_IQ4_NL)
+X16_REF(q8_0, QT_TYPE_Q8_0)

@@ -426,7 +426,6 @@ static void test_gemm_variants_equal_vec_dot(void) {
  * 1..9, 63..65, 129 and 512, three lengths; and started at group 1, as a
  * thread's share of the rows is, it gives those rows' bits. */
 static void check_x16(qt_type t, qt__gemm_x16_fn kern, qt__gemm_x16_fn kref, const char *level) {
-    const qt_vec_dot_fn one = t == QT_TYPE_Q4_0 ? qt__dot_x16_q4_0_ref : qt__dot_x16_q8_0_ref;
     const int64_t rows[] = {1, 3, 15, 16, 17, 33}, batch[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 63, 64, 65, 129, 512};
     const int64_t lens[] = {32, 96, 2048}, max_nr = 33, max_nc = 512, ldo = max_nr + 3;
     const size_t lda_max = (size_t)(2048 / 32) * sizeof(qt__block_q8s);
@@ -455,7 +454,7 @@ static void check_x16(qt_type t, qt__gemm_x16_fn kern, qt__gemm_x16_fn kref, con
                 for (int64_t c = 0; c < nc; c++)
                     for (int64_t r = 0; r < ldo; r++) {
                         const float got = out[c * ldo + r];
-                        const float want = r < nr ? one(w + (size_t)r * ldw, a + (size_t)c * lda, n) : -1234.5f;
+                        const float want = r < nr ? qt__dot_x16_ref(t, w + (size_t)r * ldw, a + (size_t)c * lda, n) : -1234.5f;
                         checked++;
                         if ((memcmp(&got, &want, sizeof got) || (nc <= 9 && memcmp(&got, &out2[c * ldo + r], sizeof got))) &&
                             mismatches++ < 5)
@@ -504,7 +503,7 @@ static void test_x16_variants_equal_reference(void) {
     float x[N], y[N], yd[N];
     qt__block_q8s ys[N / 32];
     block_q8_0 yq[N / 32];
-    const qt_type types[] = {QT_TYPE_Q4_0, QT_TYPE_Q8_0};
+    const qt_type types[] = {QT_TYPE_Q4_0, QT_TYPE_Q4_1, QT_TYPE_Q5_0, QT_TYPE_Q5_1, QT_TYPE_IQ4_NL, QT_TYPE_Q8_0};
     for (int rep = 0; rep < 10; rep++) {
         fill(y, N, 1.0f + rep);
         qt__act_q8s(y, ys, N);
@@ -514,7 +513,7 @@ static void test_x16_variants_equal_reference(void) {
             for (int j = 0; j < 32; j++) sum += ys[b].qs[j], yd[32 * b + j] = ys[b].d * ys[b].qs[j];
             CHECK(memcmp(ys[b].qs, yq[b].qs, 32) == 0 && sum == ys[b].sum && qt_f32_to_fp16(ys[b].d) == yq[b].d);
         }
-        for (size_t ti = 0; ti < 2; ti++) {
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             uint8_t xq[N * 2];
             float xd[N];
             fill(x, N, 0.5f);
@@ -522,7 +521,7 @@ static void test_x16_variants_equal_reference(void) {
             qt_type_get(types[ti])->to_float(xq, xd, N);
             double want = 0, mag = 0;
             for (int i = 0; i < N; i++) want += (double)xd[i] * yd[i], mag += fabs((double)xd[i] * yd[i]);
-            const float got = types[ti] == QT_TYPE_Q4_0 ? qt__dot_x16_q4_0_ref(xq, ys, N) : qt__dot_x16_q8_0_ref(xq, ys, N);
+            const float got = qt__dot_x16_ref(types[ti], xq, ys, N);
             CHECK_MSG(fabs(got - want) <= 2e-6 * mag, "%s x16 order: %.9g, exact %.9g", qt_type_get(types[ti])->name,
                       (double)got, want);
         }
