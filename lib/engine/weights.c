@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "engine_internal.h"
-#include "quanta/gguf.h"
+#include "model/model_internal.h"
 #include "model/tensor_names.h"
 
 /* Where a per-layer row of the tensor-name table goes in qt__layer. Rows without
@@ -90,8 +90,8 @@ static qt_status bind_matrix(const qt_engine_ctx *e, const qt_tensor *t, int64_t
     if (s != QT_OK) return s;
     s = qt__mat_init(m, t, !e->opts.act_quant_off, e->opts.numerics);
     if (s != QT_OK) return with_path(e, s);
-    /* a GGUF's tensors are a read-only file mapping: a packed copy replaces their pages */
-    if (qt_model_gguf(e->model)) qt__mat_drop_source(m);
+    /* a packed copy replaces the pages of a tensor in a read-only file mapping */
+    if (m->x16_data && qt__model_in_map(e->model, t->data, t->nbytes)) qt__mat_drop_source(m);
     return QT_OK;
 }
 

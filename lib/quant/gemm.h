@@ -75,20 +75,21 @@ float qt__dot_fast_q4_0_ref(const void *x, const void *y, int64_t n);
  * offset (q4_0 8, q5_0 16, iq4_nl and q8_0 128: the code book value + 128,
  * q4_1/q5_1 0 with the minimum apart).
  *
- * Activations are qt__block_q8s rows (q8_0's codes with the scale in f32 and
- * the code sum, so kernels take the offset off once per block).
+ * Activations are qt__block_q8s rows (q8_0's codes and scale and q8_1's s, as
+ * f32, and the code sum, so kernels take the offset off once per block).
  *
  * The float order (scalar reference qt__dot_x16_ref, one element): for each
  * block b in order, with I_b = sum_j q_j y_j exact in int32,
  *     acc = fmaf(d_w * d_y, (float)I_b, acc)                      (from 0)
- *     acc = fmaf(m_w, d_y * (float)sum(y), acc)     (q4_1, q5_1 only)
+ *     acc = fmaf(m_w, s_y, acc)                      (q4_1, q5_1 only)
  * one accumulator per output element, so the AVX-512 and AVX2 kernels give
  * the same bits at any tile, batch and thread split. Not llama.cpp's order:
  * used only under --numerics fast. */
 #define QT_X16_ROWS 16
 
 typedef struct {
-    float d;      /* scale: amax / 127 in f32 (q8_0 rounds it to f16) */
+    float d;      /* scale: q8_0's, f16(amax / 127), as f32 */
+    float s;      /* q8_1's s, f16(amax / 127 * sum), as f32: the minimum's factor (q4_1, q5_1) */
     int32_t sum;  /* sum of qs */
     int8_t qs[32];
 } qt__block_q8s;

@@ -63,8 +63,12 @@ void qt__x16_pack(qt_type t, const void *w, size_t ldw, int64_t nr, int64_t n, v
     }
 }
 
-/* llama.cpp's CPU quantize_row_q8_0 codes (id = 127/amax, round half to even,
- * as dot.c's act_q8_0), with the scale kept in f32 and the code sum. */
+/* llama.cpp's CPU quantize_row_q8_0 (id = 127/amax, round half to even, as
+ * dot.c's act_q8_0): the same codes and the same f16-rounded scale, and
+ * act_q8_1's f16-rounded s, held as f32 so kernels need not convert them,
+ * and the code sum. Keeping llama's
+ * rounding of d and s keeps fast within rounding of llama (an f32 scale,
+ * more exact, moved random-weight logits 5 % of their range away from it). */
 void qt__act_q8s(const float *x, qt__block_q8s *y, int64_t n) {
     for (int64_t b = 0; b < n / 32; b++, x += 32) {
         float amax = 0.0f;
@@ -75,7 +79,8 @@ void qt__act_q8s(const float *x, qt__block_q8s *y, int64_t n) {
             y[b].qs[j] = (int8_t)nearbyintf(x[j] * id);
             s += y[b].qs[j];
         }
-        y[b].d = amax / 127.0f;
+        y[b].d = qt_fp16_to_f32(qt_f32_to_fp16(amax / 127.0f));
+        y[b].s = qt_fp16_to_f32(qt_f32_to_fp16(amax / 127.0f * (float)s));
         y[b].sum = s;
     }
 }
@@ -90,7 +95,7 @@ static float x16_step(float acc, const int *q, float dw, float mw, bool has_m, c
     int32_t s = 0;
     for (int j = 0; j < 32; j++) s += q[j] * y->qs[j];
     acc = fmaf(dw * y->d, (float)s, acc);
-    if (has_m) acc = fmaf(mw, y->d * (float)y->sum, acc);
+    if (has_m) acc = fmaf(mw, y->s, acc);
     return acc;
 }
 

@@ -109,7 +109,7 @@ X16_INLINE void x16_half(int kind, int C, const uint8_t *g, int h, int64_t nb, c
             }
             const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(y->d));
             acc[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(s), acc[c]);
-            if (x16_has_m(kind)) acc[c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(y->d * (float)y->sum), acc[c]);
+            if (x16_has_m(kind)) acc[c] = _mm256_fmadd_ps(mw, _mm256_set1_ps(y->s), acc[c]);
         }
     }
     for (int c = 0; c < C; c++) {

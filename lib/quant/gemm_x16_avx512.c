@@ -80,7 +80,7 @@ X16_INLINE void x16_tile(int kind, int C, const uint8_t *g, int64_t nb, const ui
             }
             const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(y->d));
             acc[c] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc[c]);
-            if (x16_has_m(kind)) acc[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(y->d * (float)y->sum), acc[c]);
+            if (x16_has_m(kind)) acc[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(y->s), acc[c]);
         }
     }
 #pragma GCC unroll 4

@@ -483,7 +483,7 @@ static void check_x16(qt_type t, qt__gemm_x16_fn kern, qt__gemm_x16_fn kref, con
 
 /* Every x16 variant of lib/quant/variants.c gives its reference's bits; the
  * order's reference is close to the exact dot of the dequantized rows; q8s
- * rows carry q8_0's codes. */
+ * rows carry q8_0's codes and scale and q8_1's s. */
 static void test_x16_variants_equal_reference(void) {
     int ran = 0;
     for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
@@ -508,10 +508,13 @@ static void test_x16_variants_equal_reference(void) {
         fill(y, N, 1.0f + rep);
         qt__act_q8s(y, ys, N);
         CHECK(qt__act_quantize(QT_TYPE_Q8_0, y, yq, N));
+        block_q8_1 y1[N / 32];
+        CHECK(qt__act_quantize(QT_TYPE_Q8_1, y, y1, N));
         for (int b = 0; b < N / 32; b++) {
+            CHECK(qt_fp16_to_f32(y1[b].s) == ys[b].s);
             int32_t sum = 0;
             for (int j = 0; j < 32; j++) sum += ys[b].qs[j], yd[32 * b + j] = ys[b].d * ys[b].qs[j];
-            CHECK(memcmp(ys[b].qs, yq[b].qs, 32) == 0 && sum == ys[b].sum && qt_f32_to_fp16(ys[b].d) == yq[b].d);
+            CHECK(memcmp(ys[b].qs, yq[b].qs, 32) == 0 && sum == ys[b].sum && qt_fp16_to_f32(yq[b].d) == ys[b].d);
         }
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             uint8_t xq[N * 2];
@@ -521,6 +524,11 @@ static void test_x16_variants_equal_reference(void) {
             qt_type_get(types[ti])->to_float(xq, xd, N);
             double want = 0, mag = 0;
             for (int i = 0; i < N; i++) want += (double)xd[i] * yd[i], mag += fabs((double)xd[i] * yd[i]);
+            if (types[ti] == QT_TYPE_Q4_1 || types[ti] == QT_TYPE_Q5_1) /* the min term takes q8_1's rounded s */
+                for (int b = 0; b < N / 32; b++) {
+                    const qt_half m = types[ti] == QT_TYPE_Q4_1 ? ((const block_q4_1 *)xq)[b].m : ((const block_q5_1 *)xq)[b].m;
+                    want += (double)qt_fp16_to_f32(m) * ((double)ys[b].s - (double)ys[b].d * ys[b].sum);
+                }
             const float got = qt__dot_x16_ref(types[ti], xq, ys, N);
             CHECK_MSG(fabs(got - want) <= 2e-6 * mag, "%s x16 order: %.9g, exact %.9g", qt_type_get(types[ti])->name,
                       (double)got, want);
