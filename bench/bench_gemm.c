@@ -5,7 +5,11 @@
  *   "dots": one vec_dot call per output element (the dispatched kernel;
  *           the engine's path before the blocked kernels), and
  *   each gemm variant of lib/quant/variants.c that runs here, and each
- *   gemm_fast variant ("fast": --numerics fast's own float order).
+ *   gemm_fast variant ("fast": --numerics fast's own float order), and each
+ *   x16 variant ("x16": --numerics fast on rows packed once, with q8s
+ *   activations; its bits are its own order's, test_engine_dot), and at
+ *   batch 1 the x16 order's scalar reference on the packed rows ("x16 ref",
+ *   vs_ref = its cpu_s / the variant's).
  * Both give the same bits (test_engine_dot); only speed differs. Prints one
  * JSON document on stdout: per type, shape and batch, the median over --reps
  * of thread CPU seconds (cpu_s: the kernel's cost even on a shared machine)
@@ -40,6 +44,19 @@ static void gemm_by_dots(const void *w, size_t ldw, int64_t nr, const void *a, s
     qt__gemm_dots(dots_fn, w, ldw, nr, a, lda, nc, n, out, ldo);
 }
 
+static void time_x16(qt__gemm_x16_fn g, const uint8_t *wp, int64_t rows, const uint8_t *a, size_t lda, int64_t B,
+                     int64_t cols, float *out, int reps, double *cpu, double *wall) {
+    double tc[MAX_REPS], tw[MAX_REPS];
+    for (int r = 0; r < reps; r++) {
+        const double c0 = thread_cpu_s(), w0 = now_s();
+        g(wp, rows, a, lda, B, cols, out, rows);
+        tc[r] = thread_cpu_s() - c0;
+        tw[r] = now_s() - w0;
+    }
+    *cpu = median(tc, reps);
+    *wall = median(tw, reps);
+}
+
 static void time_gemm(qt__gemm_fn g, const uint8_t *w, size_t ldw, int64_t rows, const uint8_t *a, size_t lda, int64_t B,
                       int64_t cols, float *out, int reps, double *cpu, double *wall) {
     double tc[MAX_REPS], tw[MAX_REPS];
@@ -70,7 +87,8 @@ int main(int argc, char **argv) {
     if (!nbatch) { batches[0] = 1; batches[1] = 16; batches[2] = 128; nbatch = 3; }
     for (int i = 0; i < nbatch; i++)
         if (batches[i] < 1 || batches[i] > 4096) { fprintf(stderr, "bench_gemm: --batch must be 1..4096\n"); return 2; }
-    const qt_type all[] = {QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q4_K, QT_TYPE_Q6_K};
+    const qt_type all[] = {QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q4_1, QT_TYPE_Q5_0, QT_TYPE_Q5_1, QT_TYPE_IQ4_NL,
+                          QT_TYPE_Q4_K, QT_TYPE_Q6_K};
     printf("{\n  \"machine\": {\"cpu_level\": \"%s\", \"threads\": 1},\n  \"config\": {\"reps\": %d},\n  \"results\": [",
            qt_cpu_level_name(), reps);
     int first = 1;
@@ -94,6 +112,16 @@ int main(int argc, char **argv) {
             for (int64_t b = 0; b < maxb; b++) {
                 for (int64_t i = 0; i < sh->cols; i++) src[i] = 0.1f * (float)((b * 17 + i * 7) % 23 - 11);
                 if (!qt__act_quantize(vt->type, src, a + (size_t)b * lda, sh->cols)) return 1;
+            }
+            /* the x16 copy and q8s activations, where the type has a packer */
+            const size_t xb = qt__x16_bytes(t, sh->rows, sh->cols), lds = (size_t)(sh->cols / 32) * sizeof(qt__block_q8s);
+            uint8_t *wp = xb ? xmalloc(xb) : NULL, *xs = xb ? xmalloc(lds * (size_t)maxb) : NULL;
+            if (wp) {
+                qt__x16_pack(t, w, ldw, sh->rows, sh->cols, wp);
+                for (int64_t b = 0; b < maxb; b++) {
+                    for (int64_t i = 0; i < sh->cols; i++) src[i] = 0.1f * (float)((b * 17 + i * 7) % 23 - 11);
+                    qt__act_q8s(src, (qt__block_q8s *)(xs + (size_t)b * lds), sh->cols);
+                }
             }
             for (int bi = 0; bi < nbatch; bi++) {
                 const int64_t B = batches[bi];
@@ -119,9 +147,32 @@ int main(int argc, char **argv) {
                                flop / cpu / 1e9, dots_cpu / cpu);
                     }
                 }
+                if (xs) {
+                    double ref_cpu = 0;
+                    qt__gemm_x16_fn ref = NULL;
+                    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++)
+                        if (v->type == t && v->gemm_x16_ref) ref = v->gemm_x16_ref;
+                    if (B == 1 && ref) {
+                        time_x16(ref, wp, sh->rows, xs, lds, B, sh->cols, out, reps, &ref_cpu, &wall);
+                        printf(",\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": 1, \"kernel\": \"x16 ref\", "
+                               "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"vs_dots\": %.2f}",
+                               tr->name, sh->name, ref_cpu, wall, flop / ref_cpu / 1e9, dots_cpu / ref_cpu);
+                    }
+                    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+                        if (v->type != t || v->level > qt__cpu_level_get() || !v->gemm_x16) continue;
+                        double cpu;
+                        time_x16(v->gemm_x16, wp, sh->rows, xs, lds, B, sh->cols, out, reps, &cpu, &wall);
+                        printf(",\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"x16 %s\", "
+                               "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"vs_dots\": %.2f",
+                               tr->name, sh->name, (long long)B, qt__cpu_level_str(v->level), cpu, wall, flop / cpu / 1e9,
+                               dots_cpu / cpu);
+                        if (B == 1) printf(", \"vs_ref\": %.2f", ref_cpu / cpu);
+                        printf("}");
+                    }
+                }
                 fflush(stdout);
             }
-            free(w); free(a); free(src); free(out);
+            free(w); free(a); free(src); free(out); free(wp); free(xs);
         }
         fprintf(stderr, "bench_gemm: %s done\n", tr->name);
     }

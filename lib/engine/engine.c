@@ -100,7 +100,7 @@ static qt_status alloc_buffers(qt_engine_ctx *e) {
 static void describe(qt_engine_ctx *e) {
     int count[QT_TYPE_COUNT] = {0};
     qt_type act[QT_TYPE_COUNT];
-    bool deq[QT_TYPE_COUNT] = {0}, fast[QT_TYPE_COUNT] = {0};
+    bool deq[QT_TYPE_COUNT] = {0}, fast[QT_TYPE_COUNT] = {0}, packed[QT_TYPE_COUNT] = {0};
     for (int il = 0; il < e->hp.n_layer; il++) {
         const qt__layer *L = &e->layers[il];
         const qt__mat *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
@@ -109,12 +109,14 @@ static void describe(qt_engine_ctx *e) {
             act[ms[i]->t->type] = ms[i]->act_type;
             deq[ms[i]->t->type] = ms[i]->dequant_rows;
             fast[ms[i]->t->type] |= ms[i]->own_order;
+            packed[ms[i]->t->type] |= ms[i]->x16 != NULL;
         }
     }
     count[e->output.t->type]++;
     act[e->output.t->type] = e->output.act_type;
     deq[e->output.t->type] = e->output.dequant_rows;
     fast[e->output.t->type] |= e->output.own_order;
+    packed[e->output.t->type] |= e->output.x16 != NULL;
 
     char *d = e->describe;
     size_t cap = sizeof e->describe, n = 0;
@@ -128,6 +130,7 @@ static void describe(qt_engine_ctx *e) {
     for (int t = 0; t < QT_TYPE_COUNT; t++) {
         if (!count[t]) continue;
         if (deq[t]) PUT("%s %s rows dequantized to f32, f32 dot", first ? "" : ";", qt_type_get((qt_type)t)->name);
+        else if (packed[t]) PUT("%s q8s for %s rows packed x16", first ? "" : ";", qt_type_get((qt_type)t)->name);
         else PUT("%s %s for %s rows", first ? "" : ";", qt_type_get(act[t])->name, qt_type_get((qt_type)t)->name);
         any_ct |= !deq[t] && qt_type_get((qt_type)t)->engine_only;
         first = false;

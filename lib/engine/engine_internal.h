@@ -33,6 +33,12 @@ typedef struct qt__mat {
                  float *out, int64_t ldo);
     bool own_order;             /* gemm is a --numerics fast kernel with its own float order */
     int32_t gemm_min_batch;     /* below this many activation rows, vec_dot per element instead */
+    /* --numerics fast on packed rows (lib/quant/gemm.h, x16 layout), preferred over gemm when set:
+     * activations are q8s rows (act_row_bytes is theirs), the weights this engine's own copy */
+    void (*x16)(const void *wp, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n, float *out,
+                int64_t ldo);
+    uint8_t *x16_data;          /* (ceil(n_out / 16) groups, x16_group bytes), owned; NULL without x16 */
+    size_t x16_group;           /* bytes of one group of 16 packed rows */
 } qt__mat;
 
 typedef struct qt__layer {
@@ -154,6 +160,12 @@ void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const 
 /* Fill a qt__mat from a tensor with ne = [n_in, n_out] (checked by the caller);
  * QT_NUMERICS_FAST lets it take a kernel with its own float order. */
 qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics);
+/* Free what qt__mat_init allocated (the packed copy); the mat is then empty. */
+void qt__mat_free(qt__mat *m);
+/* After packing: drop the source tensor's whole pages from memory (for a read-only
+ * file mapping only: they read back from the file if touched), so the packed
+ * copy does not double the resident weights. No-op without a packed copy. */
+void qt__mat_drop_source(const qt__mat *m);
 
 /* lib/engine/forward.c */
 qt_status qt__engine_forward(qt_engine_ctx *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits);

@@ -103,9 +103,13 @@ qt_status qt_layerwise_set_weight(qt_layerwise *lw, int32_t layer, const char *l
     qt__mat nm;
     qt_status s = qt__mat_init(&nm, t, !e->opts.act_quant_off, e->opts.numerics);
     if (s != QT_OK) return s;
-    if (nm.act_row_bytes > e->act_row_cap)
+    if (nm.act_row_bytes > e->act_row_cap) {
+        const size_t need = nm.act_row_bytes;
+        qt__mat_free(&nm);
         return qt_error(QT_ERR_INTERNAL, "layerwise: blk.%d.%s: activation rows of %zu bytes (room for %zu)", layer,
-                        linear, nm.act_row_bytes, e->act_row_cap);
+                        linear, need, e->act_row_cap);
+    }
+    qt__mat_free(m);
     *m = nm;
     return QT_OK;
 }

@@ -15,6 +15,11 @@
  * and without it. With --numerics fast a type may instead take a kernel in
  * its own float order (gemm_fast: AVX-512 q8_0/q4_0, two blocks per vector),
  * the same at every batch size and thread count but not llama.cpp's bits.
+ * Where the CPU level has an x16 kernel (q4_0, q8_0: gemm.h) fast mode packs
+ * the rows once, here at load, into groups of 16 rows with their scales
+ * side by side, and every matmul (decode and prefill) streams that copy with
+ * q8s activations (f32 scale and code sum per block); the caller may then drop
+ * the file's pages (qt__mat_drop_source) so resident memory stays the weights'.
  * Other types loop over vec_dot / vec_dot_gemm per element.
  *
  * Work is split across threads by fixed units of MATMUL_ROW_UNIT output rows
@@ -32,13 +37,36 @@
  * the kernel its sequence would get evaluated alone, so sequences never change
  * each other's bits.
  */
+#define _DEFAULT_SOURCE /* madvise */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "quant/ct_rows.h"
 #include "quant/dot.h"
 #include "quant/gemm.h"
 #include "engine_internal.h"
+
+/* The x16 copy (lib/quant/gemm.h) of a type that has one at this CPU's level:
+ * packed once here, then every matmul streams it. */
+static qt_status mat_pack(qt__mat *m) {
+    const qt_type t = m->t->type;
+    const size_t bytes = qt__x16_bytes(t, m->n_out, m->n_in);
+    if (!qt__gemm_x16_kernel(t) || !bytes) return QT_OK;
+    m->x16_data = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    if (!m->x16_data)
+        return qt_error(QT_ERR_NOMEM, "tensor '%s': out of memory packing %zu bytes of rows", m->t->name, bytes);
+    qt__x16_pack(t, m->data, m->row_bytes, m->n_out, m->n_in, m->x16_data);
+    m->x16 = qt__gemm_x16_kernel(t);
+    m->x16_group = qt__x16_group_bytes(t, m->n_in);
+    m->act_row_bytes = (size_t)(m->n_in / 32) * sizeof(qt__block_q8s);
+    m->gemm = NULL;
+    m->own_order = true;
+    return QT_OK;
+}
 
 qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics) {
     memset(m, 0, sizeof *m);
@@ -91,12 +119,28 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numeri
         }
     }
     m->act_row_bytes = qt_row_size(m->act_type, m->n_in);
+    if (numerics == QT_NUMERICS_FAST && !m->dequant_rows && m->act_type == vt) return mat_pack(m);
     return QT_OK;
+}
+
+void qt__mat_free(qt__mat *m) {
+    free(m->x16_data);
+    memset(m, 0, sizeof *m);
+}
+
+void qt__mat_drop_source(const qt__mat *m) {
+    const long pg = sysconf(_SC_PAGESIZE);
+    const size_t n = (size_t)m->n_out * m->row_bytes;
+    if (!m->x16_data || pg <= 0 || n < (size_t)pg) return;
+    const uintptr_t a = ((uintptr_t)m->data + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+    const uintptr_t b = ((uintptr_t)m->data + n) & ~((uintptr_t)pg - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 /* Output rows per unit of work: a multiple of every gemm tile's row count,
  * few enough units per thread to balance (2048 rows: 128 units). */
 #define MATMUL_ROW_UNIT 16
+_Static_assert(MATMUL_ROW_UNIT % QT_X16_ROWS == 0, "a unit of rows is whole x16 groups");
 
 typedef struct matmul_job {
     qt_engine_ctx *e;
@@ -130,6 +174,11 @@ static void matmul_units(void *ctx, int64_t u0, int64_t u1, int ti) {
     const matmul_job *j = ctx;
     const qt__mat *m = j->m;
     const int64_t r0 = u0 * MATMUL_ROW_UNIT, r1 = u1 * MATMUL_ROW_UNIT < m->n_out ? u1 * MATMUL_ROW_UNIT : m->n_out;
+    if (m->x16) {
+        m->x16(m->x16_data + (size_t)(r0 / QT_X16_ROWS) * m->x16_group, r1 - r0, j->act, m->act_row_bytes, j->B, m->n_in,
+               j->out + r0, m->n_out);
+        return;
+    }
     const uint8_t *w = m->data + (size_t)r0 * m->row_bytes;
     if (m->gemm && j->B >= m->gemm_min_batch) {
         m->gemm(w, m->row_bytes, r1 - r0, j->act, m->act_row_bytes, j->B, m->n_in, j->out + r0, m->n_out);
@@ -159,7 +208,8 @@ static void act_rows(void *ctx, int64_t b0, int64_t b1, int ti) {
     for (int64_t b = b0; b < b1; b++) {
         const float *x = j->in + b * m->n_in;
         uint8_t *dst = j->dst + (size_t)b * m->act_row_bytes;
-        if (m->act_static_scale > 0.0f) qt__ct_f8_act_quantize_static(x, dst, m->n_in, m->act_static_scale);
+        if (m->x16) qt__act_q8s(x, (qt__block_q8s *)dst, m->n_in);
+        else if (m->act_static_scale > 0.0f) qt__ct_f8_act_quantize_static(x, dst, m->n_in, m->act_static_scale);
         else qt__act_quantize(m->act_type, x, dst, m->n_in);
     }
 }

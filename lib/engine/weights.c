@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "engine_internal.h"
+#include "model/model_internal.h"
 #include "model/tensor_names.h"
 
 /* Where a per-layer row of the tensor-name table goes in qt__layer. Rows without
@@ -88,7 +89,10 @@ static qt_status bind_matrix(const qt_engine_ctx *e, const qt_tensor *t, int64_t
     qt_status s = check_shape(e, t, ne0, ne1);
     if (s != QT_OK) return s;
     s = qt__mat_init(m, t, !e->opts.act_quant_off, e->opts.numerics);
-    return s == QT_OK ? QT_OK : with_path(e, s);
+    if (s != QT_OK) return with_path(e, s);
+    /* a packed copy replaces the pages of a tensor in a read-only file mapping */
+    if (m->x16_data && qt__model_in_map(e->model, t->data, t->nbytes)) qt__mat_drop_source(m);
+    return QT_OK;
 }
 
 static const qt_tensor *find(const qt_engine_ctx *e, const char *name, bool required, qt_status *s) {
@@ -232,11 +236,16 @@ void qt__engine_free_weights(qt_engine_ctx *e) {
     if (e->layers) {
         for (int il = 0; il < e->hp.n_layer; il++) {
             /* every vector field the binding table fills is an f32 copy this engine owns */
-            for (int id = 0; id < QT_TN_COUNT; id++)
-                if (bindings[id].used && !bindings[id].matrix) free(*(float **)((char *)&e->layers[il] + bindings[id].offset));
+            for (int id = 0; id < QT_TN_COUNT; id++) {
+                if (!bindings[id].used) continue;
+                void *field = (char *)&e->layers[il] + bindings[id].offset;
+                if (bindings[id].matrix) qt__mat_free(field);
+                else free(*(float **)field);
+            }
         }
         free(e->layers);
     }
+    qt__mat_free(&e->output);
     free(e->out_norm);
     free(e->rope_cos);
     free(e->rope_sin);

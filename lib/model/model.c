@@ -58,6 +58,14 @@ int32_t qt__model_add_map(qt_model *m, qt_mmap *map) {
     return m->n_maps++;
 }
 
+bool qt__model_in_map(const qt_model *m, const void *p, size_t n) {
+    const uint8_t *b = p;
+    for (int32_t i = 0; i < m->n_maps; i++)
+        if (b >= m->maps[i].data && n <= m->maps[i].size && b - m->maps[i].data <= (ptrdiff_t)(m->maps[i].size - n))
+            return true;
+    return false;
+}
+
 void *qt__model_alloc(qt_model *m, size_t n) {
     if (m->n_owned == m->cap_owned) {
         int32_t cap = m->cap_owned ? m->cap_owned * 2 : 16;

@@ -25,6 +25,9 @@ qt_status qt__model_new(const char *path, const char *source_format, qt_model **
 qt_status qt__model_add_tensor(qt_model *m, const qt_tensor *t);
 /* Takes ownership of an open map; returns its index (source id) or -1 on OOM. */
 int32_t qt__model_add_map(qt_model *m, qt_mmap *map);
+/* True if [p, p + n) lies inside one of the model's read-only file mappings
+ * (so its pages may be dropped: they read back from the file). */
+bool qt__model_in_map(const qt_model *m, const void *p, size_t n);
 /* Heap memory freed with the model (zeroed). NULL on OOM (error set). */
 void *qt__model_alloc(qt_model *m, size_t n);
 char *qt__model_strdup(qt_model *m, const char *s);

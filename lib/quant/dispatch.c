@@ -16,6 +16,7 @@ static qt_type_traits active[QT_TYPE_COUNT];
 static qt__ct_int4_row_fn ct_int4_kernel = qt__ct_int4_row_ref;
 static qt__gemm_fn gemm_kernels[QT_TYPE_COUNT]; /* NULL: none at this level */
 static qt__gemm_fn gemm_fast_kernels[QT_TYPE_COUNT];
+static qt__gemm_x16_fn gemm_x16_kernels[QT_TYPE_COUNT];
 static int gemm_min_batch[QT_TYPE_COUNT];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -33,6 +34,7 @@ static void apply(const qt__kernel_variant *v) {
         gemm_min_batch[v->type] = v->gemm_min_batch > 1 ? v->gemm_min_batch : 1;
     }
     if (v->gemm_fast) gemm_fast_kernels[v->type] = v->gemm_fast;
+    if (v->gemm_x16) gemm_x16_kernels[v->type] = v->gemm_x16;
 }
 
 static void resolve(void) {
@@ -70,4 +72,9 @@ qt__gemm_fn qt__gemm_kernel_fast(qt_type t) {
 int qt__gemm_min_batch(qt_type t) {
     pthread_once(&once, resolve);
     return (unsigned)t < QT_TYPE_COUNT && gemm_min_batch[t] > 0 ? gemm_min_batch[t] : 1;
+}
+
+qt__gemm_x16_fn qt__gemm_x16_kernel(qt_type t) {
+    pthread_once(&once, resolve);
+    return (unsigned)t < QT_TYPE_COUNT ? gemm_x16_kernels[t] : NULL;
 }

@@ -52,7 +52,85 @@ qt__gemm_fn qt__gemm_kernel_fast(qt_type t);
 float qt__dot_fast_q8_0_ref(const void *x, const void *y, int64_t n);
 float qt__dot_fast_q4_0_ref(const void *x, const void *y, int64_t n);
 
+
+/* ---- --numerics fast on repacked weights: the x16 layout (gemm_x16.c) -----
+ *
+ * A type with an x16 packer (q4_0, q4_1, q5_0, q5_1, iq4_nl, q8_0) is copied
+ * once, at engine load, into groups of QT_X16_ROWS rows (the last group padded
+ * with zero rows). Group g holds nb = n / 32 tiles, one per block column b:
+ *     d:     the 16 rows' f16 scales of block b, 32 bytes;
+ *     m:     (q4_1, q5_1) their f16 minimums, 32 bytes;
+ *     masks: (q5_0, q5_1) the fifth bits as 8 64-bit masks, per code vector k
+ *            (0..3) one for its low nibbles and one for its high nibbles, bit
+ *            4i+e = the bit of row i's element 4k+e (low) or 16+4k+e (high);
+ *     codes: 64-byte vectors, vector k holding 4 code bytes of each row, row
+ *            i's at bytes 4i..4i+3: the 4-bit formats 4 vectors, vector k =
+ *            bytes qs[4k..4k+3] as stored (low nibbles: elements 4k..4k+3,
+ *            high nibbles: 16+4k..16+4k+3); q8_0 8 vectors, vector k =
+ *            qs[4k..4k+3] xor 0x80.
+ * One 512-bit load then feeds vpdpbusd for 16 rows against one broadcast
+ * 4-byte word of the activations, one vcvtph2ps converts 16 scales: no
+ * shuffles per block. A tile has exactly the 16 rows' block bytes, so the
+ * packed copy is the size of the tensor. Weight codes are unsigned, c = q +
+ * offset (q4_0 8, q5_0 16, iq4_nl and q8_0 128: the code book value + 128,
+ * q4_1/q5_1 0 with the minimum apart).
+ *
+ * Activations are qt__block_q8s rows (q8_0's codes and scale and q8_1's s, as
+ * f32, and the code sum, so kernels take the offset off once per block).
+ *
+ * The float order (scalar reference qt__dot_x16_ref, one element): for each
+ * block b in order, with I_b = sum_j q_j y_j exact in int32,
+ *     acc = fmaf(d_w * d_y, (float)I_b, acc)                      (from 0)
+ *     acc = fmaf(m_w, s_y, acc)                      (q4_1, q5_1 only)
+ * one accumulator per output element, so the AVX-512 and AVX2 kernels give
+ * the same bits at any tile, batch and thread split. Not llama.cpp's order:
+ * used only under --numerics fast. */
+#define QT_X16_ROWS 16
+
+typedef struct {
+    float d;      /* scale: q8_0's, f16(amax / 127), as f32 */
+    float s;      /* q8_1's s, f16(amax / 127 * sum), as f32: the minimum's factor (q4_1, q5_1) */
+    int32_t sum;  /* sum of qs */
+    int8_t qs[32];
+} qt__block_q8s;
+
+/* x as q8s blocks: the codes of llama.cpp's CPU quantize_row_q8_0 (dot.c). n % 32 == 0. */
+void qt__act_q8s(const float *x, qt__block_q8s *y, int64_t n);
+
+/* Bytes of the x16 copy of nr rows of n elements of type t (0: t has no packer or n % 32). */
+size_t qt__x16_bytes(qt_type t, int64_t nr, int64_t n);
+/* Pack nr rows (ldw bytes apart) into dst (qt__x16_bytes of them). */
+void qt__x16_pack(qt_type t, const void *w, size_t ldw, int64_t nr, int64_t n, void *dst);
+/* Bytes of one group of QT_X16_ROWS packed rows. */
+size_t qt__x16_group_bytes(qt_type t, int64_t n);
+
+/* A kernel on packed rows: wp is the group holding row 0 (nr rows from there:
+ * whole groups, the last possibly partial), a holds nc q8s rows lda bytes apart;
+ * out[c * ldo + r] for r < nr, c < nc. */
+typedef void (*qt__gemm_x16_fn)(const void *wp, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
+                                float *out, int64_t ldo);
+
+/* The x16 float order, one element, on a plain row x of type t and a q8s row y. */
+float qt__dot_x16_ref(qt_type t, const void *x, const void *y, int64_t n);
+/* The same order on packed rows, scalar (what the SIMD kernels are tested against). */
+void qt__gemm_x16_ref(qt_type t, const void *wp, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
+                      float *out, int64_t ldo);
+
+/* The resolved x16 kernel for t at this CPU's level, or NULL (no packer or no kernel). */
+qt__gemm_x16_fn qt__gemm_x16_kernel(qt_type t);
+
+#define QT_X16_DECLARE(SUFFIX)                                                                               \
+    void qt__gemm_x16_q4_0_##SUFFIX(const void *, int64_t, const void *, size_t, int64_t, int64_t, float *, int64_t); \
+    void qt__gemm_x16_q4_1_##SUFFIX(const void *, int64_t, const void *, size_t, int64_t, int64_t, float *, int64_t); \
+    void qt__gemm_x16_q5_0_##SUFFIX(const void *, int64_t, const void *, size_t, int64_t, int64_t, float *, int64_t); \
+    void qt__gemm_x16_q5_1_##SUFFIX(const void *, int64_t, const void *, size_t, int64_t, int64_t, float *, int64_t); \
+    void qt__gemm_x16_iq4_nl_##SUFFIX(const void *, int64_t, const void *, size_t, int64_t, int64_t, float *, int64_t); \
+    void qt__gemm_x16_q8_0_##SUFFIX(const void *, int64_t, const void *, size_t, int64_t, int64_t, float *, int64_t);
+QT_X16_DECLARE(ref) /* qt__gemm_x16_ref for each type, for the variants table */
+
 #ifdef QT_ARCH_X86
+QT_X16_DECLARE(avx512)
+QT_X16_DECLARE(avx2)
 void qt__gemm_q8_0_avx2(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
                         float *out, int64_t ldo);
 void qt__gemm_q4_0_avx2(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,

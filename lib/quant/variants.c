@@ -41,6 +41,13 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_CT_I8, QT__CPU_AVX2, .vec_dot = qt__dot_ct_i8_avx2},
     {QT_TYPE_CT_F8, QT__CPU_AVX2, .vec_dot = qt__dot_ct_f8_avx2},
     {QT_TYPE_CT_F8_BLOCK, QT__CPU_AVX2, .vec_dot = qt__dot_ct_f8_block_avx2},
+    /* --numerics fast on x16-packed rows (gemm_x16_avx2.c) */
+    {QT_TYPE_Q4_0, QT__CPU_AVX2, .gemm_x16 = qt__gemm_x16_q4_0_avx2, .gemm_x16_ref = qt__gemm_x16_q4_0_ref},
+    {QT_TYPE_Q4_1, QT__CPU_AVX2, .gemm_x16 = qt__gemm_x16_q4_1_avx2, .gemm_x16_ref = qt__gemm_x16_q4_1_ref},
+    {QT_TYPE_Q5_0, QT__CPU_AVX2, .gemm_x16 = qt__gemm_x16_q5_0_avx2, .gemm_x16_ref = qt__gemm_x16_q5_0_ref},
+    {QT_TYPE_Q5_1, QT__CPU_AVX2, .gemm_x16 = qt__gemm_x16_q5_1_avx2, .gemm_x16_ref = qt__gemm_x16_q5_1_ref},
+    {QT_TYPE_IQ4_NL, QT__CPU_AVX2, .gemm_x16 = qt__gemm_x16_iq4_nl_avx2, .gemm_x16_ref = qt__gemm_x16_iq4_nl_ref},
+    {QT_TYPE_Q8_0, QT__CPU_AVX2, .gemm_x16 = qt__gemm_x16_q8_0_avx2, .gemm_x16_ref = qt__gemm_x16_q8_0_ref},
     /* AVX-512 F + BW + VL + VNNI */
     {QT_TYPE_CT_I8, QT__CPU_AVX512, .vec_dot = qt__dot_ct_i8_avx512},
     {QT_TYPE_CT_F8, QT__CPU_AVX512, .vec_dot = qt__dot_ct_f8_avx512},
@@ -52,6 +59,13 @@ const qt__kernel_variant qt__variants[] = {
     /* --numerics fast: two blocks per 512-bit vector (not llama.cpp's float order) */
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_q8_0_avx512, .gemm_fast_ref = qt__dot_fast_q8_0_ref},
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_q4_0_avx512, .gemm_fast_ref = qt__dot_fast_q4_0_ref},
+    /* --numerics fast on x16-packed rows (gemm_x16_avx512.c) */
+    {QT_TYPE_Q4_0, QT__CPU_AVX512, .gemm_x16 = qt__gemm_x16_q4_0_avx512, .gemm_x16_ref = qt__gemm_x16_q4_0_ref},
+    {QT_TYPE_Q4_1, QT__CPU_AVX512, .gemm_x16 = qt__gemm_x16_q4_1_avx512, .gemm_x16_ref = qt__gemm_x16_q4_1_ref},
+    {QT_TYPE_Q5_0, QT__CPU_AVX512, .gemm_x16 = qt__gemm_x16_q5_0_avx512, .gemm_x16_ref = qt__gemm_x16_q5_0_ref},
+    {QT_TYPE_Q5_1, QT__CPU_AVX512, .gemm_x16 = qt__gemm_x16_q5_1_avx512, .gemm_x16_ref = qt__gemm_x16_q5_1_ref},
+    {QT_TYPE_IQ4_NL, QT__CPU_AVX512, .gemm_x16 = qt__gemm_x16_iq4_nl_avx512, .gemm_x16_ref = qt__gemm_x16_iq4_nl_ref},
+    {QT_TYPE_Q8_0, QT__CPU_AVX512, .gemm_x16 = qt__gemm_x16_q8_0_avx512, .gemm_x16_ref = qt__gemm_x16_q8_0_ref},
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .to_float = qt__dequantize_q4_0_avx512},
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .to_float = qt__dequantize_q8_0_avx512},
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .to_float = qt__dequantize_q4_K_avx512},

@@ -29,6 +29,9 @@ typedef struct qt__kernel_variant {
                                        (bench_gemm: slower than vec_dot for one row) */
     qt__gemm_fn gemm_fast;          /* the same in its own float order, for --numerics fast only */
     qt_vec_dot_fn gemm_fast_ref;    /* gemm_fast's order, one element (scalar reference) */
+    qt__gemm_x16_fn gemm_x16;       /* --numerics fast on rows packed by qt__x16_pack (gemm.h); preferred
+                                       over gemm_fast where both run */
+    qt__gemm_x16_fn gemm_x16_ref;   /* its scalar reference on packed rows (qt__gemm_x16_*_ref) */
 } qt__kernel_variant;
 
 /* Ends with a row whose level is QT__CPU_LEVEL_COUNT. */

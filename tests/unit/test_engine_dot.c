@@ -420,9 +420,128 @@ static void test_gemm_variants_equal_vec_dot(void) {
     if (!ran) SKIP("no gemm variant runs on this CPU");
 }
 
+
+/* One x16 kernel (--numerics fast on packed rows, gemm.h) against the order's
+ * scalar reference on the plain rows, bit for bit, and against the scalar
+ * kernel on the packed rows: rows 1, 3, 15, 16, 17, 33 (partial groups), batch
+ * 1..9, 63..65, 129 and 512, three lengths; and started at group 1, as a
+ * thread's share of the rows is, it gives those rows' bits. */
+static void check_x16(qt_type t, qt__gemm_x16_fn kern, qt__gemm_x16_fn kref, const char *level) {
+    const int64_t rows[] = {1, 3, 15, 16, 17, 33}, batch[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 63, 64, 65, 129, 512};
+    const int64_t lens[] = {32, 96, 2048}, max_nr = 33, max_nc = 512, ldo = max_nr + 3;
+    const size_t lda_max = (size_t)(2048 / 32) * sizeof(qt__block_q8s);
+    uint8_t *w = malloc(qt_row_size(t, 2048) * max_nr), *a = malloc(lda_max * max_nc);
+    uint8_t *wp = malloc(qt__x16_bytes(t, max_nr, 2048));
+    float *y = malloc(2048 * sizeof *y), *out = malloc((size_t)(ldo * max_nc) * sizeof *out);
+    float *out2 = malloc((size_t)(ldo * max_nc) * sizeof *out2);
+    long mismatches = 0, checked = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        const int64_t n = lens[li];
+        const size_t ldw = qt_row_size(t, n), lda = (size_t)(n / 32) * sizeof(qt__block_q8s);
+        random_rows(t, w, max_nr, n);
+        for (int64_t c = 0; c < max_nc; c++) {
+            fill(y, n, 0.25f + (float)(c % 7));
+            qt__act_q8s(y, (qt__block_q8s *)(a + (size_t)c * lda), n);
+        }
+        for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+            const int64_t nr = rows[ri];
+            qt__x16_pack(t, w, ldw, nr, n, wp);
+            for (size_t bi = 0; bi < sizeof batch / sizeof batch[0]; bi++) {
+                const int64_t nc = batch[bi];
+                if (nc == 512 && nr != 17) continue; /* the big batch once */
+                for (int64_t i = 0; i < ldo * nc; i++) out[i] = out2[i] = -1234.5f;
+                kern(wp, nr, a, lda, nc, n, out, ldo);
+                if (nc <= 9) kref(wp, nr, a, lda, nc, n, out2, ldo);
+                for (int64_t c = 0; c < nc; c++)
+                    for (int64_t r = 0; r < ldo; r++) {
+                        const float got = out[c * ldo + r];
+                        const float want = r < nr ? qt__dot_x16_ref(t, w + (size_t)r * ldw, a + (size_t)c * lda, n) : -1234.5f;
+                        checked++;
+                        if ((memcmp(&got, &want, sizeof got) || (nc <= 9 && memcmp(&got, &out2[c * ldo + r], sizeof got))) &&
+                            mismatches++ < 5)
+                            CHECK_MSG(0, "%s x16 %s n=%lld rows %lld batch %lld: out[%lld][%lld] = %.9g, reference %.9g, "
+                                      "packed reference %.9g", qt_type_get(t)->name, level, (long long)n, (long long)nr,
+                                      (long long)nc, (long long)c, (long long)r, (double)got, (double)want,
+                                      (double)out2[c * ldo + r]);
+                    }
+                if (nr > QT_X16_ROWS) { /* rows 16.. alone, from their group */
+                    kern(wp + qt__x16_group_bytes(t, n), nr - QT_X16_ROWS, a, lda, nc, n, out2, ldo);
+                    for (int64_t c = 0; c < nc; c++)
+                        for (int64_t r = QT_X16_ROWS; r < nr; r++)
+                            if (memcmp(&out[c * ldo + r], &out2[c * ldo + r - QT_X16_ROWS], sizeof(float)) &&
+                                mismatches++ < 5)
+                                CHECK_MSG(0, "%s x16 %s n=%lld rows %lld batch %lld: row %lld differs started at group 1",
+                                          qt_type_get(t)->name, level, (long long)n, (long long)nr, (long long)nc,
+                                          (long long)r);
+                }
+            }
+        }
+    }
+    CHECK_MSG(mismatches == 0, "%s x16 %s: %ld of %ld elements differ", qt_type_get(t)->name, level, mismatches, checked);
+    CHECK(checked > 0);
+    free(w); free(a); free(wp); free(y); free(out); free(out2);
+}
+
+/* Every x16 variant of lib/quant/variants.c gives its reference's bits; the
+ * order's reference is close to the exact dot of the dequantized rows; q8s
+ * rows carry q8_0's codes and scale and q8_1's s. */
+static void test_x16_variants_equal_reference(void) {
+    int ran = 0;
+    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+        if (!v->gemm_x16) continue;
+        const char *level = qt__cpu_level_str(v->level);
+        if (v->level > qt__cpu_level_get()) {
+            fprintf(stderr, "  SKIPPED x16 %s %s: this CPU (or QUANTA_CPU) lacks it\n", qt_type_get(v->type)->name, level);
+            continue;
+        }
+        CHECK_MSG(v->gemm_x16_ref != NULL, "%s: an x16 variant without a reference", level);
+        CHECK_MSG(qt__x16_bytes(v->type, 1, 32) > 0, "%s %s: an x16 kernel for a type without a packer",
+                  qt_type_get(v->type)->name, level);
+        if (v->gemm_x16_ref) check_x16(v->type, v->gemm_x16, v->gemm_x16_ref, level);
+        ran++;
+    }
+    enum { N = 2048 };
+    float x[N], y[N], yd[N];
+    qt__block_q8s ys[N / 32];
+    block_q8_0 yq[N / 32];
+    const qt_type types[] = {QT_TYPE_Q4_0, QT_TYPE_Q4_1, QT_TYPE_Q5_0, QT_TYPE_Q5_1, QT_TYPE_IQ4_NL, QT_TYPE_Q8_0};
+    for (int rep = 0; rep < 10; rep++) {
+        fill(y, N, 1.0f + rep);
+        qt__act_q8s(y, ys, N);
+        CHECK(qt__act_quantize(QT_TYPE_Q8_0, y, yq, N));
+        block_q8_1 y1[N / 32];
+        CHECK(qt__act_quantize(QT_TYPE_Q8_1, y, y1, N));
+        for (int b = 0; b < N / 32; b++) {
+            CHECK(qt_fp16_to_f32(y1[b].s) == ys[b].s);
+            int32_t sum = 0;
+            for (int j = 0; j < 32; j++) sum += ys[b].qs[j], yd[32 * b + j] = ys[b].d * ys[b].qs[j];
+            CHECK(memcmp(ys[b].qs, yq[b].qs, 32) == 0 && sum == ys[b].sum && qt_fp16_to_f32(yq[b].d) == ys[b].d);
+        }
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            uint8_t xq[N * 2];
+            float xd[N];
+            fill(x, N, 0.5f);
+            CHECK_OK(qt_quantize_rows(types[ti], x, xq, 1, N, NULL));
+            qt_type_get(types[ti])->to_float(xq, xd, N);
+            double want = 0, mag = 0;
+            for (int i = 0; i < N; i++) want += (double)xd[i] * yd[i], mag += fabs((double)xd[i] * yd[i]);
+            if (types[ti] == QT_TYPE_Q4_1 || types[ti] == QT_TYPE_Q5_1) /* the min term takes q8_1's rounded s */
+                for (int b = 0; b < N / 32; b++) {
+                    const qt_half m = types[ti] == QT_TYPE_Q4_1 ? ((const block_q4_1 *)xq)[b].m : ((const block_q5_1 *)xq)[b].m;
+                    want += (double)qt_fp16_to_f32(m) * ((double)ys[b].s - (double)ys[b].d * ys[b].sum);
+                }
+            const float got = qt__dot_x16_ref(types[ti], xq, ys, N);
+            CHECK_MSG(fabs(got - want) <= 2e-6 * mag, "%s x16 order: %.9g, exact %.9g", qt_type_get(types[ti])->name,
+                      (double)got, want);
+        }
+    }
+    if (!ran) SKIP("no x16 variant runs on this CPU");
+}
+
 int main(void) {
     QT_RUN(test_dot_variants_equal_reference);
     QT_RUN(test_gemm_variants_equal_vec_dot);
+    QT_RUN(test_x16_variants_equal_reference);
     QT_RUN(test_vec_dot_types_are_llama_cpp_pairs);
     QT_RUN(test_every_kernel_matches_dequantized_dot);
     QT_RUN(test_act_q8_0_definition);
