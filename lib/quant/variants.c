@@ -7,6 +7,7 @@
  */
 #include "dot.h"
 #include "gemm.h"
+#include "gemm_k.h"
 #include "simd.h"
 #include "variants.h"
 
@@ -44,6 +45,17 @@ const qt__kernel_variant qt__variants[] = {
     /* --numerics fast: two blocks per 512-bit vector (not llama.cpp's float order) */
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_q8_0_avx512, .gemm_fast_ref = qt__dot_fast_q8_0_ref},
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_q4_0_avx512, .gemm_fast_ref = qt__dot_fast_q4_0_ref},
+    /* --numerics fast K-quants (gemm_k_avx2.c, gemm_k_avx512.c): exact super-block integers,
+       4 rows per float vector; one order (gemm_k.h), so both levels give the same bits */
+#define QT_FAST_K(T, t, SUFFIX, LEVEL) \
+    {QT_TYPE_##T, LEVEL, .gemm_fast = qt__gemm_fast_##t##_##SUFFIX, .gemm_fast_ref = qt__dot_fast_##t##_ref}
+    QT_FAST_K(Q2_K, q2_K, avx2, QT__CPU_AVX2),   QT_FAST_K(Q3_K, q3_K, avx2, QT__CPU_AVX2),
+    QT_FAST_K(Q4_K, q4_K, avx2, QT__CPU_AVX2),   QT_FAST_K(Q5_K, q5_K, avx2, QT__CPU_AVX2),
+    QT_FAST_K(Q6_K, q6_K, avx2, QT__CPU_AVX2),
+    QT_FAST_K(Q2_K, q2_K, avx512, QT__CPU_AVX512), QT_FAST_K(Q3_K, q3_K, avx512, QT__CPU_AVX512),
+    QT_FAST_K(Q4_K, q4_K, avx512, QT__CPU_AVX512), QT_FAST_K(Q5_K, q5_K, avx512, QT__CPU_AVX512),
+    QT_FAST_K(Q6_K, q6_K, avx512, QT__CPU_AVX512),
+#undef QT_FAST_K
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .to_float = qt__dequantize_q4_0_avx512},
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .to_float = qt__dequantize_q8_0_avx512},
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .to_float = qt__dequantize_q4_K_avx512},

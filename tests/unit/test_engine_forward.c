@@ -330,12 +330,13 @@ static void test_batching_and_threads_do_not_change_bits(void) {
 
 /* The blocked kernels (lib/quant/gemm.h) on shapes big enough to be threaded
  * (rows not a multiple of the 16-row work unit: n_vocab 301): for q8_0, q4_0,
- * q4_K and q6_K weights and both float orders, prefill on 1, 2 and 3 threads in
+ * q2_K..q6_K weights and both float orders, prefill on 1, 2 and 3 threads in
  * batches of 40, 7 and 1 tokens gives the same bits. With --numerics llama
  * each element is vec_dot's; fast differs from it by rounding (and its consequences). */
 static void test_gemm_kernels_threads_batches_numerics(void) {
     enum { N = 40 };
-    const qt_type types[] = {QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q4_K, QT_TYPE_Q6_K};
+    const qt_type types[] = {QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q4_K, QT_TYPE_Q6_K,
+                             QT_TYPE_Q5_K, QT_TYPE_Q3_K, QT_TYPE_Q2_K};
     int32_t tok[N];
     for (int i = 0; i < N; i++) tok[i] = (int32_t)((i * 37 + 11) % 301);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
