@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
     if (!nbatch) { batches[0] = 1; batches[1] = 16; batches[2] = 128; nbatch = 3; }
     for (int i = 0; i < nbatch; i++)
         if (batches[i] < 1 || batches[i] > 4096) { fprintf(stderr, "bench_gemm: --batch must be 1..4096\n"); return 2; }
-    const qt_type all[] = {QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q2_K, QT_TYPE_Q3_K, QT_TYPE_Q4_K, QT_TYPE_Q5_K, QT_TYPE_Q6_K};
+    const qt_type all[] = {QT_TYPE_F16, QT_TYPE_BF16, QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q2_K, QT_TYPE_Q3_K, QT_TYPE_Q4_K, QT_TYPE_Q5_K, QT_TYPE_Q6_K};
     printf("{\n  \"machine\": {\"cpu_level\": \"%s\", \"threads\": 1},\n  \"config\": {\"reps\": %d},\n  \"results\": [",
            qt_cpu_level_name(), reps);
     int first = 1;

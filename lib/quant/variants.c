@@ -7,6 +7,7 @@
  */
 #include "dot.h"
 #include "gemm.h"
+#include "gemm_f16.h"
 #include "gemm_k.h"
 #include "simd.h"
 #include "variants.h"
@@ -56,6 +57,12 @@ const qt__kernel_variant qt__variants[] = {
     QT_FAST_K(Q4_K, q4_K, avx512, QT__CPU_AVX512), QT_FAST_K(Q5_K, q5_K, avx512, QT__CPU_AVX512),
     QT_FAST_K(Q6_K, q6_K, avx512, QT__CPU_AVX512),
 #undef QT_FAST_K
+    /* --numerics fast F16/BF16 (gemm_f16_avx2.c, gemm_f16_avx512.c): tinyBLAS's 16-lane order
+       at every batch size, in register tiles */
+    {QT_TYPE_F16, QT__CPU_AVX2, .gemm_fast = qt__gemm_fast_f16_avx2, .gemm_fast_ref = qt__gemm_f16_ref},
+    {QT_TYPE_BF16, QT__CPU_AVX2, .gemm_fast = qt__gemm_fast_bf16_avx2, .gemm_fast_ref = qt__dot_fast_bf16_ref},
+    {QT_TYPE_F16, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_f16_avx512, .gemm_fast_ref = qt__gemm_f16_ref},
+    {QT_TYPE_BF16, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_bf16_avx512, .gemm_fast_ref = qt__dot_fast_bf16_ref},
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .to_float = qt__dequantize_q4_0_avx512},
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .to_float = qt__dequantize_q8_0_avx512},
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .to_float = qt__dequantize_q4_K_avx512},

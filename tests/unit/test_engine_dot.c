@@ -323,8 +323,16 @@ static void test_dot_variants_equal_reference(void) {
     if (!ran) SKIP("no dot variant runs on this CPU");
 }
 
-/* Weight rows of random bytes with finite scales (half_offsets), nr rows of n. */
+/* Weight rows of random bytes with finite scales (half_offsets), nr rows of n;
+ * 16-bit float rows of random finite values. */
 static void random_rows(qt_type t, uint8_t *w, int64_t nr, int64_t n) {
+    if (qt_type_get(t)->block_elems == 1) { /* f16, bf16: finite values of every magnitude class */
+        float *v = malloc((size_t)(n * nr) * sizeof *v);
+        for (int64_t i = 0; i < n * nr; i++) v[i] = frand() * (i % 5 ? 1.0f : 1e-3f);
+        CHECK_OK(qt_quantize_rows(t, v, w, nr, n, NULL));
+        free(v);
+        return;
+    }
     size_t off[2];
     const int nh = half_offsets(t, off);
     const size_t bytes = qt_row_size(t, n) * (size_t)nr, bsize = qt_type_get(t)->block_bytes;
