@@ -14,7 +14,7 @@
  * are vec_dot's for every element, so the engine's results are the same with
  * and without it. With --numerics fast a type may instead take a kernel in
  * its own float order (gemm_fast: AVX-512 q8_0/q4_0, two blocks per vector;
- * q2_K..q6_K, lib/quant/gemm_k.h; f16/bf16, lib/quant/gemm_f16.h), from one
+ * q2_K..q6_K and iq4_xs, lib/quant/gemm_k.h; f16/bf16, lib/quant/gemm_f16.h), from one
  * activation row on, the same at every batch size and thread count but not
  * llama.cpp's bits.
  * Other types loop over vec_dot / vec_dot_gemm per element.

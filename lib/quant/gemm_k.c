@@ -3,6 +3,8 @@
  * element, written out from the formats (docs/formats.md §3.4), then the fast
  * K order's two fused multiply-adds. */
 #include <math.h>
+#include <stddef.h>
+#include <string.h>
 
 #include "blocks.h"
 #include "gemm_k.h"
@@ -12,16 +14,11 @@
  * bsums) and msum (the min terms; 0 where a format has none). */
 typedef struct { int32_t isum, msum; } k_ints;
 
-/* acc after one super-block: the fast K order (gemm_k.h). */
-static float k_step(float acc, float dy, qt_half dx, const qt_half *dmin, k_ints s) {
-    acc = fmaf(dy * qt_fp16_to_f32(dx), (float)s.isum, acc);
-    if (dmin) acc = fmaf(-(dy * qt_fp16_to_f32(*dmin)), (float)s.msum, acc);
-    return acc;
-}
 
 /* Element e of a super-block sits in 32-element group g = e / 32 at l = e % 32. */
 
-static k_ints ints_q2_K(const block_q2_K *x, const block_q8_K *y) {
+static k_ints ints_q2_K(const void *vx, const block_q8_K *y) {
+    const block_q2_K *x = vx;
     k_ints s = {0, 0};
     for (int e = 0; e < QK_K; e++) {
         const int g = e / 32, l = e % 32;
@@ -32,7 +29,8 @@ static k_ints ints_q2_K(const block_q2_K *x, const block_q8_K *y) {
     return s;
 }
 
-static k_ints ints_q3_K(const block_q3_K *x, const block_q8_K *y) {
+static k_ints ints_q3_K(const void *vx, const block_q8_K *y) {
+    const block_q3_K *x = vx;
     int sc[16];
     for (int j = 0; j < 16; j++) {
         const int lo = j < 8 ? (x->scales[j] & 0x0F) : (x->scales[j - 8] >> 4);
@@ -65,7 +63,18 @@ static k_ints ints_k4(const uint8_t scales[12], const uint8_t *qs, const uint8_t
     return s;
 }
 
-static k_ints ints_q6_K(const block_q6_K *x, const block_q8_K *y) {
+static k_ints ints_q4_K(const void *vx, const block_q8_K *y) {
+    const block_q4_K *x = vx;
+    return ints_k4(x->scales, x->qs, NULL, y);
+}
+
+static k_ints ints_q5_K(const void *vx, const block_q8_K *y) {
+    const block_q5_K *x = vx;
+    return ints_k4(x->scales, x->qs, x->qh, y);
+}
+
+static k_ints ints_q6_K(const void *vx, const block_q8_K *y) {
+    const block_q6_K *x = vx;
     k_ints s = {0, 0};
     for (int e = 0; e < QK_K; e++) {
         const int g = e / 32, l = e % 32, h = g / 4, k = g % 4;
@@ -77,44 +86,45 @@ static k_ints ints_q6_K(const block_q6_K *x, const block_q8_K *y) {
     return s;
 }
 
-float qt__dot_fast_q2_K_ref(const void *vx, const void *vy, int64_t n) {
-    const block_q2_K *x = vx;
+static k_ints ints_iq4_xs(const void *vx, const block_q8_K *y) {
+    const block_iq4_xs *x = vx;
+    k_ints s = {0, 0};
+    for (int e = 0; e < QK_K; e++) {
+        const int g = e / 32, l = e % 32;
+        const int ls = ((x->scales_l[g / 2] >> (4 * (g % 2))) & 0x0F) | ((x->scales_h >> (2 * g)) & 3) << 4;
+        const uint8_t q = x->qs[16 * g + l % 16];
+        s.isum += (ls - 32) * qt__kvalues_iq4nl[l < 16 ? q & 0x0F : q >> 4] * y->qs[e];
+    }
+    return s;
+}
+
+/* The fast K order (gemm_k.h) over n / 256 super-blocks of xb bytes, d at
+ * d_off and dmin at dmin_off (none if < 0). */
+static float fast_k(const void *vx, size_t xb, size_t d_off, long dmin_off, k_ints (*ints)(const void *, const block_q8_K *),
+                    const void *vy, int64_t n) {
     const block_q8_K *y = vy;
     float acc = 0.0f;
-    for (int64_t b = 0; b < n / QK_K; b++) acc = k_step(acc, y[b].d, x[b].d, &x[b].dmin, ints_q2_K(&x[b], &y[b]));
+    for (int64_t b = 0; b < n / QK_K; b++) {
+        const uint8_t *x = (const uint8_t *)vx + (size_t)b * xb;
+        const k_ints s = ints(x, &y[b]);
+        qt_half h;
+        memcpy(&h, x + d_off, sizeof h);
+        acc = fmaf(y[b].d * qt_fp16_to_f32(h), (float)s.isum, acc);
+        if (dmin_off >= 0) {
+            memcpy(&h, x + dmin_off, sizeof h);
+            acc = fmaf(-(y[b].d * qt_fp16_to_f32(h)), (float)s.msum, acc);
+        }
+    }
     return acc;
 }
 
-float qt__dot_fast_q3_K_ref(const void *vx, const void *vy, int64_t n) {
-    const block_q3_K *x = vx;
-    const block_q8_K *y = vy;
-    float acc = 0.0f;
-    for (int64_t b = 0; b < n / QK_K; b++) acc = k_step(acc, y[b].d, x[b].d, NULL, ints_q3_K(&x[b], &y[b]));
-    return acc;
-}
-
-float qt__dot_fast_q4_K_ref(const void *vx, const void *vy, int64_t n) {
-    const block_q4_K *x = vx;
-    const block_q8_K *y = vy;
-    float acc = 0.0f;
-    for (int64_t b = 0; b < n / QK_K; b++)
-        acc = k_step(acc, y[b].d, x[b].d, &x[b].dmin, ints_k4(x[b].scales, x[b].qs, NULL, &y[b]));
-    return acc;
-}
-
-float qt__dot_fast_q5_K_ref(const void *vx, const void *vy, int64_t n) {
-    const block_q5_K *x = vx;
-    const block_q8_K *y = vy;
-    float acc = 0.0f;
-    for (int64_t b = 0; b < n / QK_K; b++)
-        acc = k_step(acc, y[b].d, x[b].d, &x[b].dmin, ints_k4(x[b].scales, x[b].qs, x[b].qh, &y[b]));
-    return acc;
-}
-
-float qt__dot_fast_q6_K_ref(const void *vx, const void *vy, int64_t n) {
-    const block_q6_K *x = vx;
-    const block_q8_K *y = vy;
-    float acc = 0.0f;
-    for (int64_t b = 0; b < n / QK_K; b++) acc = k_step(acc, y[b].d, x[b].d, NULL, ints_q6_K(&x[b], &y[b]));
-    return acc;
-}
+#define FAST_K_REF(t, DMIN)                                                                                       \
+    float qt__dot_fast_##t##_ref(const void *x, const void *y, int64_t n) {                                       \
+        return fast_k(x, sizeof(block_##t), offsetof(block_##t, d), DMIN, ints_##t, y, n);                        \
+    }
+FAST_K_REF(q2_K, (long)offsetof(block_q2_K, dmin))
+FAST_K_REF(q3_K, -1)
+FAST_K_REF(q4_K, (long)offsetof(block_q4_K, dmin))
+FAST_K_REF(q5_K, (long)offsetof(block_q5_K, dmin))
+FAST_K_REF(q6_K, -1)
+FAST_K_REF(iq4_xs, -1)

@@ -33,6 +33,7 @@ float qt__dot_fast_q3_K_ref(const void *x, const void *y, int64_t n);
 float qt__dot_fast_q4_K_ref(const void *x, const void *y, int64_t n);
 float qt__dot_fast_q5_K_ref(const void *x, const void *y, int64_t n);
 float qt__dot_fast_q6_K_ref(const void *x, const void *y, int64_t n);
+float qt__dot_fast_iq4_xs_ref(const void *x, const void *y, int64_t n);
 
 #ifdef QT_ARCH_X86
 #define QT_GEMM_K_DECLARE(SUFFIX)                                                                                   \
@@ -45,7 +46,9 @@ float qt__dot_fast_q6_K_ref(const void *x, const void *y, int64_t n);
     void qt__gemm_fast_q5_K_##SUFFIX(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, \
                                      int64_t n, float *out, int64_t ldo);                                          \
     void qt__gemm_fast_q6_K_##SUFFIX(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, \
-                                     int64_t n, float *out, int64_t ldo);
+                                     int64_t n, float *out, int64_t ldo);                                          \
+    void qt__gemm_fast_iq4_xs_##SUFFIX(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda,           \
+                                       int64_t nc, int64_t n, float *out, int64_t ldo);
 /* gemm_k_avx2.c: maddubs + madd, tiles of 4 weight rows x 2 activation rows */
 QT_GEMM_K_DECLARE(avx2)
 /* gemm_k_avx512.c: maddubs + vpdpwssd and 32 registers, tiles of 4 x 4 */

@@ -26,7 +26,7 @@
 /* Activation rows per column panel (as gemm_x86.h: a panel stays in L2). */
 #define KF_PANEL 64
 
-enum { KF_Q2, KF_Q3, KF_Q4, KF_Q5, KF_Q6 };
+enum { KF_Q2, KF_Q3, KF_Q4, KF_Q5, KF_Q6, KF_IQ4X };
 
 KF_INLINE size_t kf_block_bytes(int kind) {
     switch (kind) {
@@ -34,6 +34,7 @@ KF_INLINE size_t kf_block_bytes(int kind) {
     case KF_Q3: return sizeof(block_q3_K);
     case KF_Q4: return sizeof(block_q4_K);
     case KF_Q5: return sizeof(block_q5_K);
+    case KF_IQ4X: return sizeof(block_iq4_xs);
     default: return sizeof(block_q6_K);
     }
 }
@@ -45,6 +46,7 @@ KF_INLINE size_t kf_d_offset(int kind) {
     case KF_Q3: return offsetof(block_q3_K, d);
     case KF_Q4: return offsetof(block_q4_K, d);
     case KF_Q5: return offsetof(block_q5_K, d);
+    case KF_IQ4X: return offsetof(block_iq4_xs, d);
     default: return offsetof(block_q6_K, d);
     }
 }
@@ -52,6 +54,8 @@ KF_INLINE int kf_has_min(int kind) { return kind == KF_Q2 || kind == KF_Q4 || ki
 KF_INLINE size_t kf_dmin_offset(int kind) {
     return kind == KF_Q2 ? offsetof(block_q2_K, dmin) : kind == KF_Q4 ? offsetof(block_q4_K, dmin) : offsetof(block_q5_K, dmin);
 }
+/* IQ4_XS: signed code-book values (sign trick in maddubs) and no bsums term */
+KF_INLINE int kf_signed(int kind) { return kind == KF_IQ4X; }
 /* log2 of the code offset that the bsums take out (Q3_K: 4, Q6_K: 32) */
 KF_INLINE int kf_offset_shift(int kind) { return kind == KF_Q3 ? 2 : 5; }
 
@@ -60,19 +64,6 @@ KF_INLINE int kf_offset_shift(int kind) { return kind == KF_Q3 ? 2 : 5; }
  * broadcast is then one pshufb); msc = 16 int16 factors of Q8_K's 16 bsums
  * (the mins, or the scales of the code offset). */
 typedef struct { __m256i sc, msc; } kf_prep;
-
-/* Q3_K's sixteen 6-bit scales minus 32 as signed bytes (dot.c q3_K_scales):
- * scale j's low nibble is byte j % 8 (low nibble for j < 8, high for j >= 8),
- * its two high bits are bits 2 * (j / 4) of byte 8 + j % 4. */
-KF_INLINE __m128i kf_q3_scales(const uint8_t s[12]) {
-    uint32_t a[3];
-    memcpy(a, s, 12);
-    const uint32_t m4 = 0x0F0F0F0F, m2 = 0x03030303;
-    const __m128i v = _mm_setr_epi32((int)((a[0] & m4) | (a[2] & m2) << 4), (int)((a[1] & m4) | ((a[2] >> 2) & m2) << 4),
-                                     (int)(((a[0] >> 4) & m4) | ((a[2] >> 4) & m2) << 4),
-                                     (int)(((a[1] >> 4) & m4) | ((a[2] >> 6) & m2) << 4));
-    return _mm_sub_epi8(v, _mm_set1_epi8(32));
-}
 
 KF_INLINE kf_prep kf_prep_w(int kind, const uint8_t *blk) {
     const __m128i evens_odds = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
@@ -84,12 +75,19 @@ KF_INLINE kf_prep kf_prep_w(int kind, const uint8_t *blk) {
         p.sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc)));
         const __m128i m8 = _mm_loadl_epi64((const __m128i *)m);
         p.msc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+    } else if (kind == KF_IQ4X) {
+        const block_iq4_xs *x = (const block_iq4_xs *)blk;
+        int16_t ls[8];
+        for (int g = 0; g < 8; g++)
+            ls[g] = (int16_t)((((x->scales_l[g / 2] >> (4 * (g % 2))) & 0x0F) | ((x->scales_h >> (2 * g)) & 3) << 4) - 32);
+        p.sc = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)ls));
+        p.msc = _mm256_setzero_si256();
     } else if (kind == KF_Q2) {
         const __m128i s = _mm_loadu_si128((const __m128i *)((const block_q2_K *)blk)->scales);
         p.sc = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_and_si128(s, low4), evens_odds));
         p.msc = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), low4));
     } else {
-        const __m128i s = kind == KF_Q3 ? kf_q3_scales(((const block_q3_K *)blk)->scales)
+        const __m128i s = kind == KF_Q3 ? qt__q3_K_scales(((const block_q3_K *)blk)->scales)
                                         : _mm_loadu_si128((const __m128i *)((const block_q6_K *)blk)->scales);
         p.sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s, evens_odds));
         p.msc = _mm256_cvtepi8_epi16(s);
@@ -97,11 +95,18 @@ KF_INLINE kf_prep kf_prep_w(int kind, const uint8_t *blk) {
     return p;
 }
 
-/* The 32 unsigned codes of group g (elements 32g..32g+31) of one super-block. */
+/* The 32 codes of group g (elements 32g..32g+31) of one super-block: unsigned,
+ * or IQ4_XS's signed code-book values (ggml kvalues_iq4nl). */
 KF_INLINE __m256i kf_codes(int kind, const uint8_t *blk, int g) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(0x03), one = _mm256_set1_epi8(1);
 #define KF_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
     switch (kind) {
+    case KF_IQ4X: {
+        const __m128i book = _mm_loadu_si128((const __m128i *)qt__kvalues_iq4nl), l4 = _mm_set1_epi8(0x0F);
+        const __m128i q = _mm_loadu_si128((const __m128i *)(((const block_iq4_xs *)blk)->qs + 16 * g));
+        return _mm256_set_m128i(_mm_shuffle_epi8(book, _mm_and_si128(_mm_srli_epi16(q, 4), l4)),
+                                _mm_shuffle_epi8(book, _mm_and_si128(q, l4)));
+    }
     case KF_Q2: {
         const block_q2_K *x = (const block_q2_K *)blk;
         return _mm256_and_si256(_mm256_srli_epi16(KF_LOAD(x->qs + 32 * (g / 4)), 2 * (g % 4)), low2);
@@ -131,10 +136,10 @@ KF_INLINE __m256i kf_codes(int kind, const uint8_t *blk, int g) {
 #undef KF_LOAD
 }
 
-/* s += the int32 lanes of scale16 * maddubs(codes, y): exact (codes <= 63,
- * |y| <= 128: |pair| <= 16128; |scale| <= 128). */
-KF_INLINE __m256i kf_madd(__m256i s, __m256i codes, __m256i y, __m256i scale16) {
-    const __m256i p16 = _mm256_maddubs_epi16(codes, y);
+/* s += the int32 lanes of scale16 * maddubs(u, v), u unsigned and v signed
+ * bytes: exact (codes u <= 63 and |v| <= 128: |pair| <= 16128; |scale| <= 128). */
+KF_INLINE __m256i kf_madd(__m256i s, __m256i u, __m256i v, __m256i scale16) {
+    const __m256i p16 = _mm256_maddubs_epi16(u, v);
 #if QT_GEMM_K_VNNI
     return _mm256_dpwssd_epi32(s, p16, scale16);
 #else
@@ -190,8 +195,16 @@ KF_INLINE void kf_tile(int kind, int R, int C, const uint8_t *w, size_t ldw, con
 #pragma GCC unroll 4
             for (int c = 0; c < C; c++) {
                 const __m256i yv = _mm256_loadu_si256((const __m256i *)(y[c]->qs + 32 * g));
+                if (kf_signed(kind)) {
+                    /* signed codes: |y| (0..128, unsigned) times the code signed by y, exact
+                     * for y = -128 too (|code| <= 127: |pair| <= 32512) */
+                    const __m256i ya = _mm256_abs_epi8(yv);
 #pragma GCC unroll 4
-                for (int r = 0; r < R; r++) s[r][c] = kf_madd(s[r][c], codes[r], yv, scl[r]);
+                    for (int r = 0; r < R; r++) s[r][c] = kf_madd(s[r][c], ya, _mm256_sign_epi8(codes[r], yv), scl[r]);
+                } else {
+#pragma GCC unroll 4
+                    for (int r = 0; r < R; r++) s[r][c] = kf_madd(s[r][c], codes[r], yv, scl[r]);
+                }
             }
         }
         const __m128 dx = kf_halves(R, x, kf_d_offset(kind));
@@ -203,7 +216,7 @@ KF_INLINE void kf_tile(int kind, int R, int C, const uint8_t *w, size_t ldw, con
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++) {
                 m[r] = _mm256_setzero_si256();
-                if (r >= R) continue;
+                if (r >= R || kind == KF_IQ4X) continue;
                 const __m256i t = _mm256_madd_epi16(p[r].msc, bs);
                 if (kf_has_min(kind)) m[r] = t;
                 else s[r][c] = _mm256_sub_epi32(s[r][c], _mm256_slli_epi32(t, kf_offset_shift(kind)));
@@ -261,12 +274,13 @@ KF_INLINE void kf_gemm(int kind, const void *vw, size_t ldw, int64_t nr, const v
         kf_gemm(KIND, w, ldw, nr, a, lda, nc, n, out, ldo);                                                          \
     }
 
-/* The five entry points of one ISA file: SUFFIX avx2 or avx512. */
+/* The six entry points of one ISA file: SUFFIX avx2 or avx512. */
 #define QT_GEMM_K_DEFINE(SUFFIX)             \
     QT_GEMM_K_ENTRY(q2_K, KF_Q2, SUFFIX)     \
     QT_GEMM_K_ENTRY(q3_K, KF_Q3, SUFFIX)     \
     QT_GEMM_K_ENTRY(q4_K, KF_Q4, SUFFIX)     \
     QT_GEMM_K_ENTRY(q5_K, KF_Q5, SUFFIX)     \
-    QT_GEMM_K_ENTRY(q6_K, KF_Q6, SUFFIX)
+    QT_GEMM_K_ENTRY(q6_K, KF_Q6, SUFFIX)     \
+    QT_GEMM_K_ENTRY(iq4_xs, KF_IQ4X, SUFFIX)
 
 #endif

@@ -46,7 +46,7 @@ const qt__kernel_variant qt__variants[] = {
     /* --numerics fast: two blocks per 512-bit vector (not llama.cpp's float order) */
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_q8_0_avx512, .gemm_fast_ref = qt__dot_fast_q8_0_ref},
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_q4_0_avx512, .gemm_fast_ref = qt__dot_fast_q4_0_ref},
-    /* --numerics fast K-quants (gemm_k_avx2.c, gemm_k_avx512.c): exact super-block integers,
+    /* --numerics fast K-quants and IQ4_XS (gemm_k_avx2.c, gemm_k_avx512.c): exact super-block integers,
        4 rows per float vector; one order (gemm_k.h), so both levels give the same bits */
 #define QT_FAST_K(T, t, SUFFIX, LEVEL) \
     {QT_TYPE_##T, LEVEL, .gemm_fast = qt__gemm_fast_##t##_##SUFFIX, .gemm_fast_ref = qt__dot_fast_##t##_ref}
@@ -56,6 +56,7 @@ const qt__kernel_variant qt__variants[] = {
     QT_FAST_K(Q2_K, q2_K, avx512, QT__CPU_AVX512), QT_FAST_K(Q3_K, q3_K, avx512, QT__CPU_AVX512),
     QT_FAST_K(Q4_K, q4_K, avx512, QT__CPU_AVX512), QT_FAST_K(Q5_K, q5_K, avx512, QT__CPU_AVX512),
     QT_FAST_K(Q6_K, q6_K, avx512, QT__CPU_AVX512),
+    QT_FAST_K(IQ4_XS, iq4_xs, avx2, QT__CPU_AVX2), QT_FAST_K(IQ4_XS, iq4_xs, avx512, QT__CPU_AVX512),
 #undef QT_FAST_K
     /* --numerics fast F16/BF16 (gemm_f16_avx2.c, gemm_f16_avx512.c): tinyBLAS's 16-lane order
        at every batch size, in register tiles */
