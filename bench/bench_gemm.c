@@ -13,8 +13,10 @@
  * Both give the same bits (test_engine_dot); only speed differs. Prints one
  * JSON document on stdout: per type, shape and batch, the median over --reps
  * of thread CPU seconds (cpu_s: the kernel's cost even on a shared machine)
- * and wall seconds, with gflops (2 * multiply-adds / cpu_s / 1e9) and
- * vs_dots (the dots cpu_s / this cpu_s).
+ * and wall seconds, with gflops (2 * multiply-adds / cpu_s / 1e9),
+ * weight_gbps (the weight matrix's bytes / cpu_s / 1e9: the read rate a decode
+ * step needs, to set against the machine's bandwidth) and vs_dots (the dots
+ * cpu_s / this cpu_s).
  *
  *   bench_gemm [--reps N] [--batch B ...] [--type NAME ...]
  */
@@ -87,8 +89,9 @@ int main(int argc, char **argv) {
     if (!nbatch) { batches[0] = 1; batches[1] = 16; batches[2] = 128; nbatch = 3; }
     for (int i = 0; i < nbatch; i++)
         if (batches[i] < 1 || batches[i] > 4096) { fprintf(stderr, "bench_gemm: --batch must be 1..4096\n"); return 2; }
-    const qt_type all[] = {QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q4_1, QT_TYPE_Q5_0, QT_TYPE_Q5_1, QT_TYPE_IQ4_NL,
-                          QT_TYPE_Q4_K, QT_TYPE_Q6_K};
+    const qt_type all[] = {QT_TYPE_F16,  QT_TYPE_BF16,   QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q4_1, QT_TYPE_Q5_0,
+                           QT_TYPE_Q5_1, QT_TYPE_IQ4_NL, QT_TYPE_Q2_K, QT_TYPE_Q3_K, QT_TYPE_Q4_K, QT_TYPE_Q5_K,
+                           QT_TYPE_Q6_K, QT_TYPE_IQ4_XS};
     printf("{\n  \"machine\": {\"cpu_level\": \"%s\", \"threads\": 1},\n  \"config\": {\"reps\": %d},\n  \"results\": [",
            qt_cpu_level_name(), reps);
     int first = 1;
@@ -126,13 +129,14 @@ int main(int argc, char **argv) {
             for (int bi = 0; bi < nbatch; bi++) {
                 const int64_t B = batches[bi];
                 const double flop = 2.0 * (double)sh->rows * (double)sh->cols * (double)B;
+                const double wbytes = (double)ldw * (double)sh->rows; /* weight bytes streamed per call */
                 dots_fn = tr->vec_dot;
                 double dots_cpu, wall;
                 time_gemm(gemm_by_dots, w, ldw, sh->rows, a, lda, B, sh->cols, out, reps, &dots_cpu, &wall);
                 printf("%s\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"dots %s\", "
-                       "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"vs_dots\": 1.00}",
+                       "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"weight_gbps\": %.2f, \"vs_dots\": 1.00}",
                        first ? "" : ",", tr->name, sh->name, (long long)B, qt_cpu_level_name(), dots_cpu, wall,
-                       flop / dots_cpu / 1e9);
+                       flop / dots_cpu / 1e9, wbytes / dots_cpu / 1e9);
                 first = 0;
                 for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
                     if (v->type != t || v->level > qt__cpu_level_get()) continue;
@@ -142,9 +146,9 @@ int main(int argc, char **argv) {
                         double cpu;
                         time_gemm(g, w, ldw, sh->rows, a, lda, B, sh->cols, out, reps, &cpu, &wall);
                         printf(",\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"gemm%s %s\", "
-                               "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"vs_dots\": %.2f}",
+                               "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"weight_gbps\": %.2f, \"vs_dots\": %.2f}",
                                tr->name, sh->name, (long long)B, fast ? " fast" : "", qt__cpu_level_str(v->level), cpu, wall,
-                               flop / cpu / 1e9, dots_cpu / cpu);
+                               flop / cpu / 1e9, wbytes / cpu / 1e9, dots_cpu / cpu);
                     }
                 }
                 if (xs) {

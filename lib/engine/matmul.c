@@ -13,9 +13,11 @@
  * and prefill (tiles of rows x activations share every load): its bits
  * are vec_dot's for every element, so the engine's results are the same with
  * and without it. With --numerics fast a type may instead take a kernel in
- * its own float order (gemm_fast: AVX-512 q8_0/q4_0, two blocks per vector),
- * the same at every batch size and thread count but not llama.cpp's bits.
- * Where the CPU level has an x16 kernel (q4_0, q8_0: gemm.h) fast mode packs
+ * its own float order (gemm_fast: AVX-512 q8_0/q4_0, two blocks per vector;
+ * q2_K..q6_K and iq4_xs, lib/quant/gemm_k.h; f16/bf16, lib/quant/gemm_f16.h), from one
+ * activation row on, the same at every batch size and thread count but not
+ * llama.cpp's bits.
+ * Where the CPU level has an x16 kernel (q4_0, q4_1, q5_0, q5_1, iq4_nl, q8_0: gemm.h) fast mode packs
  * the rows once, here at load, into groups of 16 rows with their scales
  * side by side, and every matmul (decode and prefill) streams that copy with
  * q8s activations (f32 scale and code sum per block); the caller may then drop

@@ -49,26 +49,13 @@ float qt__dot_q2_K_q8_K_avx2(const void *vx, const void *vy, int64_t n) {
     return qt__hsum8_avx(acc);
 }
 
-/* Q3_K's sixteen scales minus 32 (dot.c q3_K_scales), four per 32-bit word:
- * scale j's low nibble is byte j % 8 of s[0..7] (low nibble for j < 8, high
- * for j >= 8), its two high bits come from s[8 + j % 4] at bits 2 * (j / 4). */
-static inline __m128i q3_K_scales_vec(const uint8_t s[12]) {
-    uint32_t a[3];
-    memcpy(a, s, 12);
-    const uint32_t m4 = 0x0F0F0F0F, m2 = 0x03030303;
-    const __m128i v = _mm_setr_epi32((int)((a[0] & m4) | (a[2] & m2) << 4), (int)((a[1] & m4) | ((a[2] >> 2) & m2) << 4),
-                                     (int)(((a[0] >> 4) & m4) | ((a[2] >> 4) & m2) << 4),
-                                     (int)(((a[1] >> 4) & m4) | ((a[2] >> 6) & m2) << 4));
-    return _mm_sub_epi8(v, _mm_set1_epi8(32));
-}
-
 float qt__dot_q3_K_q8_K_avx2(const void *vx, const void *vy, int64_t n) {
     const block_q3_K *x = vx;
     const block_q8_K *y = vy;
     const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
-        const __m128i sc = q3_K_scales_vec(x[b].scales);
+        const __m128i sc = qt__q3_K_scales(x[b].scales);
         const __m256i hm = _mm256_loadu_si256((const __m256i *)x[b].hmask);
         __m256i sum = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {

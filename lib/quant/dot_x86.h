@@ -51,6 +51,20 @@ static inline __m256i qt__k_pair_scales(__m128i s, int p) {
     return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(s, pick));
 }
 
+/* Q3_K's sixteen scales minus 32 as signed bytes (dot.c q3_K_scales), four per
+ * 32-bit word: scale j's low nibble is byte j % 8 of s[0..7] (low nibble for
+ * j < 8, high for j >= 8), its two high bits come from s[8 + j % 4] at bits
+ * 2 * (j / 4). */
+static inline __m128i qt__q3_K_scales(const uint8_t s[12]) {
+    uint32_t a[3];
+    memcpy(a, s, 12);
+    const uint32_t m4 = 0x0F0F0F0F, m2 = 0x03030303;
+    const __m128i v = _mm_setr_epi32((int)((a[0] & m4) | (a[2] & m2) << 4), (int)((a[1] & m4) | ((a[2] >> 2) & m2) << 4),
+                                     (int)(((a[0] >> 4) & m4) | ((a[2] >> 4) & m2) << 4),
+                                     (int)(((a[1] >> 4) & m4) | ((a[2] >> 6) & m2) << 4));
+    return _mm_sub_epi8(v, _mm_set1_epi8(32));
+}
+
 /* Q4_K/Q5_K's eight 6-bit scales and mins (qt__get_scale_min_k4), four per
  * 32-bit word: sc[0..7] into sc, m[0..7] into m. */
 static inline void qt__k4_scales(const uint8_t s[12], uint8_t sc[8], uint8_t m[8]) {

@@ -8,6 +8,8 @@
 #include "ct_rows.h"
 #include "dot.h"
 #include "gemm.h"
+#include "gemm_f16.h"
+#include "gemm_k.h"
 #include "simd.h"
 #include "variants.h"
 
@@ -66,6 +68,24 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_Q5_1, QT__CPU_AVX512, .gemm_x16 = qt__gemm_x16_q5_1_avx512, .gemm_x16_ref = qt__gemm_x16_q5_1_ref},
     {QT_TYPE_IQ4_NL, QT__CPU_AVX512, .gemm_x16 = qt__gemm_x16_iq4_nl_avx512, .gemm_x16_ref = qt__gemm_x16_iq4_nl_ref},
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .gemm_x16 = qt__gemm_x16_q8_0_avx512, .gemm_x16_ref = qt__gemm_x16_q8_0_ref},
+    /* --numerics fast K-quants and IQ4_XS (gemm_k_avx2.c, gemm_k_avx512.c): exact super-block integers,
+       4 rows per float vector; one order (gemm_k.h), so both levels give the same bits */
+#define QT_FAST_K(T, t, SUFFIX, LEVEL) \
+    {QT_TYPE_##T, LEVEL, .gemm_fast = qt__gemm_fast_##t##_##SUFFIX, .gemm_fast_ref = qt__dot_fast_##t##_ref}
+    QT_FAST_K(Q2_K, q2_K, avx2, QT__CPU_AVX2),   QT_FAST_K(Q3_K, q3_K, avx2, QT__CPU_AVX2),
+    QT_FAST_K(Q4_K, q4_K, avx2, QT__CPU_AVX2),   QT_FAST_K(Q5_K, q5_K, avx2, QT__CPU_AVX2),
+    QT_FAST_K(Q6_K, q6_K, avx2, QT__CPU_AVX2),
+    QT_FAST_K(Q2_K, q2_K, avx512, QT__CPU_AVX512), QT_FAST_K(Q3_K, q3_K, avx512, QT__CPU_AVX512),
+    QT_FAST_K(Q4_K, q4_K, avx512, QT__CPU_AVX512), QT_FAST_K(Q5_K, q5_K, avx512, QT__CPU_AVX512),
+    QT_FAST_K(Q6_K, q6_K, avx512, QT__CPU_AVX512),
+    QT_FAST_K(IQ4_XS, iq4_xs, avx2, QT__CPU_AVX2), QT_FAST_K(IQ4_XS, iq4_xs, avx512, QT__CPU_AVX512),
+#undef QT_FAST_K
+    /* --numerics fast F16/BF16 (gemm_f16_avx2.c, gemm_f16_avx512.c): tinyBLAS's 16-lane order
+       at every batch size, in register tiles */
+    {QT_TYPE_F16, QT__CPU_AVX2, .gemm_fast = qt__gemm_fast_f16_avx2, .gemm_fast_ref = qt__gemm_f16_ref},
+    {QT_TYPE_BF16, QT__CPU_AVX2, .gemm_fast = qt__gemm_fast_bf16_avx2, .gemm_fast_ref = qt__dot_fast_bf16_ref},
+    {QT_TYPE_F16, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_f16_avx512, .gemm_fast_ref = qt__gemm_f16_ref},
+    {QT_TYPE_BF16, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_bf16_avx512, .gemm_fast_ref = qt__dot_fast_bf16_ref},
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .to_float = qt__dequantize_q4_0_avx512},
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .to_float = qt__dequantize_q8_0_avx512},
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .to_float = qt__dequantize_q4_K_avx512},

@@ -27,7 +27,8 @@ static void fill(float *x, int64_t n, float scale) {
     for (int64_t i = 0; i < n; i++) x[i] = scale * frand() * (1.0f + 3.0f * (i % 37 == 0)); /* a few outliers */
 }
 
-/* vec_dot(quantize(x), act(y)) against dequant(x) . dequant(act(y)) in double. */
+/* vec_dot(quantize(x), act(y)), and the fast orders' references, against
+ * dequant(x) . dequant(act(y)) in double. */
 static void check_type(qt_type t, int64_t n) {
     const qt_type_traits *tr = qt_type_get(t);
     const qt_type_traits *vt = qt_type_get(tr->vec_dot_type);
@@ -65,6 +66,13 @@ static void check_type(qt_type t, int64_t n) {
         const float got = tr->vec_dot(xq, yq, n);
         CHECK_MSG(fabs(got - want) <= 2e-6 * mag + 1e-30, "%s n=%lld rep %d: vec_dot %.9g, dequantized dot %.9g (sum |xy| %.6g)",
                   tr->name, (long long)n, rep, (double)got, want, mag);
+        /* the --numerics fast orders (gemm_fast_ref) compute the same product */
+        for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+            if (v->type != t || !v->gemm_fast_ref) continue;
+            const float fast = v->gemm_fast_ref(xq, yq, n);
+            CHECK_MSG(fabs(fast - want) <= 2e-6 * mag + 1e-30, "%s n=%lld rep %d: fast order %.9g, dequantized dot %.9g",
+                      tr->name, (long long)n, rep, (double)fast, want);
+        }
     }
     free(x); free(y); free(xd); free(yd); free(xq); free(yq); free(im);
 }
@@ -316,8 +324,16 @@ static void test_dot_variants_equal_reference(void) {
     if (!ran) SKIP("no dot variant runs on this CPU");
 }
 
-/* Weight rows of random bytes with finite scales (half_offsets), nr rows of n. */
+/* Weight rows of random bytes with finite scales (half_offsets), nr rows of n;
+ * 16-bit float rows of random finite values. */
 static void random_rows(qt_type t, uint8_t *w, int64_t nr, int64_t n) {
+    if (qt_type_get(t)->block_elems == 1) { /* f16, bf16: finite values of every magnitude class */
+        float *v = malloc((size_t)(n * nr) * sizeof *v);
+        for (int64_t i = 0; i < n * nr; i++) v[i] = frand() * (i % 5 ? 1.0f : 1e-3f);
+        CHECK_OK(qt_quantize_rows(t, v, w, nr, n, NULL));
+        free(v);
+        return;
+    }
     size_t off[2];
     const int nh = half_offsets(t, off);
     const size_t bytes = qt_row_size(t, n) * (size_t)nr, bsize = qt_type_get(t)->block_bytes;

@@ -1,0 +1,119 @@
+/* lib/quant/gemm_f16_x86.h — the bodies of the F16/BF16 --numerics fast
+ * kernels (gemm_f16.h), shared by gemm_f16_avx2.c (QT_GEMM_F_512 0: a 16-lane
+ * accumulator is two ymm registers) and gemm_f16_avx512.c (QT_GEMM_F_512 1:
+ * one zmm). Include only from those files, after defining QT_GEMM_F_512 and
+ * the tile QT_GEMM_F_R x QT_GEMM_F_C (weight rows x activation rows).
+ *
+ * Each 16-element step converts R weight vectors and C activation vectors
+ * once (F16: vcvtph2ps; BF16: widen and shift, exact) and feeds the R x C
+ * accumulators, one per output element, lane i % 16 taking element i: the
+ * order of qt__gemm_f16_ref / qt__dot_fast_bf16_ref whatever the tile.
+ */
+#ifndef QT_QUANT_GEMM_F16_X86_H
+#define QT_QUANT_GEMM_F16_X86_H
+
+#include <immintrin.h>
+
+#include "dot.h"
+#include "dot_x86.h"
+#include "gemm_f16.h"
+
+#define GF_INLINE static inline __attribute__((always_inline))
+
+enum { GF_F16, GF_BF16 };
+
+/* Activation rows per column panel: 64 rows of 2048 halves are 256 KB (L2). */
+#define GF_PANEL 64
+
+#if QT_GEMM_F_512
+typedef __m512 gf_vec; /* 16 f32 lanes */
+GF_INLINE gf_vec gf_zero(void) { return _mm512_setzero_ps(); }
+GF_INLINE gf_vec gf_load(int kind, const uint16_t *p) {
+    const __m256i h = _mm256_loadu_si256((const __m256i *)p);
+    if (kind == GF_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+GF_INLINE gf_vec gf_fma(gf_vec a, gf_vec b, gf_vec c) { return _mm512_fmadd_ps(a, b, c); }
+/* reduce16: lanes i and i+8 added, then hsum8 */
+GF_INLINE float gf_reduce(gf_vec a) {
+    return qt__hsum8_avx(_mm256_add_ps(_mm512_castps512_ps256(a), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
+}
+#else
+typedef struct { __m256 lo, hi; } gf_vec; /* lanes 0-7, 8-15 */
+GF_INLINE gf_vec gf_zero(void) { return (gf_vec){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+GF_INLINE __m256 gf_load8(int kind, const uint16_t *p) {
+    const __m128i h = _mm_loadu_si128((const __m128i *)p);
+    if (kind == GF_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+GF_INLINE gf_vec gf_load(int kind, const uint16_t *p) { return (gf_vec){gf_load8(kind, p), gf_load8(kind, p + 8)}; }
+GF_INLINE gf_vec gf_fma(gf_vec a, gf_vec b, gf_vec c) {
+    return (gf_vec){_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+}
+GF_INLINE float gf_reduce(gf_vec a) { return qt__hsum8_avx(_mm256_add_ps(a.lo, a.hi)); }
+#endif
+
+/* out[c * ldo + r], r < R, c < C: n a multiple of 16 */
+GF_INLINE void gf_tile(int kind, int R, int C, const uint16_t *w, size_t ldw, const uint16_t *a, size_t lda, int64_t n,
+                       float *out, int64_t ldo) {
+    gf_vec acc[QT_GEMM_F_R][QT_GEMM_F_C];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; c++) acc[r][c] = gf_zero();
+    for (int64_t i = 0; i < n; i += 16) {
+        gf_vec x[QT_GEMM_F_R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) x[r] = gf_load(kind, w + r * ldw + i);
+#pragma GCC unroll 8
+        for (int c = 0; c < C; c++) {
+            const gf_vec y = gf_load(kind, a + c * lda + i);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) acc[r][c] = gf_fma(x[r], y, acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; c++) out[c * ldo + r] = gf_reduce(acc[r][c]);
+}
+
+/* ldw, lda in bytes (the gemm interface); the tiles over nr x nc, panel by panel. */
+GF_INLINE void gf_gemm(int kind, const void *vw, size_t ldw_b, int64_t nr, const void *va, size_t lda_b, int64_t nc,
+                       int64_t n, float *out, int64_t ldo) {
+    if (n % 16 != 0) {
+        /* the reference's order per element (it falls back to vec_dot's for F16) */
+        const qt_vec_dot_fn ref = kind == GF_F16 ? qt__gemm_f16_ref : qt__dot_fast_bf16_ref;
+        qt__gemm_dots(ref, vw, ldw_b, nr, va, lda_b, nc, n, out, ldo);
+        return;
+    }
+    const uint16_t *W = vw, *A = va;
+    const size_t ldw = ldw_b / 2, lda = lda_b / 2;
+    const int TR = QT_GEMM_F_R, TC = QT_GEMM_F_C;
+    for (int64_t c0 = 0; c0 < nc; c0 += GF_PANEL) {
+        const int64_t c1 = c0 + GF_PANEL < nc ? c0 + GF_PANEL : nc;
+        int64_t r = 0;
+        for (; r + TR <= nr; r += TR) {
+            int64_t c = c0;
+            for (; c + TC <= c1; c += TC) gf_tile(kind, TR, TC, W + r * ldw, ldw, A + c * lda, lda, n, out + c * ldo + r, ldo);
+            for (; c < c1; c++) gf_tile(kind, TR, 1, W + r * ldw, ldw, A + c * lda, lda, n, out + c * ldo + r, ldo);
+        }
+        for (; r < nr; r++) {
+            int64_t c = c0;
+            for (; c + TC <= c1; c += TC) gf_tile(kind, 1, TC, W + r * ldw, ldw, A + c * lda, lda, n, out + c * ldo + r, ldo);
+            for (; c < c1; c++) gf_tile(kind, 1, 1, W + r * ldw, ldw, A + c * lda, lda, n, out + c * ldo + r, ldo);
+        }
+    }
+}
+
+#define QT_GEMM_F_DEFINE(SUFFIX)                                                                                     \
+    void qt__gemm_fast_f16_##SUFFIX(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,   \
+                                    int64_t n, float *out, int64_t ldo) {                                           \
+        gf_gemm(GF_F16, w, ldw, nr, a, lda, nc, n, out, ldo);                                                        \
+    }                                                                                                                \
+    void qt__gemm_fast_bf16_##SUFFIX(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,  \
+                                     int64_t n, float *out, int64_t ldo) {                                          \
+        gf_gemm(GF_BF16, w, ldw, nr, a, lda, nc, n, out, ldo);                                                       \
+    }
+
+#endif
