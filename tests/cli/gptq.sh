@@ -7,7 +7,9 @@
 # which is below plain round-to-nearest's; tiny256-random to Q4_K_M (K-quants)
 # with a KL divergence to the base below round-to-nearest's;
 # tiny256-random to w4a16 (compressed-tensors): loads, runs, and its KL
-# divergence to the base is below round-to-nearest's; the usage errors.
+# divergence to the base is below round-to-nearest's; the same for the float
+# schemes (fp8-dynamic, fp8-static, fp8-block, nvfp4, mxfp4), each written
+# in the very layout round-to-nearest writes; the usage errors.
 source "$(dirname "$0")/lib/harness.sh"
 stories="$shared/models/stories260K.gguf"
 tiny="$shared/models/tiny256-random.gguf"
@@ -39,6 +41,8 @@ if ldd "$q" 2>/dev/null | grep -q libasan; then
     check "asan gptq q4_0" 0 "$q" quantize "$stories" "$tmp/a.gguf" --scheme q4_0 --tensor-type ffn_down=f16 \
         --algo gptq --calib "$tmp/calib.txt" --nsamples 2 --seqlen 32 --act-order -q
     check "asan gptq q4_k_m" 0 "$q" quantize "$tiny" "$tmp/k.gguf" --scheme q4_k_m --algo gptq \
+        --calib "$tmp/calib.txt" --nsamples 2 --seqlen 32 -q
+    check "asan gptq nvfp4" 0 "$q" quantize "$tiny" "$tmp/nv" --scheme nvfp4 --algo gptq \
         --calib "$tmp/calib.txt" --nsamples 2 --seqlen 32 -q
     check "asan gptq w4a16-asym" 0 "$q" quantize "$tiny" "$tmp/ct" --scheme w4a16-asym --algo gptq \
         --calib "$tmp/calib.txt" --nsamples 2 --seqlen 32 -q
@@ -104,6 +108,32 @@ kld=($(grep -o '"kld_mean": [0-9.e+-]*' "$tmp/eval.json" | awk '{print $2}'))
 echo "tiny256-random, evaluation slice, ctx 128, 4 chunks: mean KLD to F16: w4a16 RTN ${kld[0]}, w4a16 GPTQ ${kld[1]}"
 ok test "${#kld[@]}" = 2
 ok lt "${kld[1]}" "${kld[0]}"
+
+# ---- compressed-tensors float schemes on tiny256-random ------------------------------------------------
+# The layout (every tensor's name, dtype and shape) is round-to-nearest's; the KL divergence is below it.
+# the safetensors header: every tensor's name, dtype, shape and offsets
+layout() { local n; n=$(od -An -t u8 -N8 "$1" | tr -d ' '); head -c $((8 + n)) "$1"; }
+cands=()
+for sc in fp8-dynamic fp8-static fp8-block nvfp4 mxfp4; do
+    check "gptq $sc" 0 "$q" quantize "$tiny" "$tmp/f-gptq-$sc" --scheme $sc --algo gptq --calib "$tmp/calib.txt" \
+        --nsamples 8 --seqlen 128
+    ok has err "56 linears by GPTQ, 0 rounded to nearest"
+    calib=(); [ $sc = fp8-static ] || [ $sc = nvfp4 ] && calib=(--calib "$tmp/calib.txt" --nsamples 8 --seqlen 128)
+    check "rtn $sc" 0 "$q" quantize "$tiny" "$tmp/f-rtn-$sc" --scheme $sc "${calib[@]}" -q
+    layout "$tmp/f-gptq-$sc/model.safetensors" >"$tmp/h-gptq" && layout "$tmp/f-rtn-$sc/model.safetensors" >"$tmp/h-rtn"
+    ok test -s "$tmp/h-gptq"
+    ok cmp "$tmp/h-gptq" "$tmp/h-rtn"
+    cands+=(--candidate "$tmp/f-rtn-$sc" --candidate "$tmp/f-gptq-$sc")
+done
+"$q" eval --base "$tiny" "${cands[@]}" -f "$tmp/eval.txt" -c 128 --chunks 4 --json >"$tmp/eval.json" 2>/dev/null
+kld=($(grep -o '"kld_mean": [0-9.e+-]*' "$tmp/eval.json" | awk '{print $2}'))
+ok test "${#kld[@]}" = 10
+i=0
+for sc in fp8-dynamic fp8-static fp8-block nvfp4 mxfp4; do
+    echo "tiny256-random, evaluation slice, ctx 128, 4 chunks: mean KLD to F16: $sc RTN ${kld[$i]}, GPTQ ${kld[$((i + 1))]}"
+    ok lt "${kld[$((i + 1))]}" "${kld[$i]}"
+    i=$((i + 2))
+done
 
 echo "gptq: $pass passed, $fail failed"
 [ $fail -eq 0 ]
