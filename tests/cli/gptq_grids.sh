@@ -30,8 +30,8 @@ if ldd "$q" 2>/dev/null | grep -q libasan; then
 fi
 
 # ---- compressed-tensors float schemes on tiny256-random ------------------------------------------------
-# The layout (every tensor's name, dtype and shape) is round-to-nearest's; the KL divergence is below it.
-# the safetensors header: every tensor's name, dtype, shape and offsets
+# The layout is round-to-nearest's (the safetensors headers, every tensor's name, dtype, shape and
+# offsets, are the same bytes); the KL divergence is below it.
 layout() { local n; n=$(od -An -t u8 -N8 "$1" | tr -d ' '); head -c $((8 + n)) "$1"; }
 cands=()
 for sc in fp8-dynamic fp8-static fp8-block nvfp4 mxfp4; do
