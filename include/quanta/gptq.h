@@ -68,6 +68,42 @@ QT_API qt_status qt_gptq_ct_int_init(qt_gptq_ct_int *g, int bits, bool symmetric
 QT_API qt_gptq_grid qt_gptq_ct_int_grid(qt_gptq_ct_int *g);
 QT_API void qt_gptq_ct_int_free(qt_gptq_ct_int *g);
 
+/* compressed-tensors float formats (ct.h; lib/quant/ct_float.c): begin_group
+ * fixes the scales from the group's current values exactly as the RTN codec
+ * does, quantize_col rounds each value to the nearest representable one with
+ * the codec's arithmetic, so with H = I the codes and scales are the codec's.
+ *   FP8_TENSOR  E4M3, one scale (group = cols, all rows): amax / 448, or
+ *               `shared` when > 0 (a scale shared with fused shards)
+ *   FP8_CHANNEL E4M3, one scale per row (group = cols)
+ *   FP8_BLOCK   E4M3, one scale per 128 x 128 block (group = 128 columns;
+ *               cols must be a multiple of 128 or at most 128)
+ *   NVFP4       E2M1, E4M3 scale per 16, `shared` = the f32 global scale
+ *               (required: qt_ct_nvfp4_global_scale of the tensor's amax)
+ *   MXFP4       E2M1, E8M0 scale per 32 (bf16 arithmetic) */
+typedef enum qt_gptq_float_kind {
+    QT_GPTQ_FP8_TENSOR = 0,
+    QT_GPTQ_FP8_CHANNEL,
+    QT_GPTQ_FP8_BLOCK,
+    QT_GPTQ_NVFP4,
+    QT_GPTQ_MXFP4,
+} qt_gptq_float_kind;
+
+typedef struct qt_gptq_ct_float {
+    qt_gptq_float_kind kind;
+    int dtype;               /* qt_ct_dtype (MXFP4 computes in bf16 whatever it is) */
+    int64_t rows, cols, group;
+    uint8_t *q;              /* (rows, cols) E4M3 codes, or E2M1 codes one per byte (qt_ct_pack_fp4 packs) */
+    float *scales;           /* FP8: 1, rows, or (ceil(rows / 128), cols / 128) */
+    uint8_t *scale_codes;    /* NVFP4: E4M3 (rows, cols / 16); MXFP4: E8M0 (rows, cols / 32) */
+    float shared;            /* FP8_TENSOR: the scale (0: from amax); NVFP4: the global scale */
+    float *eff;              /* (rows, cols / group) FP4: the scale a code is multiplied by */
+} qt_gptq_ct_float;
+
+QT_API qt_status qt_gptq_ct_float_init(qt_gptq_ct_float *g, qt_gptq_float_kind kind, int dtype, int64_t rows,
+                                       int64_t cols, float shared);
+QT_API qt_gptq_grid qt_gptq_ct_float_grid(qt_gptq_ct_float *g);
+QT_API void qt_gptq_ct_float_free(qt_gptq_ct_float *g);
+
 /* A GGUF block type through its traits row: a group is one block (32 or 256
  * columns); begin_group runs the type's own quantizer (from_float, bit-exact
  * with ggml; with importance weights when given) on the block's current
@@ -137,6 +173,11 @@ QT_API qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const do
  * what GPTQ minimises, for tests and reports. */
 QT_API double qt_gptq_output_error(const float *W, const float *Q, int64_t rows, int64_t cols, const float *x,
                                    int64_t n);
+
+/* The same error from the held-out rows' Hessian H = 2 X^T X / n (cols, cols):
+ * sum over rows of d^T H d / 2 with d = W - Q (one BLAS dsymm). */
+QT_API qt_status qt_gptq_output_error_h(const float *W, const float *Q, int64_t rows, int64_t cols, const double *H,
+                                        double *out);
 
 #ifdef __cplusplus
 }

@@ -331,18 +331,22 @@ typedef struct qt_gptq_report {
 
 QT_API qt_gptq_run_opts qt_gptq_run_opts_default(void);
 /* GGUF: p from qt_quantize_plan_make(m, o); every planned linear type with a
- * grid (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K) through GPTQ, the rest as
- * qt_quantize_run does. o->imatrix must be NULL and o->algorithm name the
- * algorithm ("gptq", "awq", "awq+gptq", ...: the plan's exact size includes
- * that key). With g->smoothing every linear of the layers (and the norms that
- * absorbed the scales) is written from the smoothed values. */
+ * grid (q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs:
+ * qt_gptq_gguf_supported) through GPTQ, the rest as qt_quantize_run does.
+ * o->imatrix must be NULL and o->algorithm name the algorithm ("gptq",
+ * "awq", "awq+gptq", ...: the plan's exact size includes that key). With
+ * g->smoothing every linear of the layers (and the norms that absorbed the
+ * scales) is written from the smoothed values. */
 QT_API qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
                                        qt_quantize_plan *p, const qt_gptq_run_opts *g, qt_gptq_report *r);
-/* compressed-tensors integer schemes (w4a16, w4a16-asym, w8a16, w8a8-int8;
- * quanta/quantize_ct.h): every linear of the layers through GPTQ onto the
- * scheme's groups (scales chosen when the column loop reaches the group),
- * then qt_ct_export with those codes (o->int_codes is GPTQ's). The engine
- * runs later layers on the dequantized values. o->keep must be empty. */
+/* compressed-tensors schemes (quanta/quantize_ct.h): integer (w4a16,
+ * w4a16-asym, w8a16, w8a8-int8) or float (fp8-dynamic, fp8-static, fp8-block,
+ * nvfp4, mxfp4): every linear of the layers through GPTQ onto the scheme's
+ * grid (scales chosen when the column loop reaches the group; scales that
+ * fused shards share fixed first, as the writer fixes them), then
+ * qt_ct_export with those codes (o->int_codes / o->float_codes are GPTQ's;
+ * o->input_amax as for rtn). The engine runs later layers on the dequantized
+ * values. o->keep must be empty. */
 struct qt_ct_export_opts;
 struct qt_ct_export_estimate;
 QT_API qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char *out_dir,

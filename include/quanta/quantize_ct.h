@@ -75,6 +75,16 @@ typedef struct qt_ct_export_opts {
     /* quantization_config.quanta.method: the algorithm ("gptq", "awq", ...); NULL: "rtn". */
     const char *method;
     void *vector_values_ctx;
+    /* Float schemes (fp8-dynamic, fp8-static, fp8-block, nvfp4, mxfp4): the
+     * same for float codes, in the model's row order: q (rows, cols) one E4M3
+     * or E2M1 code per byte; scales: fp8's floats (rows for channel, the
+     * (row block, column block) grid for fp8-block; unused for fp8-static);
+     * scale_codes: fp4's E4M3 / E8M0 (rows, cols / group); *shared:
+     * fp8-static's weight scale or nvfp4's global scale, which must equal the
+     * writer's own (shared over fused shards; an error otherwise). */
+    bool (*float_codes)(void *ctx, const char *name, int64_t rows, int64_t cols, const uint8_t **q,
+                        const float **scales, const uint8_t **scale_codes, float *shared);
+    void *float_codes_ctx;
 } qt_ct_export_opts;
 
 /* One tensor of the source as it will be written. */
@@ -112,6 +122,11 @@ QT_API const char *qt_ct_scheme_key(int i);
  * for model m: bits, symmetry, strategy and group, and the model dtype its
  * scales are rounded to. QT_ERR_UNSUPPORTED for a float scheme. */
 QT_API qt_status qt_ct_int_scheme(const qt_model *m, const char *scheme, qt_ct_int_args *out);
+/* The float grid of a float scheme for model m: *kind a qt_gptq_float_kind
+ * (quanta/gptq.h: fp8-static is FP8_TENSOR, fp8-dynamic FP8_CHANNEL,
+ * fp8-block, nvfp4, mxfp4) and the model dtype. QT_ERR_UNSUPPORTED for an
+ * integer scheme. */
+QT_API qt_status qt_ct_float_scheme(const qt_model *m, const char *scheme, int *kind, qt_ct_dtype *dtype);
 
 /* What qt_ct_export would write, exactly, without quantizing or writing. */
 QT_API qt_status qt_ct_export_estimate_plan(const qt_model *m, const char *scheme, const qt_ct_export_opts *o,

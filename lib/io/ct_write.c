@@ -33,6 +33,7 @@
 #include "model/model_internal.h"
 #include "model/tensor_names.h"
 #include "quanta/formats.h"
+#include "quanta/gptq.h"
 #include "quanta/num.h"
 #include "quanta/quantize_ct.h"
 #include "quanta/safetensors.h"
@@ -471,11 +472,10 @@ static void quantize_range(void *ctx, int64_t begin, int64_t end, int thread_ind
 
 /* Codes an algorithm computed (qt_ct_export_opts.int_codes, GPTQ), in the
  * model's row order: moved to HF row order as load_f32 moves weights. */
-static bool given_codes(const ct_writer *w, const ptensor *p, const qjob *j) {
+static bool given_int_codes(const ct_writer *w, const ptensor *p, const qjob *j) {
     const int8_t *q, *zp;
     const float *fs;
-    if (w->sc->w != W_INT || !w->o.int_codes ||
-        !w->o.int_codes(w->o.int_codes_ctx, p->src->name, p->rows, p->cols, &q, &fs, &zp))
+    if (!w->o.int_codes || !w->o.int_codes(w->o.int_codes_ctx, p->src->name, p->rows, p->cols, &q, &fs, &zp))
         return false;
     for (int64_t r = 0; r < p->rows; r++) {
         const int64_t src = p->permute ? qt__tn_permuted_row(r, w->m->hp.head_dim, false) : r;
@@ -484,6 +484,50 @@ static bool given_codes(const ct_writer *w, const ptensor *p, const qjob *j) {
         if (j->zp) memcpy(j->zp + r * j->per_row, zp + src * j->per_row, (size_t)j->per_row);
     }
     return true;
+}
+
+/* Float codes (qt_ct_export_opts.float_codes), the same way. A scale shared by
+ * fused shards must be the writer's own (shared_scales). The q/k row order
+ * permutes rows within a head, so a 128-row fp8 block keeps its rows only
+ * when heads tile it. */
+static qt_status given_float_codes(const ct_writer *w, const ptensor *p, const qjob *j, bool *used) {
+    const uint8_t *q, *sc8;
+    const float *fs;
+    float shared = 0.0f;
+    const int64_t R = p->rows, C = p->cols, hd = w->m->hp.head_dim;
+    *used = false;
+    if (!w->o.float_codes || !w->o.float_codes(w->o.float_codes_ctx, p->src->name, R, C, &q, &fs, &sc8, &shared))
+        return QT_OK;
+    const bool fp4 = w->sc->w == W_NVFP4 || w->sc->w == W_MXFP4;
+    const bool uses_shared = w->sc->w == W_NVFP4 || (w->sc->w == W_FP8 && w->sc->a == A_FP8_TENSOR_STATIC);
+    if (uses_shared && shared != p->shared)
+        return qt_error(QT_ERR_INTERNAL, "%s: the algorithm's shared scale %.9g is not the writer's %.9g", p->src->name,
+                        shared, p->shared);
+    if (w->sc->w == W_FP8_BLOCK && p->permute && FP8_BLOCK % hd != 0 && hd % FP8_BLOCK != 0)
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: heads of %lld rows do not tile fp8's 128-row blocks, so GPTQ's block "
+                        "scales cannot follow the HF row order", p->src->name, (long long)hd);
+    for (int64_t r = 0; r < R; r++) {
+        const int64_t src = p->permute ? qt__tn_permuted_row(r, hd, false) : r;
+        if (fp4) {
+            qt_ct_pack_fp4(q + src * C, C, j->out8 + r * C / 2);
+            memcpy(j->codes8 + r * j->per_row, sc8 + src * j->per_row, (size_t)j->per_row);
+        } else {
+            memcpy(j->out8 + r * C, q + src * C, (size_t)C);
+            if (w->sc->w == W_FP8 && w->sc->a != A_FP8_TENSOR_STATIC) j->fs[r] = fs[src];
+        }
+    }
+    if (w->sc->w == W_FP8_BLOCK) /* heads tile the blocks: the same rows, the same scales */
+        memcpy(j->fs, fs, (size_t)(((R + FP8_BLOCK - 1) / FP8_BLOCK) * ((C + FP8_BLOCK - 1) / FP8_BLOCK)) * sizeof *fs);
+    *used = true;
+    return QT_OK;
+}
+
+static qt_status given_codes(const ct_writer *w, const ptensor *p, const qjob *j, bool *used) {
+    if (w->sc->w == W_INT) {
+        *used = given_int_codes(w, p, j);
+        return QT_OK;
+    }
+    return given_float_codes(w, p, j, used);
 }
 
 static qt_status quantize_tensor(ct_writer *w, int32_t i) {
@@ -522,7 +566,9 @@ static qt_status quantize_tensor(ct_writer *w, int32_t i) {
     j.codes8 = r->scale;
     bool ok = j.fs && j.status && r->weight && r->scale && (sc->w != W_INT || (j.q && (sc->symmetric || j.zp)));
     if (!ok) s = qt_error(QT_ERR_NOMEM, "%s: out of memory quantizing %s", w->dir, p->hf);
-    if (s == QT_OK && !given_codes(w, p, &j)) {
+    bool given = false;
+    if (s == QT_OK) s = given_codes(w, p, &j, &given);
+    if (s == QT_OK && !given) {
         qt_parallel_for(w->pool, n_chunks, quantize_range, &j);
         for (int64_t k = 0; k < n_chunks && s == QT_OK; k++) {
             if (j.status[k] == QT_OK) continue;
@@ -985,6 +1031,21 @@ qt_status qt_ct_int_scheme(const qt_model *m, const char *scheme, qt_ct_int_args
     *out = (qt_ct_int_args){.bits = sc->bits, .symmetric = sc->symmetric,
                             .strategy = sc->group_size ? QT_CT_GROUP : QT_CT_CHANNEL, .group_size = sc->group_size,
                             .dtype = emb && emb->type == QT_TYPE_F16 ? QT_CT_F16 : QT_CT_BF16};
+    return QT_OK;
+}
+
+qt_status qt_ct_float_scheme(const qt_model *m, const char *scheme, int *kind, qt_ct_dtype *dtype) {
+    const ct_scheme *sc = scheme_find(scheme);
+    if (!sc) return qt_error(QT_ERR_ARG, "unknown compressed-tensors scheme '%s'", scheme);
+    switch (sc->w) {
+    case W_INT: return qt_error(QT_ERR_UNSUPPORTED, "scheme %s is not a float weight scheme", sc->key);
+    case W_FP8: *kind = sc->a == A_FP8_TENSOR_STATIC ? QT_GPTQ_FP8_TENSOR : QT_GPTQ_FP8_CHANNEL; break;
+    case W_FP8_BLOCK: *kind = QT_GPTQ_FP8_BLOCK; break;
+    case W_NVFP4: *kind = QT_GPTQ_NVFP4; break;
+    case W_MXFP4: *kind = QT_GPTQ_MXFP4; break;
+    }
+    const qt_tensor *emb = qt_model_find_tensor(m, "token_embd.weight");
+    *dtype = emb && emb->type == QT_TYPE_F16 ? QT_CT_F16 : QT_CT_BF16;
     return QT_OK;
 }
 

@@ -300,3 +300,23 @@ double qt_gptq_output_error(const float *W, const float *Q, int64_t rows, int64_
         }
     return n ? sum / (double)n : 0;
 }
+
+qt_status qt_gptq_output_error_h(const float *W, const float *Q, int64_t rows, int64_t cols, const double *H,
+                                 double *out) {
+    double *D = malloc((size_t)(rows * cols) * sizeof *D), *DH = malloc((size_t)(rows * cols) * sizeof *DH);
+    if (!D || !DH) {
+        free(D);
+        free(DH);
+        return qt_error(QT_ERR_NOMEM, "gptq: out of memory for a %lld x %lld error", (long long)rows, (long long)cols);
+    }
+    for (int64_t i = 0; i < rows * cols; i++) D[i] = (double)W[i] - Q[i];
+    blas_pin();
+    cblas_dsymm(CblasRowMajor, CblasRight, CblasUpper, (int)rows, (int)cols, 1.0, H, (int)cols, D, (int)cols, 0.0, DH,
+                (int)cols);
+    double sum = 0;
+    for (int64_t i = 0; i < rows * cols; i++) sum += D[i] * DH[i];
+    *out = sum / 2;
+    free(D);
+    free(DH);
+    return QT_OK;
+}

@@ -21,6 +21,7 @@
 #include "blocks.h"
 #include "quanta/ct.h"
 #include "quanta/gptq.h"
+#include "quanta/num.h"
 
 /* ---- compressed-tensors integer groups ------------------------------------------ */
 
@@ -86,17 +87,150 @@ void qt_gptq_ct_int_free(qt_gptq_ct_int *g) {
     *g = (qt_gptq_ct_int){0};
 }
 
+/* ---- compressed-tensors float formats ------------------------------------------------ */
+
+enum { FP8_BLOCK = 128 };
+static const float fp8_max = 448.0f, fp4_max = 6.0f; /* finfo(float8_e4m3fn).max, FP4_E2M1_DATA.max */
+
+static const struct { int64_t group; const char *name; } float_kinds[] = {
+    [QT_GPTQ_FP8_TENSOR] = {0, "fp8 (tensor)"}, [QT_GPTQ_FP8_CHANNEL] = {0, "fp8 (channel)"},
+    [QT_GPTQ_FP8_BLOCK] = {FP8_BLOCK, "fp8-block"}, [QT_GPTQ_NVFP4] = {QT_CT_NVFP4_GROUP, "nvfp4"},
+    [QT_GPTQ_MXFP4] = {QT_CT_MXFP4_GROUP, "mxfp4"},
+};
+
+qt_status qt_gptq_ct_float_init(qt_gptq_ct_float *g, qt_gptq_float_kind kind, int dtype, int64_t rows, int64_t cols,
+                                float shared) {
+    *g = (qt_gptq_ct_float){.kind = kind, .dtype = dtype, .rows = rows, .cols = cols, .shared = shared};
+    if ((unsigned)kind > QT_GPTQ_MXFP4 || rows < 1 || cols < 1)
+        return qt_error(QT_ERR_ARG, "gptq: float grid %d on (%lld, %lld)", (int)kind, (long long)rows, (long long)cols);
+    const char *name = float_kinds[kind].name;
+    g->group = float_kinds[kind].group && cols > float_kinds[kind].group ? float_kinds[kind].group : cols;
+    if (kind != QT_GPTQ_FP8_BLOCK && float_kinds[kind].group && cols % float_kinds[kind].group != 0)
+        return qt_error(QT_ERR_SHAPE, "gptq: %s needs rows of a multiple of %lld elements, not %lld", name,
+                        (long long)float_kinds[kind].group, (long long)cols);
+    if (cols % g->group != 0)
+        return qt_error(QT_ERR_SHAPE, "gptq: %s needs rows of at most 128 or a multiple of 128 elements, not %lld "
+                        "(a partial 128 x 128 block has no GPTQ grid)", name, (long long)cols);
+    if (kind == QT_GPTQ_NVFP4 && (!(shared > 0.0f) || !isfinite(shared)))
+        return qt_error(QT_ERR_ARG, "gptq: nvfp4 needs the tensor's global scale, not %g", shared);
+    const int64_t ng = cols / g->group;
+    const size_t n_sc = kind == QT_GPTQ_FP8_TENSOR ? 1 : kind == QT_GPTQ_FP8_CHANNEL ? (size_t)rows
+                        : kind == QT_GPTQ_FP8_BLOCK ? (size_t)(((rows + FP8_BLOCK - 1) / FP8_BLOCK) * ng) : 0;
+    g->q = malloc((size_t)(rows * cols));
+    if (n_sc) g->scales = malloc(n_sc * sizeof *g->scales);
+    else {
+        g->scale_codes = malloc((size_t)(rows * ng));
+        g->eff = malloc((size_t)(rows * ng) * sizeof *g->eff);
+    }
+    if (!g->q || (n_sc && !g->scales) || (!n_sc && (!g->scale_codes || !g->eff))) {
+        qt_gptq_ct_float_free(g);
+        return qt_error(QT_ERR_NOMEM, "gptq: out of memory for %s codes", name);
+    }
+    return QT_OK;
+}
+
+static float amax_of(const float *w, int64_t n, qt_ct_dtype dt) {
+    float m = 0.0f;
+    for (int64_t i = 0; i < n; i++) m = fmaxf(m, fabsf(qt_ct_round_dtype(w[i], dt)));
+    return m;
+}
+
+/* calculate_qparams for E4M3: amax / 448 in the dtype, eps for a zero scale (qt_ct_fp8_quantize). */
+static float fp8_scale(float amax, qt_ct_dtype dt) {
+    const float sc = qt_ct_round_dtype(amax / fp8_max, dt);
+    return sc == 0.0f ? qt_ct_dtype_eps(dt) : sc;
+}
+
+static qt_status ct_float_begin(void *ctx, const float *wg, int64_t rows, int64_t g) {
+    qt_gptq_ct_float *c = ctx;
+    const qt_ct_dtype dt = (qt_ct_dtype)c->dtype;
+    const int64_t G = c->group, ng = c->cols / G;
+    switch (c->kind) {
+    case QT_GPTQ_FP8_TENSOR:
+        c->scales[0] = c->shared > 0.0f ? c->shared : fp8_scale(amax_of(wg, rows * G, dt), dt);
+        break;
+    case QT_GPTQ_FP8_CHANNEL:
+        for (int64_t r = 0; r < rows; r++) c->scales[r] = fp8_scale(amax_of(wg + r * G, G, dt), dt);
+        break;
+    case QT_GPTQ_FP8_BLOCK:
+        for (int64_t r0 = 0; r0 < rows; r0 += FP8_BLOCK) {
+            const int64_t n = rows - r0 < FP8_BLOCK ? rows - r0 : FP8_BLOCK;
+            c->scales[r0 / FP8_BLOCK * ng + g] = fp8_scale(amax_of(wg + r0 * G, n * G, dt), dt);
+        }
+        break;
+    case QT_GPTQ_NVFP4:
+        for (int64_t r = 0; r < rows; r++) { /* qt_ct_nvfp4_quantize_gs's calculate_qparams */
+            const float local = qt_ct_round_dtype(amax_of(wg + r * G, G, dt) / fp4_max, dt);
+            float sc = qt_e4m3_to_f32(qt_f32_to_e4m3_sat(c->shared * local));
+            if (sc == 0.0f) sc = 0.125f;
+            c->scale_codes[r * ng + g] = qt_f32_to_e4m3_sat(sc);
+            c->eff[r * ng + g] = sc / c->shared;
+        }
+        break;
+    case QT_GPTQ_MXFP4:
+        for (int64_t r = 0; r < rows; r++) {
+            const uint8_t e = qt_ct_mxfp4_scale_exponent(amax_of(wg + r * G, G, QT_CT_BF16));
+            c->scale_codes[r * ng + g] = e;
+            c->eff[r * ng + g] = qt_e8m0_to_f32(e);
+        }
+        break;
+    }
+    return QT_OK;
+}
+
+/* One element through the codec's _quantize and the dequantizer's product. */
+static void ct_float_col(void *ctx, const float *w, int64_t rows, int64_t col, float *q) {
+    qt_gptq_ct_float *c = ctx;
+    const qt_ct_dtype dt = (qt_ct_dtype)c->dtype;
+    const int64_t ng = c->cols / c->group, g = col / c->group;
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *code = &c->q[r * c->cols + col];
+        if (c->kind <= QT_GPTQ_FP8_BLOCK) {
+            const float sc = c->kind == QT_GPTQ_FP8_TENSOR    ? c->scales[0]
+                             : c->kind == QT_GPTQ_FP8_CHANNEL ? c->scales[r]
+                                                              : c->scales[r / FP8_BLOCK * ng + g];
+            *code = qt_f32_to_e4m3_sat(qt_ct_round_dtype(qt_ct_round_dtype(w[r], dt) / sc, dt));
+            q[r] = qt_ct_round_dtype(qt_e4m3_to_f32(*code) * sc, dt);
+        } else {
+            const float eff = c->eff[r * ng + g];
+            const float t = c->kind == QT_GPTQ_NVFP4
+                                ? qt_ct_round_dtype(w[r], dt) / eff
+                                : qt_ct_round_dtype(qt_ct_round_dtype(w[r], QT_CT_BF16) / eff, QT_CT_BF16);
+            *code = qt_f32_to_e2m1(fminf(fmaxf(t, -fp4_max), fp4_max));
+            q[r] = qt_e2m1_to_f32(*code) * eff;
+        }
+    }
+}
+
+qt_gptq_grid qt_gptq_ct_float_grid(qt_gptq_ct_float *g) {
+    return (qt_gptq_grid){g->group, g, ct_float_begin, ct_float_col};
+}
+
+void qt_gptq_ct_float_free(qt_gptq_ct_float *g) {
+    free(g->q);
+    free(g->scales);
+    free(g->scale_codes);
+    free(g->eff);
+    *g = (qt_gptq_ct_float){0};
+}
+
 /* ---- GGUF block types --------------------------------------------------------------- */
 
 /* Writes / reads code q of element i (0 <= i < block_elems) of a block. */
 typedef void (*set_code_fn)(uint8_t *block, int64_t i, int q);
 typedef int (*get_code_fn)(const uint8_t *block, int64_t i);
 
+/* The value of code q is b + a * level(q): level(q) = q for the uniform grids;
+ * for a code book (IQ4's kvalues_iq4nl) level(q) = levels[q] and b = 0
+ * (x = d kvalues[q]), and a is read off the decoder at the code whose level
+ * is 1 (unit), so a * level is the decoder's own product. */
 typedef struct code_layout {
     qt_type type;
     int qmin, qmax;          /* the codes ggml's quantizer produces */
     set_code_fn set;
     get_code_fn get;
+    const int8_t *levels;    /* (qmax + 1) code book, or NULL: level(q) = q */
+    int unit;                /* with levels: the code whose level is 1 */
 } code_layout;
 
 static int get_nibble(const uint8_t *qs, int64_t i, int64_t half) { return i < half ? qs[i] & 0xF : qs[i % half] >> 4; }
@@ -121,6 +255,20 @@ static int get_q6_K(const uint8_t *b, int64_t i) {
     const int64_t h = i / 128, k = i % 128 / 32, l = i % 32;
     const uint8_t ql = x->ql[64 * h + l + 32 * (k & 1)], qh = x->qh[32 * h + l];
     return (k < 2 ? ql & 0xF : ql >> 4) | (qh >> (2 * k) & 3) << 4;
+}
+
+/* Q2_K / Q3_K: per 128 elements 32 bytes of qs; element 32 k + l (k < 4) at bits 2 k of
+ * qs[l]; Q3_K's third bit of element 32 k + l (k < 8) is bit k of hmask[l]. */
+static int get_crumb(const uint8_t *qs, int64_t i) { return qs[32 * (i / 128) + i % 32] >> (2 * (i % 128 / 32)) & 3; }
+static int get_q2_K(const uint8_t *b, int64_t i) { return get_crumb(((const block_q2_K *)b)->qs, i); }
+static int get_q3_K(const uint8_t *b, int64_t i) {
+    const block_q3_K *x = (const block_q3_K *)b;
+    return get_crumb(x->qs, i) | (x->hmask[i % 32] >> (i / 32) & 1) << 2;
+}
+/* IQ4_NL: as Q4_0; IQ4_XS: sub-block s (32 elements) in qs[16 s..16 s + 15], as Q4_0 within. */
+static int get_iq4_nl(const uint8_t *b, int64_t i) { return get_nibble(((const block_iq4_nl *)b)->qs, i, QK4_NL / 2); }
+static int get_iq4_xs(const uint8_t *b, int64_t i) {
+    return get_nibble(((const block_iq4_xs *)b)->qs + 16 * (i / 32), i % 32, 16);
 }
 
 static void set_nibble(uint8_t *qs, int64_t i, int64_t half, int q) {
@@ -168,11 +316,30 @@ static void set_q6_K(uint8_t *b, int64_t i, int q) {
     *qh = (uint8_t)((*qh & ~(3u << (2 * k))) | ((unsigned)(q >> 4 & 3) << (2 * k)));
 }
 
+static void set_crumb(uint8_t *qs, int64_t i, int q) {
+    uint8_t *b = qs + 32 * (i / 128) + i % 32;
+    const int sh = (int)(2 * (i % 128 / 32));
+    *b = (uint8_t)((*b & ~(3u << sh)) | ((unsigned)(q & 3) << sh));
+}
+static void set_q2_K(uint8_t *b, int64_t i, int q) { set_crumb(((block_q2_K *)b)->qs, i, q); }
+static void set_q3_K(uint8_t *b, int64_t i, int q) {
+    block_q3_K *x = (block_q3_K *)b;
+    set_crumb(x->qs, i, q);
+    set_bit(x->hmask + i % 32, i / 32, q >> 2 & 1);
+}
+static void set_iq4_nl(uint8_t *b, int64_t i, int q) { set_nibble(((block_iq4_nl *)b)->qs, i, QK4_NL / 2, q); }
+static void set_iq4_xs(uint8_t *b, int64_t i, int q) {
+    set_nibble(((block_iq4_xs *)b)->qs + 16 * (i / 32), i % 32, 16, q);
+}
+
 static const code_layout code_layouts[] = {
-    {QT_TYPE_Q4_0, 0, 15, set_q4_0, get_q4_0},      {QT_TYPE_Q4_1, 0, 15, set_q4_1, get_q4_1},
-    {QT_TYPE_Q5_0, 0, 31, set_q5_0, get_q5_0},      {QT_TYPE_Q5_1, 0, 31, set_q5_1, get_q5_1},
-    {QT_TYPE_Q8_0, -127, 127, set_q8_0, get_q8_0},  {QT_TYPE_Q4_K, 0, 15, set_q4_K, get_q4_K},
-    {QT_TYPE_Q5_K, 0, 31, set_q5_K, get_q5_K},      {QT_TYPE_Q6_K, 0, 63, set_q6_K, get_q6_K},
+    {QT_TYPE_Q4_0, 0, 15, set_q4_0, get_q4_0, NULL, 0},      {QT_TYPE_Q4_1, 0, 15, set_q4_1, get_q4_1, NULL, 0},
+    {QT_TYPE_Q5_0, 0, 31, set_q5_0, get_q5_0, NULL, 0},      {QT_TYPE_Q5_1, 0, 31, set_q5_1, get_q5_1, NULL, 0},
+    {QT_TYPE_Q8_0, -127, 127, set_q8_0, get_q8_0, NULL, 0},  {QT_TYPE_Q4_K, 0, 15, set_q4_K, get_q4_K, NULL, 0},
+    {QT_TYPE_Q5_K, 0, 31, set_q5_K, get_q5_K, NULL, 0},      {QT_TYPE_Q6_K, 0, 63, set_q6_K, get_q6_K, NULL, 0},
+    {QT_TYPE_Q2_K, 0, 3, set_q2_K, get_q2_K, NULL, 0},       {QT_TYPE_Q3_K, 0, 7, set_q3_K, get_q3_K, NULL, 0},
+    {QT_TYPE_IQ4_NL, 0, 15, set_iq4_nl, get_iq4_nl, qt__kvalues_iq4nl, 8},
+    {QT_TYPE_IQ4_XS, 0, 15, set_iq4_xs, get_iq4_xs, qt__kvalues_iq4nl, 8},
 };
 
 static const code_layout *layout_of(qt_type t) {
@@ -191,7 +358,7 @@ qt_status qt_gptq_gguf_init(qt_gptq_gguf *g, qt_type t, int64_t rows, int64_t co
     const qt_type_traits *tr = qt_type_get(t);
     if (!qt_gptq_gguf_supported(t))
         return qt_error(QT_ERR_UNSUPPORTED, "gptq: no GPTQ grid for GGUF type %s (grids: q4_0 q4_1 q5_0 q5_1 q8_0 "
-                        "q4_K q5_K q6_K)", tr ? tr->name : "?");
+                        "q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs)", tr ? tr->name : "?");
     if (rows < 1 || cols < 1 || cols % tr->block_elems != 0)
         return qt_error(QT_ERR_SHAPE, "gptq: %s needs rows of a multiple of %lld elements, not %lld", tr->name,
                         (long long)tr->block_elems, (long long)cols);
@@ -227,6 +394,15 @@ static qt_status gguf_begin(void *ctx, const float *wg, int64_t rows, int64_t g)
             x->code[r * x->cols + g * G + i] = (int16_t)L->get(blk, i);
         }
         memcpy(probe, blk, bb);
+        if (L->levels) { /* a code book: x = a level(q), a the decoded value at level 1 */
+            for (int64_t i = 0; i < G; i++) L->set(probe, i, L->unit);
+            x->tr->to_float_ref(probe, v1, G);
+            for (int64_t i = 0; i < G; i++) {
+                x->a[r * x->cols + g * G + i] = v1[i];
+                x->b[r * x->cols + g * G + i] = 0.0f;
+            }
+            continue;
+        }
         for (int64_t i = 0; i < G; i++) L->set(probe, i, L->qmin);
         x->tr->to_float_ref(probe, v0, G);
         for (int64_t i = 0; i < G; i++) L->set(probe, i, L->qmin + 1);
@@ -240,6 +416,26 @@ static qt_status gguf_begin(void *ctx, const float *wg, int64_t rows, int64_t g)
     return QT_OK;
 }
 
+static float level_of(const code_layout *L, int q) { return L->levels ? (float)L->levels[q] : (float)q; }
+
+/* The code whose value b + a level(q) is nearest w (the lowest on a tie). */
+static int nearest_code(const code_layout *L, float a, float b, float w) {
+    if (!L->levels) {
+        const float t = nearbyintf((w - b) / a);
+        return t < (float)L->qmin ? L->qmin : t > (float)L->qmax ? L->qmax : (int)t;
+    }
+    int best = L->qmin;
+    float best_e = INFINITY;
+    for (int q = L->qmin; q <= L->qmax; q++) {
+        const float e = fabsf(w - (b + a * (float)L->levels[q]));
+        if (e < best_e) {
+            best_e = e;
+            best = q;
+        }
+    }
+    return best;
+}
+
 static void gguf_col(void *ctx, const float *w, int64_t rows, int64_t col, float *q) {
     qt_gptq_gguf *x = ctx;
     const code_layout *L = x->layout;
@@ -247,12 +443,9 @@ static void gguf_col(void *ctx, const float *w, int64_t rows, int64_t col, float
     for (int64_t r = 0; r < rows; r++) {
         const float a = x->a[r * x->cols + col], b = x->b[r * x->cols + col];
         int code = x->code[r * x->cols + col];
-        if (w[r] != x->seen[r * x->cols + col] && a != 0.0f) {
-            const float t = nearbyintf((w[r] - b) / a);
-            code = t < (float)L->qmin ? L->qmin : t > (float)L->qmax ? L->qmax : (int)t;
-        }
+        if (w[r] != x->seen[r * x->cols + col] && a != 0.0f) code = nearest_code(L, a, b, w[r]);
         L->set(x->bytes + (size_t)r * x->row_bytes + (size_t)g * x->tr->block_bytes, col % G, code);
-        q[r] = b + a * (float)code;
+        q[r] = b + a * level_of(L, code);
     }
 }
 

@@ -18,6 +18,7 @@
  * end: GGUF through the pipeline's writer, compressed-tensors through
  * qt_ct_export with the codes given).
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,12 +315,13 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
     return s;
 }
 
-/* ---- compressed-tensors integer schemes: codes handed to qt_ct_export ---------------- */
+/* ---- compressed-tensors schemes: codes handed to qt_ct_export ------------------------ */
 
 typedef struct ct_codes {
     char name[QT_MAX_NAME];
     int64_t rows, cols;
-    qt_gptq_ct_int g;         /* codes, scales, zero points */
+    qt_gptq_ct_int g;         /* integer schemes: codes, scales, zero points */
+    qt_gptq_ct_float f;       /* float schemes: codes, scales or scale codes, the shared scale */
 } ct_codes;
 
 typedef struct ct_vector {
@@ -329,8 +331,12 @@ typedef struct ct_vector {
 } ct_vector;
 
 typedef struct ct_target {
-    qt_ct_int_args a;
+    const qt_model *m;
     const qt_gptq_run_opts *g;
+    bool is_float;
+    qt_ct_int_args a;         /* integer schemes */
+    int fkind;                /* float schemes: qt_gptq_float_kind */
+    qt_ct_dtype fdt;
     ct_codes *t;
     int32_t n, cap;
     ct_vector *vec;
@@ -343,17 +349,76 @@ typedef struct ct_target {
 static int64_t ct_group(void *ctx, const qt_tensor *src) {
     const ct_target *x = ctx;
     if (src->n_dims < 2) return 1; /* a norm: written in the model dtype */
+    if (x->is_float) { /* the columns one scale covers (quanta/gptq.h's qt_gptq_float_kind) */
+        static const int64_t float_group[] = {[QT_GPTQ_FP8_TENSOR] = 0, [QT_GPTQ_FP8_CHANNEL] = 0,
+                                              [QT_GPTQ_FP8_BLOCK] = 128, [QT_GPTQ_NVFP4] = 16, [QT_GPTQ_MXFP4] = 32};
+        const int64_t gs = float_group[x->fkind];
+        return gs && gs < src->ne[0] ? gs : src->ne[0];
+    }
     return x->a.strategy == QT_CT_GROUP ? (x->a.group_size ? x->a.group_size : QT_CT_DEFAULT_GROUP_SIZE) : src->ne[0];
 }
 
+/* The largest weight amax over src and the shards vLLM fuses with it (the
+ * linears of its layer that share its input: q/k/v, gate/up), the amax the
+ * writer's shared scales come from (ct_write.c shared_scales). */
+static qt_status fused_amax(const qt_model *m, const qt_tensor *src, qt_ct_dtype dt, float *amax) {
+    int32_t il;
+    char linear[32];
+    if (sscanf(src->name, "blk.%d.%31[^.].weight", &il, linear) != 2)
+        return qt_error(QT_ERR_INTERNAL, "gptq: '%s' is not a decoder linear", src->name);
+    int in = -1;
+    for (int k = 0; k < QT__N_LINEARS; k++)
+        if (!strcmp(qt__layer_linears[k].linear, linear)) in = qt__layer_linears[k].input;
+    *amax = 0.0f;
+    for (int k = 0; k < QT__N_LINEARS; k++) {
+        char name[QT_MAX_NAME];
+        snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
+        const qt_tensor *t = qt__layer_linears[k].input == in ? qt_model_find_tensor(m, name) : NULL;
+        if (!t) continue;
+        const int64_t n = t->ne[0] * t->ne[1];
+        float *w = malloc((size_t)n * sizeof *w);
+        qt_status s = w ? qt_dequantize_rows(t->type, t->data, w, t->ne[1], t->ne[0])
+                        : qt_error(QT_ERR_NOMEM, "gptq: out of memory for %s", name);
+        if (s == QT_OK) *amax = fmaxf(*amax, qt_ct_amax(w, n, dt));
+        free(w);
+        if (s != QT_OK) return s;
+    }
+    return QT_OK;
+}
+
+/* The grid of src: the scheme's integer groups, or its float format with the
+ * scale fused shards share (fp8-static's weight scale, nvfp4's global scale). */
+static qt_status ct_grid(ct_target *x, const qt_tensor *src, ct_codes *c, qt_gptq_grid *grid) {
+    const int64_t cols = c->cols, rows = c->rows;
+    if (!x->is_float) {
+        const int64_t group = ct_group(x, src);
+        if (cols % group != 0)
+            return qt_error(QT_ERR_SHAPE, "%lld columns are not a multiple of the group size %lld", (long long)cols,
+                            (long long)group);
+        qt_status s = qt_gptq_ct_int_init(&c->g, x->a.bits, x->a.symmetric, (int)x->a.dtype, rows, cols, group);
+        *grid = qt_gptq_ct_int_grid(&c->g);
+        return s;
+    }
+    float shared = 0.0f, amax;
+    if (x->fkind == QT_GPTQ_FP8_TENSOR || x->fkind == QT_GPTQ_NVFP4) {
+        qt_status s = fused_amax(x->m, src, x->fdt, &amax);
+        if (s != QT_OK) return s;
+        /* qt_ct_fp8_tensor_scale of a tensor whose amax is amax */
+        shared = x->fkind == QT_GPTQ_NVFP4 ? qt_ct_nvfp4_global_scale(amax, x->fdt) : qt_ct_fp8_tensor_scale(&amax, 1, x->fdt);
+    }
+    qt_status s = qt_gptq_ct_float_init(&c->f, (qt_gptq_float_kind)x->fkind, (int)x->fdt, rows, cols, shared);
+    *grid = qt_gptq_ct_float_grid(&c->f);
+    return s;
+}
+
+/* Round to nearest onto src's grid, in place (the loss AWQ's search measures). */
 static qt_status ct_fake_quant(void *ctx, const qt_tensor *src, float *W) {
-    const ct_target *x = ctx;
-    qt_gptq_ct_int g;
-    qt_status s = qt_gptq_ct_int_init(&g, x->a.bits, x->a.symmetric, (int)x->a.dtype, src->ne[1], src->ne[0],
-                                      ct_group(ctx, src));
-    qt_gptq_grid grid = qt_gptq_ct_int_grid(&g);
-    if (s == QT_OK) s = qt_gptq_rtn(W, src->ne[1], src->ne[0], &grid);
-    qt_gptq_ct_int_free(&g);
+    ct_codes c = {.rows = src->ne[1], .cols = src->ne[0]};
+    qt_gptq_grid grid;
+    qt_status s = ct_grid(ctx, src, &c, &grid);
+    if (s == QT_OK) s = qt_gptq_rtn(W, c.rows, c.cols, &grid);
+    qt_gptq_ct_int_free(&c.g);
+    qt_gptq_ct_float_free(&c.f);
     return s;
 }
 
@@ -392,19 +457,15 @@ static qt_status ct_linear(void *ctx, const qt_tensor *src, float *W, const doub
                            qt_gptq_stats *st, qt_tensor *bind, bool *done) {
     ct_target *x = ctx;
     const int64_t cols = src->ne[0], rows = src->ne[1];
-    const int64_t group = ct_group(ctx, src);
-    if (cols % group != 0)
-        return qt_error(QT_ERR_SHAPE, "%lld columns are not a multiple of the group size %lld", (long long)cols,
-                        (long long)group);
     qt_status s = grow((void **)&x->t, x->n, &x->cap, sizeof *x->t);
     if (s != QT_OK) return s;
     ct_codes *c = &x->t[x->n];
     *c = (ct_codes){.rows = rows, .cols = cols};
     snprintf(c->name, sizeof c->name, "%s", src->name);
-    s = qt_gptq_ct_int_init(&c->g, x->a.bits, x->a.symmetric, (int)x->a.dtype, rows, cols, group);
+    qt_gptq_grid grid;
+    s = ct_grid(x, src, c, &grid);
+    x->n++; /* freed with the others whatever happened */
     if (s != QT_OK) return s;
-    x->n++;
-    qt_gptq_grid grid = qt_gptq_ct_int_grid(&c->g);
     s = x->g->rtn ? qt_gptq_rtn(W, rows, cols, &grid) : qt_gptq_quantize(W, rows, cols, H, &grid, o, st);
     if (s != QT_OK) return s;
     /* the engine runs the rest of the calibration on the dequantized values (vLLM's w*a16) */
@@ -436,29 +497,45 @@ static qt_status ct_layer_done(void *ctx, const qt_model *m, qt_layerwise *lw, i
     return s;
 }
 
+static const ct_codes *codes_of(const ct_target *x, const char *name, int64_t rows, int64_t cols) {
+    for (int32_t i = 0; i < x->n; i++)
+        if (!strcmp(x->t[i].name, name) && x->t[i].rows == rows && x->t[i].cols == cols) return &x->t[i];
+    return NULL;
+}
+
 static bool ct_given(void *ctx, const char *name, int64_t rows, int64_t cols, const int8_t **q, const float **scales,
                      const int8_t **zero_points) {
-    const ct_target *x = ctx;
-    for (int32_t i = 0; i < x->n; i++) {
-        const ct_codes *c = &x->t[i];
-        if (strcmp(c->name, name) || c->rows != rows || c->cols != cols) continue;
-        *q = c->g.q;
-        *scales = c->g.scales;
-        *zero_points = c->g.zero_points;
-        return true;
-    }
-    return false;
+    const ct_codes *c = codes_of(ctx, name, rows, cols);
+    if (!c || !c->g.q) return false;
+    *q = c->g.q;
+    *scales = c->g.scales;
+    *zero_points = c->g.zero_points;
+    return true;
+}
+
+static bool ct_given_float(void *ctx, const char *name, int64_t rows, int64_t cols, const uint8_t **q,
+                           const float **scales, const uint8_t **scale_codes, float *shared) {
+    const ct_codes *c = codes_of(ctx, name, rows, cols);
+    if (!c || !c->f.q) return false;
+    *q = c->f.q;
+    *scales = c->f.scales;
+    *scale_codes = c->f.scale_codes;
+    *shared = c->f.kind == QT_GPTQ_FP8_TENSOR ? c->f.scales[0] : c->f.shared;
+    return true;
 }
 
 qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char *out_dir, const qt_ct_export_opts *o,
                               const qt_gptq_run_opts *g, qt_ct_export_estimate *est, qt_gptq_report *r) {
     *r = (qt_gptq_report){0};
-    ct_target x = {.g = g};
+    ct_target x = {.m = m, .g = g};
     qt_status s = qt_ct_int_scheme(m, scheme, &x.a);
+    if (s == QT_ERR_UNSUPPORTED) {
+        x.is_float = true;
+        s = qt_ct_float_scheme(m, scheme, &x.fkind, &x.fdt);
+    }
     if (s != QT_OK) return qt_error(s, "gptq: %s", qt_last_error());
     if (o->keep && o->keep[0])
         return qt_error(QT_ERR_UNSUPPORTED, "gptq: --keep with a compressed-tensors scheme is not supported yet");
-    if (o->input_amax) return qt_error(QT_ERR_UNSUPPORTED, "gptq: static activation scales are not supported yet");
     qt__calib_target tg = {&x, ct_linear, ct_layer_done, ct_group, ct_fake_quant, ct_vector_keep};
     s = run_layers(m, g, &tg, r);
     for (int k = 0; k < x.n_bound; k++) free(x.bound[k]);
@@ -466,11 +543,16 @@ qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char 
         qt_ct_export_opts eo = *o;
         eo.int_codes = ct_given;
         eo.int_codes_ctx = &x;
+        eo.float_codes = ct_given_float;
+        eo.float_codes_ctx = &x;
         eo.vector_values = ct_vector_values;
         eo.vector_values_ctx = &x;
         s = qt_ct_export(m, scheme, out_dir, &eo, est);
     }
-    for (int32_t i = 0; i < x.n; i++) qt_gptq_ct_int_free(&x.t[i].g);
+    for (int32_t i = 0; i < x.n; i++) {
+        qt_gptq_ct_int_free(&x.t[i].g);
+        qt_gptq_ct_float_free(&x.t[i].f);
+    }
     free(x.t);
     for (int32_t i = 0; i < x.n_vec; i++) free(x.vec[i].v);
     free(x.vec);

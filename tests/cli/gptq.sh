@@ -8,6 +8,7 @@
 # with a KL divergence to the base below round-to-nearest's;
 # tiny256-random to w4a16 (compressed-tensors): loads, runs, and its KL
 # divergence to the base is below round-to-nearest's; the usage errors.
+# The other grids' gates are in gptq_grids.sh.
 source "$(dirname "$0")/lib/harness.sh"
 stories="$shared/models/stories260K.gguf"
 tiny="$shared/models/tiny256-random.gguf"

@@ -132,7 +132,8 @@ static void test_ct_int_identity(void) {
 }
 
 static const qt_type gguf_types[] = {QT_TYPE_Q4_0, QT_TYPE_Q4_1, QT_TYPE_Q5_0, QT_TYPE_Q5_1, QT_TYPE_Q8_0,
-                                     QT_TYPE_Q4_K, QT_TYPE_Q5_K, QT_TYPE_Q6_K};
+                                     QT_TYPE_Q2_K, QT_TYPE_Q3_K, QT_TYPE_Q4_K, QT_TYPE_Q5_K, QT_TYPE_Q6_K,
+                                     QT_TYPE_IQ4_NL, QT_TYPE_IQ4_XS};
 enum { N_GGUF = sizeof gguf_types / sizeof gguf_types[0] };
 
 /* A GGUF grid's RTN writes the codec's own bytes (scales and codes), its
@@ -163,6 +164,26 @@ static void test_gguf_identity(void) {
         CHECK_OK(qt_gptq_quantize(gq, R, C, I, &grid, NULL, &st));
         CHECK_MSG(memcmp(gq, rtn, (size_t)(R * C) * sizeof *gq) == 0, "%s: H = I is not RTN", tr->name);
         CHECK_MSG(memcmp(ref, g.bytes, nb) == 0, "%s: H = I bytes differ", tr->name);
+        /* with importance weights: the codec's imatrix bytes, for every type whose
+         * quantizer weighs a block by the block's own statistics (ggml's
+         * Q4_0/Q4_1/Q5_0/Q5_1 take sigma2 over the whole row, which a grid
+         * choosing one block's scales at a time does not see) */
+        const qt_type legacy[] = {QT_TYPE_Q4_0, QT_TYPE_Q4_1, QT_TYPE_Q5_0, QT_TYPE_Q5_1};
+        bool row_stats = false;
+        for (int k = 0; k < 4; k++) row_stats |= gguf_types[t] == legacy[k];
+        float *imp = malloc((size_t)C * sizeof *imp);
+        for (int64_t i = 0; i < C; i++) imp[i] = (float)p.H[i * C + i];
+        qt_gptq_gguf gi;
+        CHECK_OK(qt_gptq_gguf_init(&gi, gguf_types[t], R, C, imp));
+        qt_gptq_grid gridi = qt_gptq_gguf_grid(&gi);
+        float *rtni = copy(p.W, R * C);
+        CHECK_OK(qt_gptq_rtn(rtni, R, C, &gridi));
+        CHECK_OK(qt_quantize_rows(gguf_types[t], p.W, ref, R, C, imp));
+        CHECK_MSG(row_stats || memcmp(ref, gi.bytes, nb) == 0, "%s: RTN bytes with importance differ from the codec's",
+                  tr->name);
+        free(rtni);
+        free(imp);
+        qt_gptq_gguf_free(&gi);
         free(ref);
         free(rtn);
         free(dec);
@@ -170,10 +191,115 @@ static void test_gguf_identity(void) {
         qt_gptq_gguf_free(&g);
     }
     CHECK(!qt_gptq_gguf_supported(QT_TYPE_F16));
-    CHECK(!qt_gptq_gguf_supported(QT_TYPE_IQ4_NL));
+    CHECK(!qt_gptq_gguf_supported(QT_TYPE_IQ3_S));
     qt_gptq_gguf g;
     CHECK_STATUS(qt_gptq_gguf_init(&g, QT_TYPE_Q4_0, 2, 48, NULL), QT_ERR_SHAPE);
     free(I);
+    free_problem(&p);
+}
+
+/* The float grids' RTN gives the compressed-tensors codecs' codes and scales
+ * exactly, their values are the dequantizers', and H = I is RTN. 136 rows:
+ * a partial 128-row block for fp8-block. */
+static const qt_gptq_float_kind float_kinds[] = {QT_GPTQ_FP8_TENSOR, QT_GPTQ_FP8_CHANNEL, QT_GPTQ_FP8_BLOCK,
+                                                 QT_GPTQ_NVFP4, QT_GPTQ_MXFP4};
+static const char *const float_names[] = {"fp8 tensor", "fp8 channel", "fp8-block", "nvfp4", "mxfp4"};
+enum { N_FLOAT = sizeof float_kinds / sizeof float_kinds[0] };
+
+static float nvfp4_gs(const float *W, int64_t n) { return qt_ct_nvfp4_global_scale(qt_ct_amax(W, n, QT_CT_BF16), QT_CT_BF16); }
+
+static void test_ct_float_identity(void) {
+    const int64_t R = 136, C = 256, n = R * C;
+    problem p = make_problem(R, C);
+    double *I = calloc((size_t)(C * C), sizeof *I);
+    for (int64_t i = 0; i < C; i++) I[i * C + i] = 1.0;
+    uint8_t *q = malloc((size_t)n), *packed = malloc((size_t)n / 2), *mine = malloc((size_t)n / 2);
+    uint8_t *sc8 = malloc((size_t)n / 16);
+    float *sc = malloc((size_t)R * 2 * sizeof *sc), *dec = malloc((size_t)n * sizeof *dec);
+    for (int k = 0; k < N_FLOAT; k++) {
+        const qt_gptq_float_kind kind = float_kinds[k];
+        const float shared = kind == QT_GPTQ_NVFP4 ? nvfp4_gs(p.W, n) : 0.0f;
+        qt_gptq_ct_float g;
+        CHECK_OK(qt_gptq_ct_float_init(&g, kind, QT_CT_BF16, R, C, shared));
+        qt_gptq_grid grid = qt_gptq_ct_float_grid(&g);
+        float *rtn = copy(p.W, n), *gq = copy(p.W, n);
+        CHECK_OK(qt_gptq_rtn(rtn, R, C, &grid));
+        bool same_codes = false, same_scales = false;
+        switch (kind) {
+        case QT_GPTQ_FP8_TENSOR:
+        case QT_GPTQ_FP8_CHANNEL: {
+            const qt_ct_strategy st = kind == QT_GPTQ_FP8_TENSOR ? QT_CT_TENSOR : QT_CT_CHANNEL;
+            CHECK_OK(qt_ct_fp8_quantize(p.W, R, C, st, QT_CT_BF16, q, sc));
+            same_codes = memcmp(q, g.q, (size_t)n) == 0;
+            same_scales = memcmp(sc, g.scales, (size_t)(st == QT_CT_TENSOR ? 1 : R) * sizeof *sc) == 0;
+            CHECK_OK(qt_ct_fp8_dequantize(q, sc, R, C, st, QT_CT_BF16, dec));
+            break;
+        }
+        case QT_GPTQ_FP8_BLOCK:
+            CHECK_OK(qt_ct_fp8_block_quantize(p.W, R, C, 128, 128, QT_CT_BF16, q, sc));
+            same_codes = memcmp(q, g.q, (size_t)n) == 0;
+            same_scales = memcmp(sc, g.scales, 4 * sizeof *sc) == 0; /* 2 x 2 blocks */
+            CHECK_OK(qt_ct_fp8_block_dequantize(q, sc, R, C, 128, 128, QT_CT_BF16, dec));
+            break;
+        case QT_GPTQ_NVFP4:
+            CHECK_OK(qt_ct_nvfp4_quantize_gs(p.W, R, C, QT_CT_BF16, shared, packed, sc8));
+            qt_ct_pack_fp4(g.q, n, mine);
+            same_codes = memcmp(packed, mine, (size_t)n / 2) == 0;
+            same_scales = memcmp(sc8, g.scale_codes, (size_t)n / 16) == 0;
+            CHECK_OK(qt_ct_nvfp4_dequantize(packed, sc8, shared, R, C, dec));
+            break;
+        case QT_GPTQ_MXFP4:
+            CHECK_OK(qt_ct_mxfp4_quantize(p.W, R, C, packed, sc8));
+            qt_ct_pack_fp4(g.q, n, mine);
+            same_codes = memcmp(packed, mine, (size_t)n / 2) == 0;
+            same_scales = memcmp(sc8, g.scale_codes, (size_t)n / 32) == 0;
+            CHECK_OK(qt_ct_mxfp4_dequantize(packed, sc8, R, C, dec));
+            break;
+        }
+        CHECK_MSG(same_codes, "%s: RTN codes differ from the codec's", float_names[k]);
+        CHECK_MSG(same_scales, "%s: RTN scales differ from the codec's", float_names[k]);
+        CHECK_MSG(memcmp(dec, rtn, (size_t)n * sizeof *dec) == 0, "%s: grid values differ from the dequantizer's",
+                  float_names[k]);
+        uint8_t *codes = malloc((size_t)n);
+        memcpy(codes, g.q, (size_t)n);
+        CHECK_OK(qt_gptq_quantize(gq, R, C, I, &grid, NULL, NULL));
+        CHECK_MSG(memcmp(gq, rtn, (size_t)n * sizeof *gq) == 0, "%s: H = I is not RTN", float_names[k]);
+        CHECK_MSG(memcmp(codes, g.q, (size_t)n) == 0, "%s: H = I codes differ", float_names[k]);
+        free(codes);
+        free(rtn);
+        free(gq);
+        qt_gptq_ct_float_free(&g);
+    }
+    qt_gptq_ct_float g;
+    CHECK_STATUS(qt_gptq_ct_float_init(&g, QT_GPTQ_FP8_BLOCK, QT_CT_BF16, 4, 192, 0), QT_ERR_SHAPE);
+    CHECK_STATUS(qt_gptq_ct_float_init(&g, QT_GPTQ_NVFP4, QT_CT_BF16, 4, 24, 1.0f), QT_ERR_SHAPE);
+    CHECK_STATUS(qt_gptq_ct_float_init(&g, QT_GPTQ_NVFP4, QT_CT_BF16, 4, 32, 0.0f), QT_ERR_ARG);
+    free(q);
+    free(packed);
+    free(mine);
+    free(sc8);
+    free(sc);
+    free(dec);
+    free(I);
+    free_problem(&p);
+}
+
+/* The output error from the held-out Hessian equals the one from the rows. */
+static void test_output_error_h(void) {
+    problem p = make_problem(12, 64);
+    float *q = copy(p.W, 12 * 64);
+    for (int64_t i = 0; i < 12 * 64; i++) q[i] += 0.01f * gauss();
+    qt_gptq_hessian h;
+    CHECK_OK(qt_gptq_hessian_init(&h, 64));
+    CHECK_OK(qt_gptq_hessian_add(&h, p.xt, p.n_test));
+    double *Ht = malloc(64 * 64 * sizeof *Ht), e;
+    CHECK_OK(qt_gptq_hessian_get(&h, Ht));
+    CHECK_OK(qt_gptq_output_error_h(p.W, q, 12, 64, Ht, &e));
+    const double want = qt_gptq_output_error(p.W, q, 12, 64, p.xt, p.n_test);
+    CHECK_MSG(fabs(e - want) <= 1e-9 * want, "%.12g vs %.12g", e, want);
+    qt_gptq_hessian_free(&h);
+    free(Ht);
+    free(q);
     free_problem(&p);
 }
 
@@ -212,6 +338,14 @@ static void test_gptq_beats_rtn(void) {
         qt_gptq_grid grid = qt_gptq_ct_int_grid(&g);
         compare("w4a16 per channel", &p, &grid, ao);
         qt_gptq_ct_int_free(&g);
+        for (int k = 0; k < N_FLOAT; k++) {
+            qt_gptq_ct_float fg;
+            CHECK_OK(qt_gptq_ct_float_init(&fg, float_kinds[k], QT_CT_BF16, R, C,
+                                           float_kinds[k] == QT_GPTQ_NVFP4 ? nvfp4_gs(p.W, R * C) : 0.0f));
+            qt_gptq_grid gr = qt_gptq_ct_float_grid(&fg);
+            compare(float_names[k], &p, &gr, ao);
+            qt_gptq_ct_float_free(&fg);
+        }
         for (int t = 0; t < N_GGUF; t++) {
             qt_gptq_gguf gg;
             CHECK_OK(qt_gptq_gguf_init(&gg, gguf_types[t], R, C, NULL));
@@ -302,6 +436,8 @@ int main(void) {
     QT_RUN(test_hessian);
     QT_RUN(test_ct_int_identity);
     QT_RUN(test_gguf_identity);
+    QT_RUN(test_ct_float_identity);
+    QT_RUN(test_output_error_h);
     QT_RUN(test_gptq_beats_rtn);
     QT_RUN(test_dead_columns);
     QT_RUN(test_cholesky_retry);

@@ -47,9 +47,10 @@ static void help(void) {
            "  --algo rtn|gptq|awq|awq+gptq|smoothquant|smoothquant+gptq\n"
            "                             rtn (default): round to nearest, as llama-quantize; gptq: GPTQ\n"
            "                             (Frantar et al. 2023) layer by layer on the --calib samples, onto\n"
-           "                             the planned GGUF types (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K;\n"
-           "                             others round to nearest, named) or the groups of w4a16,\n"
-           "                             w4a16-asym, w8a16, w8a8-int8; docs/gptq.md. awq: AWQ (Lin et al.\n"
+           "                             the planned GGUF types (q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K\n"
+           "                             q5_K q6_K iq4_nl iq4_xs; others round to nearest, named) or any\n"
+           "                             compressed-tensors scheme (int groups, fp8, fp8-block, nvfp4,\n"
+           "                             mxfp4); docs/gptq.md. awq: AWQ (Lin et al.\n"
            "                             2024) scales searched per layer and folded into the norms and\n"
            "                             linears before them, then round to nearest; smoothquant:\n"
            "                             SmoothQuant (Xiao et al. 2023) scales folded into the norms\n"
@@ -525,7 +526,15 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
                            .warn = ct_warn, .warn_ctx = &a->quiet, .method = a->algo};
     qt_gguf_kv calib_kv[QT_CALIB_MAX_KV];
     if (a->calib.file && a->algo) {
-        if ((rc = qcalib_samples(m, &a->calib, &a->qc)) != CLI_OK) return rc;
+        /* fp8-static and nvfp4 also take the activations' absmax (observed on the unquantized model, as for rtn) */
+        const bool act = qt_ct_scheme_uses_act_stats(key);
+        if ((rc = act ? qcalib_amax(m, &a->calib, a->o.threads, a->quiet, &a->qc) : qcalib_samples(m, &a->calib, &a->qc)) !=
+            CLI_OK)
+            return rc;
+        if (act) {
+            o.input_amax = qcalib_amax_cb;
+            o.input_amax_ctx = &a->qc;
+        }
         o.calibration = calib_kv;
         o.n_calibration = qt_calib_set_gguf_kv(&a->qc.set, calib_kv);
     } else if (a->calib.file) {
