@@ -4,6 +4,7 @@
  * type writes a .gguf file; a vLLM scheme writes a compressed-tensors
  * directory as llm-compressor does (include/quanta/quantize_ct.h). */
 #include <jansson.h>
+#include <libgen.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -524,6 +525,25 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     return rc;
 }
 
+static int run_ct_open(args *a, const char *ct_key);
+static int run_gguf_open(args *a, const qt_gguf_ftype_info *ft);
+
+/* One run per OUT (qt_quantize_lock_take), taken before anything is staged. None for a
+ * dry run, stdout, a device, or a parent directory that does not exist (the writer's own
+ * message says so). */
+static int lock_out(const args *a, bool ct, qt_quantize_lock **l) {
+    *l = NULL;
+    struct stat sb;
+    if (a->dry_run || !strcmp(a->out, "-")) return CLI_OK;
+    if (stat(a->out, &sb) == 0 && !(ct ? S_ISDIR(sb.st_mode) : S_ISREG(sb.st_mode))) return CLI_OK;
+    char *dir = strdup(a->out);
+    if (!dir) return cli_fail(qt_error(QT_ERR_NOMEM, "out of memory"));
+    const bool parent = stat(dirname(dir), &sb) == 0 && S_ISDIR(sb.st_mode);
+    free(dir);
+    qt_status st = parent ? qt_quantize_lock_take(a->out, l) : QT_OK;
+    return st == QT_OK ? CLI_OK : cli_fail(st);
+}
+
 /* The one place a scheme picks its output path. */
 static int run_scheme(args *a) {
     const qt_gguf_ftype_info *ft = qt_gguf_ftype_find(a->scheme);
@@ -544,15 +564,25 @@ static int run_scheme(args *a) {
             return cli_usage(VERB, "unknown scheme '%s' (GGUF file types: q4_k_m, q8_0, iq4_xs, ... see --help)", a->scheme);
         }
     }
+    qt_quantize_lock *lock;
+    int rc = lock_out(a, ct_key != NULL, &lock);
+    if (rc != CLI_OK) return rc;
+    rc = ct_key ? run_ct_open(a, ct_key) : run_gguf_open(a, ft);
+    qt_quantize_unlock(lock);
+    return rc;
+}
+
+static int run_ct_open(args *a, const char *ct_key) {
+    qt_model *m;
+    qt_status st = qt_model_open(a->in, &m);
+    if (st != QT_OK) return cli_fail(st);
+    int rc = run_ct(a, m, ct_key);
+    qt_model_free(m);
+    return rc;
+}
+
+static int run_gguf_open(args *a, const qt_gguf_ftype_info *ft) {
     struct stat sb;
-    if (ct_key) {
-        qt_model *m;
-        qt_status st = qt_model_open(a->in, &m);
-        if (st != QT_OK) return cli_fail(st);
-        int rc = run_ct(a, m, ct_key);
-        qt_model_free(m);
-        return rc;
-    }
     a->o.scheme = ft->name;
     if (!a->dry_run && !a->force && strcmp(a->out, "-") && stat(a->out, &sb) == 0 && S_ISREG(sb.st_mode)) {
         fprintf(stderr, "quanta: error: %s exists; pass --force to replace it\n", a->out);
