@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "core/strbuf.h"
+#include "io/io_internal.h"
 #include "quantize_internal.h"
 
 #define STATE_FORMAT 1
@@ -306,7 +307,11 @@ void qt__resume_end(qt__resume *r, qt_status s, qt_quantize_plan *p) {
 static qt_status clear_one(const char *path, bool *removed) {
     struct stat st;
     if (lstat(path, &st) != 0) return QT_OK;
-    if (S_ISDIR(st.st_mode)) return qt_error(QT_ERR_IO, "%s: is a directory (quanta stages OUT there): remove it", path);
+    if (S_ISDIR(st.st_mode)) { /* a compressed-tensors run's staging directory */
+        qt_status s = qt__remove_stage_dir(path);
+        if (s == QT_OK) *removed = true;
+        return s;
+    }
     if (unlink(path) != 0) return qt_error(QT_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
     *removed = true;
     return QT_OK;

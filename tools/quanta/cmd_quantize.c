@@ -77,8 +77,8 @@ static void help(void) {
            "file's quanta.fallbacks. A GGUF OUT is written as OUT.partial and renamed when complete:\n"
            "an error, Ctrl-C or SIGTERM leaves nothing (unless --resumable); an OUT.partial left by an\n"
            "interrupted run is removed (with a message) unless --resume. A compressed-tensors OUT\n"
-           "directory gets each file staged inside it and renamed when all are complete; it cannot\n"
-           "be resumed.\n\n"
+           "directory is written as the directory OUT.partial and renamed when every file is complete\n"
+           "(no resume yet). A second run for the same OUT is refused while one holds OUT.partial.lock.\n\n"
            "exit status: 0 ok, 1 failed (nothing written), 2 usage error\n");
 }
 
@@ -236,8 +236,8 @@ static int clear_stale(const args *a) {
     qt_status st = a->o.resume ? QT_OK : qt_quantize_clear_partial(a->out, &removed);
     if (st != QT_OK) return cli_fail(st);
     if (removed)
-        fprintf(stderr, "quanta: removed %s%s left by an interrupted run (--resume continues such a run instead)\n", a->out,
-                QT_QUANTIZE_PARTIAL_SUFFIX);
+        fprintf(stderr, "quanta: removed %s%s left by an interrupted run%s\n", a->out, QT_QUANTIZE_PARTIAL_SUFFIX,
+                qt_gguf_ftype_find(a->o.scheme ? a->o.scheme : "") ? " (--resume continues such a run instead)" : "");
     return CLI_OK;
 }
 
@@ -471,7 +471,7 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     if (rc != CLI_OK) return rc;
     if (a->o.resumable || a->o.resume)
         return cli_usage(VERB, "--%s applies to GGUF schemes only: a compressed-tensors directory (--scheme %s) is "
-                         "staged file by file and cannot be resumed", a->o.resume ? "resume" : "resumable", a->scheme);
+                         "staged at OUT.partial and cannot be resumed yet", a->o.resume ? "resume" : "resumable", a->scheme);
     const char *keep[MAX_PATTERNS + 1];
     for (int32_t i = 0; i < a->o.n_keep; i++) keep[i] = a->o.keep[i];
     keep[a->o.n_keep] = NULL;
@@ -573,6 +573,10 @@ static int run_scheme(args *a) {
 }
 
 static int run_ct_open(args *a, const char *ct_key) {
+    if (!a->dry_run && !a->o.resumable && !a->o.resume) {
+        int rc = clear_stale(a);
+        if (rc != CLI_OK) return rc;
+    }
     qt_model *m;
     qt_status st = qt_model_open(a->in, &m);
     if (st != QT_OK) return cli_fail(st);
