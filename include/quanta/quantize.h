@@ -279,6 +279,16 @@ QT_API qt_status qt_quantize_run(const qt_model *m, const char *out_path, const 
  * (regular files only; a directory there is QT_ERR_IO). *removed says whether
  * there was anything. */
 QT_API qt_status qt_quantize_clear_partial(const char *out_path, bool *removed);
+/* One writer per OUT. qt_quantize_lock takes an exclusive advisory lock
+ * (flock) on OUT.partial.lock, created beside OUT; a second run for the same
+ * OUT (GGUF file or compressed-tensors directory) gets QT_ERR_IO saying so,
+ * before it touches OUT.partial. The kernel drops the lock when the process
+ * ends, however it ends; a lock file left by kill -9 is reused.
+ * qt_quantize_unlock removes the file and frees the handle (NULL: no-op). */
+#define QT_QUANTIZE_LOCK_SUFFIX ".partial.lock"
+typedef struct qt_quantize_lock qt_quantize_lock;
+QT_API qt_status qt_quantize_lock_take(const char *out_path, qt_quantize_lock **out);
+QT_API void qt_quantize_unlock(qt_quantize_lock *l);
 QT_API void qt_quantize_plan_free(qt_quantize_plan *p);
 
 /* ---- GPTQ (Frantar et al. 2023, arXiv:2210.17323; lib/quantize/gptq_run.c, docs/gptq.md) ----

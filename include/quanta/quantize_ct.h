@@ -38,6 +38,12 @@ extern "C" {
 /* transformers' default max_shard_size "5GB" (5 * 10^9 bytes). */
 #define QT_CT_DEFAULT_SHARD_BYTES 5000000000ull
 
+/* qt_ct_export writes every file in the directory OUT.partial beside OUT and renames it to OUT
+ * when all are complete (into an existing OUT, with force, the files move in one by one); on an
+ * error or a cancel (Ctrl-C, SIGTERM) OUT.partial is removed and no OUT appears. An OUT.partial
+ * already there is an error (qt_quantize_clear_partial removes one left by an interrupted run). */
+#define QT_CT_PARTIAL_SUFFIX ".partial"
+
 typedef struct qt_ct_export_opts {
     bool force;                    /* write into a non-empty directory */
     int n_threads;                 /* 0: qt_default_threads(); output identical at any count */

@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <dirent.h>
+#include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1049,18 +1051,92 @@ qt_status qt_ct_float_scheme(const qt_model *m, const char *scheme, int *kind, q
     return QT_OK;
 }
 
+/* ---- staging: OUT.partial ------------------------------------------------------------ */
+
+/* dir/name into buf (n bytes); false when it does not fit. */
+static bool join_path(char *buf, size_t n, const char *dir, const char *name) {
+    const int k = snprintf(buf, n, "%s/%s", dir, name);
+    return k >= 0 && (size_t)k < n;
+}
+
+qt_status qt__remove_stage_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return errno == ENOENT ? QT_OK : qt_error(QT_ERR_IO, "%s: cannot read directory: %s", dir, strerror(errno));
+    char path[4096];
+    const struct dirent *e;
+    qt_status s = QT_OK;
+    while (s == QT_OK && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        struct stat sb;
+        if (!join_path(path, sizeof path, dir, e->d_name) || lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+            s = qt_error(QT_ERR_IO, "%s: holds %s, which is not a file quanta stages: remove the directory yourself", dir,
+                         e->d_name);
+        else if (unlink(path) != 0)
+            s = qt_error(QT_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
+    }
+    closedir(d);
+    if (s == QT_OK && rmdir(dir) != 0) s = qt_error(QT_ERR_IO, "%s: cannot remove: %s", dir, strerror(errno));
+    return s;
+}
+
+/* OUT is checked (an existing one must be an empty directory, or --force), then every file is
+ * written in a new directory OUT.partial beside it. */
+static qt_status stage_open(const ct_writer *w, const char *out, char *stage, size_t n, bool *existed) {
+    struct stat sb;
+    bool created = false;
+    *existed = stat(out, &sb) == 0;
+    qt_status s = *existed ? qt__hf_prepare_dir(w->m, out, w->o.force, &created) : qt__refuse_input(w->m, out);
+    if (s != QT_OK) return s;
+    if ((size_t)snprintf(stage, n, "%s%s", out, QT_CT_PARTIAL_SUFFIX) >= n) return qt_error(QT_ERR_ARG, "%s: path too long", out);
+    if (mkdir(stage, 0755) == 0) return QT_OK;
+    if (errno == EEXIST)
+        return qt_error(QT_ERR_IO, "%s: exists (left by an interrupted run? `quanta quantize` removes it, with a message)",
+                        stage);
+    return qt_error(QT_ERR_IO, "%s: cannot create directory: %s", stage, strerror(errno));
+}
+
+/* Every file complete: OUT.partial becomes OUT (one rename), or, into an existing OUT (--force),
+ * its files move there one by one (each one rename) and OUT.partial goes. */
+static qt_status stage_publish(const qt_model *m, const char *stage, const char *out, bool existed) {
+    if (!existed) {
+        if (rename(stage, out) == 0) return QT_OK;
+        return qt_error(QT_ERR_IO, "%s: cannot rename to %s: %s", stage, out, strerror(errno));
+    }
+    DIR *d = opendir(stage);
+    if (!d) return qt_error(QT_ERR_IO, "%s: cannot read directory: %s", stage, strerror(errno));
+    char from[4096], to[4096];
+    const struct dirent *e;
+    qt_status s = QT_OK;
+    while (s == QT_OK && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (!join_path(from, sizeof from, stage, e->d_name) || !join_path(to, sizeof to, out, e->d_name)) {
+            s = qt_error(QT_ERR_ARG, "%s/%s: path too long", out, e->d_name);
+            break;
+        }
+        if ((s = qt__refuse_input(m, to)) != QT_OK) break;
+        if (rename(from, to) != 0) s = qt_error(QT_ERR_IO, "%s: cannot rename to %s: %s", from, to, strerror(errno));
+    }
+    closedir(d);
+    if (s == QT_OK && rmdir(stage) != 0) s = qt_error(QT_ERR_IO, "%s: cannot remove: %s", stage, strerror(errno));
+    return s;
+}
+
 qt_status qt_ct_export(const qt_model *m, const char *scheme, const char *out_dir, const qt_ct_export_opts *o,
                        qt_ct_export_estimate *est) {
     ct_writer w;
     if (!out_dir || !*out_dir) return qt_error(QT_ERR_ARG, "output directory name is empty");
     qt_status s = writer_init(&w, m, scheme, out_dir, o);
-    char *config = NULL, *recipe = NULL;
-    bool created = false;
+    char *config = NULL, *recipe = NULL, stage[4096];
+    bool existed = false, staged = false;
     if (s == QT_OK) s = config_json(&w, &config);
     if (s == QT_OK && !(recipe = recipe_yaml(&w))) s = qt_error(QT_ERR_NOMEM, "%s: out of memory", out_dir);
     if (s == QT_OK) s = writer_threads(&w);
     if (s == QT_OK) s = shared_scales(&w);
-    if (s == QT_OK) s = qt__hf_prepare_dir(m, out_dir, w.o.force, &created);
+    if (s == QT_OK) s = stage_open(&w, out_dir, stage, sizeof stage, &existed);
+    if (s == QT_OK) {
+        staged = true;
+        w.dir = stage;
+    }
     if (s == QT_OK) s = write_weights(&w);
     if (s == QT_OK) s = stage_text(&w, "config.json", config, strlen(config));
     if (s == QT_OK) s = stage_text(&w, "recipe.yaml", recipe, strlen(recipe));
@@ -1069,7 +1145,10 @@ qt_status qt_ct_export(const qt_model *m, const char *scheme, const char *out_di
         if (s == QT_OK) s = qt_afile_commit(w.files[i]);
         else qt_afile_abort(w.files[i]);
     }
-    if (s != QT_OK && created) rmdir(out_dir);
+    if (s == QT_OK && qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: cancelled", out_dir);
+    if (s == QT_OK) s = stage_publish(m, stage, out_dir, existed);
+    if (s != QT_OK && staged) qt__remove_stage_dir(stage); /* what was committed there, then the directory */
+    w.dir = out_dir;
     if (s == QT_OK && est) s = fill_estimate(&w, est);
     free(config);
     free(recipe);

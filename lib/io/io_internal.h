@@ -117,5 +117,8 @@ bool qt__llama2c_sniff(const void *data, size_t size);
  * (device and inode compared, so links and other spellings are caught). */
 typedef struct qt_model qt_model;
 qt_status qt__refuse_input(const qt_model *m, const char *out);
+/* Removes a compressed-tensors staging directory (OUT.partial, ct_write.c): its regular files,
+ * then itself; anything else in it is QT_ERR_IO and nothing is removed past it. Absent: QT_OK. */
+qt_status qt__remove_stage_dir(const char *dir);
 
 #endif

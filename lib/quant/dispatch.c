@@ -27,6 +27,7 @@ static void apply(const qt__kernel_variant *v) {
     }
     qt_type_traits *t = &active[v->type];
     if (v->to_float) t->to_float = v->to_float;
+    if (v->from_float) t->from_float = v->from_float;
     if (v->vec_dot) t->vec_dot = v->vec_dot;
     if (v->vec_dot_gemm) t->vec_dot_gemm = v->vec_dot_gemm;
     if (v->gemm) {

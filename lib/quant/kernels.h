@@ -46,6 +46,15 @@ void qt__quantize_q4_K(const float *src, void *dst, int64_t n, const float *imat
 void qt__quantize_q5_K(const float *src, void *dst, int64_t n, const float *imatrix);
 void qt__quantize_q6_K(const float *src, void *dst, int64_t n, const float *imatrix);
 void qt__quantize_q8_K(const float *src, void *dst, int64_t n, const float *imatrix);
+/* The same K-quant quantizers with their sub-block searches done by `fit`
+ * (quant_search.h): qt__fit_batch_ref gives the functions above; the SIMD
+ * forms (q_k_avx2.c, q_k_avx512.c) pass their lane-parallel searches. */
+struct qt__fit_batch;
+void qt__quantize_q2_K_fit(const float *src, void *dst, int64_t n, const float *imatrix, const struct qt__fit_batch *fit);
+void qt__quantize_q3_K_fit(const float *src, void *dst, int64_t n, const float *imatrix, const struct qt__fit_batch *fit);
+void qt__quantize_q4_K_fit(const float *src, void *dst, int64_t n, const float *imatrix, const struct qt__fit_batch *fit);
+void qt__quantize_q5_K_fit(const float *src, void *dst, int64_t n, const float *imatrix, const struct qt__fit_batch *fit);
+void qt__quantize_q6_K_fit(const float *src, void *dst, int64_t n, const float *imatrix, const struct qt__fit_batch *fit);
 void qt__dequantize_q2_K(const void *src, float *dst, int64_t n);
 void qt__dequantize_q3_K(const void *src, float *dst, int64_t n);
 void qt__dequantize_q4_K(const void *src, float *dst, int64_t n);

@@ -38,13 +38,27 @@ static const qt__affine_search K_IMATRIX = {.rmin = -0.9f, .rdelta = 0.05f, .nst
 /* Shared weights, final passes and packing                                  */
 /* ------------------------------------------------------------------------ */
 
-/* Sub-block importance weights w = qw * sqrt(sigma2 + x^2)
- * (quantize_row_q*_K_impl); returns their sum, taken in element order. */
-static float subblock_weights(const float *x, const float *qw, float sigma2, int n, float *w) {
-    qt__importance_weights(x, qw, sigma2, n, w);
-    float sum = 0.0f;
-    for (int i = 0; i < n; ++i) sum += w[i];
-    return sum;
+/* Super-blocks searched together: the sub-block searches of KB super-blocks
+ * go to the fit batch at once (32 to 64 groups: whole vectors of 8 or 16
+ * lanes for the SIMD forms, fit_lanes.h). Blocks stay independent. */
+#define KB 4
+
+static int batch_len(int64_t i, int64_t nb) { return nb - i < KB ? (int)(nb - i) : KB; }
+
+/* Importance weights of m super-blocks (quantize_row_q*_K_impl): per
+ * super-block sigma2 = f * sum(x^2) / 256, per sub-block of sb elements the
+ * weights w = qw * sqrt(sigma2 + x^2) and their sum sw (element order). */
+static void batch_weights(const float *x, const float *qw, int m, float f, int sb, float *w, float *sw) {
+    for (int b = 0; b < m; ++b) {
+        const float sigma2 = f * qt__sum_squares(x + b * QK_K, QK_K) / (float)QK_K;
+        for (int j = 0; j < QK_K / sb; ++j) {
+            const int o = b * QK_K + j * sb;
+            qt__importance_weights(x + o, qw + o, sigma2, sb, w + o);
+            float sum = 0.0f;
+            for (int i = 0; i < sb; ++i) sum += w[o + i];
+            sw[b * (QK_K / sb) + j] = sum;
+        }
+    }
 }
 
 /* Final passes: re-derive a sub-block's levels from its stored (fp16-based)
@@ -115,16 +129,11 @@ static void q2_K_finish(const float *x, block_q2_K *y, uint8_t *L) {
     pack_2bit(L, y->qs);
 }
 
-/* Reference path (quantize_row_q2_K_ref): per 16-element sub-block an affine
- * fit with weights |x| and mean absolute error; 4-bit scale/min codes relative
- * to the block maxima. */
-static void q2_K_block_ref(const float *x, block_q2_K *y) {
-    uint8_t L[QK_K], Laux[16];
-    float weights[16], mins[QK_K / 16], scales[QK_K / 16];
+/* Reference codes (quantize_row_q2_K_ref): 4-bit scale/min codes relative to
+ * the block maxima of the 16 sub-block fits. */
+static void q2_K_codes_ref(const float *scales, const float *mins, block_q2_K *y) {
     float max_scale = 0.0f, max_min = 0.0f;
     for (int j = 0; j < QK_K / 16; ++j) {
-        for (int l = 0; l < 16; ++l) weights[l] = fabsf(x[16 * j + l]);
-        scales[j] = qt__fit_affine(16, 3, x + 16 * j, weights, &Q2_K_REF, L + 16 * j, Laux, &mins[j]);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
@@ -144,35 +153,45 @@ static void q2_K_block_ref(const float *x, block_q2_K *y) {
     } else {
         y->dmin = qt_f32_to_fp16(0.0f);
     }
-    q2_K_finish(x, y, L);
 }
 
-/* Importance-weighted path (quantize_row_q2_K_impl): weights
- * imatrix * sqrt(sigma^2 + x^2), squared-error affine fits over a wider
- * search, then the 16 scales and 16 mins are themselves least-squares
- * quantized to 4 bits (qt__fit_scales) with the sub-block weight sums. */
-static void q2_K_block_imatrix(const float *x, block_q2_K *y, const float *qw) {
-    uint8_t L[QK_K], Laux[16], Ls[QK_K / 16], Lm[QK_K / 16];
-    float weight[16], mins[QK_K / 16], scales[QK_K / 16], sw[QK_K / 16];
-    const float sigma2 = qt__sum_squares(x, QK_K) / (float)QK_K;
-    for (int j = 0; j < QK_K / 16; ++j) {
-        sw[j] = subblock_weights(x + 16 * j, qw + 16 * j, sigma2, 16, weight);
-        scales[j] = qt__fit_affine(16, 3, x + 16 * j, weight, &K_IMATRIX, L + 16 * j, Laux, &mins[j]);
-    }
+/* Importance-weighted codes (quantize_row_q2_K_impl): the 16 scales and 16
+ * mins are themselves least-squares quantized to 4 bits (qt__fit_scales) with
+ * the sub-block weight sums. */
+static void q2_K_codes_imatrix(const float *scales, const float *mins, const float *sw, block_q2_K *y) {
+    uint8_t Ls[QK_K / 16], Lm[QK_K / 16];
     const float dm = qt__fit_scales(QK_K / 16, 15, scales, sw, Ls);
     const float mm = qt__fit_scales(QK_K / 16, 15, mins, sw, Lm);
     y->d = qt_f32_to_fp16(dm);
     y->dmin = qt_f32_to_fp16(mm);
     for (int j = 0; j < QK_K / 16; ++j) y->scales[j] = (uint8_t)(Ls[j] | (Lm[j] << 4));
-    q2_K_finish(x, y, L);
+}
+
+/* Per 16-element sub-block an affine fit: without importance weights with
+ * weights |x| and mean absolute error (the _ref path), with them weights
+ * imatrix * sqrt(sigma^2 + x^2) and squared error over a wider search. */
+void qt__quantize_q2_K_fit(const float *src, void *dst, int64_t n, const float *imatrix, const qt__fit_batch *fit) {
+    block_q2_K *y = dst;
+    uint8_t L[KB * QK_K];
+    float w[KB * QK_K], scales[KB * QK_K / 16], mins[KB * QK_K / 16], sw[KB * QK_K / 16];
+    const int64_t nb = n / QK_K;
+    for (int64_t i = 0; i < nb; i += KB) {
+        const int m = batch_len(i, nb);
+        const float *x = src + i * QK_K;
+        if (imatrix) batch_weights(x, imatrix + i * QK_K, m, 1.0f, 16, w, sw);
+        else for (int e = 0; e < m * QK_K; ++e) w[e] = fabsf(x[e]);
+        fit->affine(m * QK_K / 16, 16, 3, x, w, imatrix ? &K_IMATRIX : &Q2_K_REF, L, scales, mins);
+        for (int b = 0; b < m; ++b) {
+            const int o = b * QK_K / 16;
+            if (imatrix) q2_K_codes_imatrix(scales + o, mins + o, sw + o, &y[i + b]);
+            else q2_K_codes_ref(scales + o, mins + o, &y[i + b]);
+            q2_K_finish(x + b * QK_K, &y[i + b], L + b * QK_K);
+        }
+    }
 }
 
 void qt__quantize_q2_K(const float *src, void *dst, int64_t n, const float *imatrix) {
-    block_q2_K *y = dst;
-    for (int64_t i = 0; i < n / QK_K; ++i) {
-        if (imatrix) q2_K_block_imatrix(src + i * QK_K, &y[i], imatrix + i * QK_K);
-        else q2_K_block_ref(src + i * QK_K, &y[i]);
-    }
+    qt__quantize_q2_K_fit(src, dst, n, imatrix, &qt__fit_batch_ref);
 }
 
 void qt__dequantize_q2_K(const void *src, float *y, int64_t n) {
@@ -230,11 +249,9 @@ static void q3_K_finish(const float *x, block_q3_K *y, int8_t *L) {
     pack_2bit(L2, y->qs);
 }
 
-/* Reference path (quantize_row_q3_K_ref). */
-static void q3_K_block_ref(const float *x, block_q3_K *y) {
-    int8_t L[QK_K];
-    float scales[QK_K / 16];
-    for (int j = 0; j < QK_K / 16; ++j) scales[j] = qt__fit_symmetric_descent(16, 4, x + 16 * j, L + 16 * j);
+/* Reference codes (quantize_row_q3_K_ref): the 16 scales as 6-bit signed
+ * codes relative to the one of largest magnitude. */
+static void q3_K_codes_ref(const float *scales, block_q3_K *y) {
     float amax;
     const float max_scale = qt__signed_absmax(scales, QK_K / 16, &amax);
     if (max_scale != 0.0f) {
@@ -248,35 +265,47 @@ static void q3_K_block_ref(const float *x, block_q3_K *y) {
         memset(y->scales, 0, sizeof y->scales);
         y->d = qt_f32_to_fp16(0.0f);
     }
-    q3_K_finish(x, y, L);
 }
 
-/* Importance-weighted path (quantize_row_q3_K_impl): per sub-block symmetric
- * fit with weights imatrix * sqrt(2*sigma^2 + x^2); the 16 scales are then
- * fitted as a 6-bit signed vector (qt__fit_symmetric, nmax 32) with the sub-block
+/* Importance-weighted codes (quantize_row_q3_K_impl): the 16 scales fitted as
+ * a 6-bit signed vector (qt__fit_symmetric, nmax 32) with the sub-block
  * weight sums. */
-static void q3_K_block_imatrix(const float *x, block_q3_K *y, const float *qw) {
-    int8_t L[QK_K], Ls[QK_K / 16];
-    float scales[QK_K / 16], weight[16], sw[QK_K / 16];
-    const float sigma2 = 2.0f * qt__sum_squares(x, QK_K) / (float)QK_K;
-    for (int j = 0; j < QK_K / 16; ++j) {
-        sw[j] = subblock_weights(x + 16 * j, qw + 16 * j, sigma2, 16, weight);
-        scales[j] = qt__fit_symmetric(16, 4, x + 16 * j, weight, L + 16 * j);
-    }
+static void q3_K_codes_imatrix(const float *scales, const float *sw, block_q3_K *y) {
+    int8_t Ls[QK_K / 16];
     const float d_block = qt__fit_symmetric(QK_K / 16, 32, scales, sw, Ls);
     int ls[QK_K / 16];
     for (int j = 0; j < QK_K / 16; ++j) ls[j] = Ls[j];
     q3_K_pack_scales(ls, y->scales);
     y->d = qt_f32_to_fp16(d_block);
-    q3_K_finish(x, y, L);
+}
+
+/* Per 16-element sub-block a symmetric fit: by coordinate descent with
+ * weights x^2 (the _ref path), or with weights imatrix * sqrt(2*sigma^2 + x^2). */
+void qt__quantize_q3_K_fit(const float *src, void *dst, int64_t n, const float *imatrix, const qt__fit_batch *fit) {
+    block_q3_K *y = dst;
+    int8_t L[KB * QK_K];
+    float w[KB * QK_K], scales[KB * QK_K / 16], sw[KB * QK_K / 16];
+    const int64_t nb = n / QK_K;
+    for (int64_t i = 0; i < nb; i += KB) {
+        const int m = batch_len(i, nb);
+        const float *x = src + i * QK_K;
+        if (imatrix) {
+            batch_weights(x, imatrix + i * QK_K, m, 2.0f, 16, w, sw);
+            fit->symmetric(m * QK_K / 16, 16, 4, x, w, L, scales);
+        } else {
+            fit->symmetric_descent(m * QK_K / 16, 16, 4, x, L, scales);
+        }
+        for (int b = 0; b < m; ++b) {
+            const int o = b * QK_K / 16;
+            if (imatrix) q3_K_codes_imatrix(scales + o, sw + o, &y[i + b]);
+            else q3_K_codes_ref(scales + o, &y[i + b]);
+            q3_K_finish(x + b * QK_K, &y[i + b], L + b * QK_K);
+        }
+    }
 }
 
 void qt__quantize_q3_K(const float *src, void *dst, int64_t n, const float *imatrix) {
-    block_q3_K *y = dst;
-    for (int64_t i = 0; i < n / QK_K; ++i) {
-        if (imatrix) q3_K_block_imatrix(src + i * QK_K, &y[i], imatrix + i * QK_K);
-        else q3_K_block_ref(src + i * QK_K, &y[i]);
-    }
+    qt__quantize_q3_K_fit(src, dst, n, imatrix, &qt__fit_batch_ref);
 }
 
 void qt__dequantize_q3_K(const void *src, float *y, int64_t n) {
@@ -301,18 +330,19 @@ void qt__dequantize_q3_K(const void *src, float *y, int64_t n) {
 /* Q4_K / Q5_K                                                               */
 /* ------------------------------------------------------------------------ */
 
-/* Reference search shared by Q4_K and Q5_K (quantize_row_q{4,5}_K_ref):
- * per 32-element sub-block weights sqrt(mean x^2) + |x|, affine fit with
- * squared error; 6-bit scale/min codes relative to the block maxima. */
-static void k4_search_ref(const float *x, int nmax, const qt__affine_search *search, uint8_t *L,
-                          uint8_t *scales12, qt_half *d, qt_half *dmin) {
-    uint8_t Laux[32], ls[QK_K / 32], lm[QK_K / 32];
-    float weights[32], mins[QK_K / 32], scales[QK_K / 32];
+/* The codes of one Q4_K / Q5_K super-block: 8 six-bit scales and mins in 12
+ * bytes, and the two fp16 super-scales. */
+typedef struct {
+    uint8_t scales[K_SCALE_SIZE];
+    qt_half d, dmin;
+} k4_codes;
+
+/* Reference codes (quantize_row_q{4,5}_K_ref): 6-bit scale/min codes relative
+ * to the block maxima. */
+static void k4_codes_ref(const float *scales, const float *mins, k4_codes *c) {
+    uint8_t ls[QK_K / 32], lm[QK_K / 32];
     float max_scale = 0.0f, max_min = 0.0f;
     for (int j = 0; j < QK_K / 32; ++j) {
-        const float av_x = sqrtf(qt__sum_squares(x + 32 * j, 32) / 32.0f);
-        for (int l = 0; l < 32; ++l) weights[l] = av_x + fabsf(x[32 * j + l]);
-        scales[j] = qt__fit_affine(32, nmax, x + 32 * j, weights, search, L + 32 * j, Laux, &mins[j]);
         if (scales[j] > max_scale) max_scale = scales[j];
         if (mins[j] > max_min) max_min = mins[j];
     }
@@ -325,50 +355,77 @@ static void k4_search_ref(const float *x, int nmax, const qt__affine_search *sea
         ls[j] = s < 63 ? s : 63;
         lm[j] = m < 63 ? m : 63;
     }
-    pack_scale_min_k4(ls, lm, scales12);
-    *d = qt_f32_to_fp16(max_scale / 63.0f);
-    *dmin = qt_f32_to_fp16(max_min / 63.0f);
+    pack_scale_min_k4(ls, lm, c->scales);
+    c->d = qt_f32_to_fp16(max_scale / 63.0f);
+    c->dmin = qt_f32_to_fp16(max_min / 63.0f);
 }
 
-/* Importance-weighted search shared by Q4_K and Q5_K
- * (quantize_row_q{4,5}_K_impl): weights imatrix * sqrt(2*sigma^2 + x^2),
- * wider affine search, then least-squares 6-bit codes for scales and mins. */
-static void k4_search_imatrix(const float *x, const float *qw, int nmax, uint8_t *L,
-                              uint8_t *scales12, qt_half *d, qt_half *dmin) {
+/* Importance-weighted codes (quantize_row_q{4,5}_K_impl): least-squares 6-bit
+ * codes for scales and mins with the sub-block weight sums. */
+static void k4_codes_imatrix(const float *scales, const float *mins, const float *sw, int nmax, k4_codes *c) {
     /* ggml's Q5_K path clamps the codes to 63, its Q4_K path does not; the
      * codes are <= 63 anyway unless a negative scale wrapped a uint8_t. */
     const int clamp63 = nmax == 31;
-    uint8_t Laux[32], ls[QK_K / 32], lm[QK_K / 32];
-    float weights[32], mins[QK_K / 32], scales[QK_K / 32], sw[QK_K / 32];
-    const float sigma2 = 2.0f * qt__sum_squares(x, QK_K) / (float)QK_K;
-    for (int j = 0; j < QK_K / 32; ++j) {
-        sw[j] = subblock_weights(x + 32 * j, qw + 32 * j, sigma2, 32, weights);
-        scales[j] = qt__fit_affine(32, nmax, x + 32 * j, weights, &K_IMATRIX, L + 32 * j, Laux, &mins[j]);
-    }
+    uint8_t ls[QK_K / 32], lm[QK_K / 32];
     const float d_block = qt__fit_scales(QK_K / 32, 63, scales, sw, ls);
     const float m_block = qt__fit_scales(QK_K / 32, 63, mins, sw, lm);
     for (int j = 0; clamp63 && j < QK_K / 32; ++j) {
         if (ls[j] > 63) ls[j] = 63;
         if (lm[j] > 63) lm[j] = 63;
     }
-    pack_scale_min_k4(ls, lm, scales12);
-    *d = qt_f32_to_fp16(d_block);
-    *dmin = qt_f32_to_fp16(m_block);
+    pack_scale_min_k4(ls, lm, c->scales);
+    c->d = qt_f32_to_fp16(d_block);
+    c->dmin = qt_f32_to_fp16(m_block);
+}
+
+/* Search shared by Q4_K and Q5_K over m super-blocks: per 32-element
+ * sub-block an affine fit with squared error, with weights sqrt(mean x^2) +
+ * |x| and the type's schedule `ref` (the _ref path), or with weights
+ * imatrix * sqrt(2*sigma^2 + x^2) and the wider imatrix schedule. */
+static void k4_search(const float *x, const float *qw, int m, int nmax, const qt__affine_search *ref,
+                      const qt__fit_batch *fit, uint8_t *L, k4_codes *c) {
+    float w[KB * QK_K], mins[KB * QK_K / 32], scales[KB * QK_K / 32], sw[KB * QK_K / 32];
+    if (qw) {
+        batch_weights(x, qw, m, 2.0f, 32, w, sw);
+    } else {
+        for (int j = 0; j < m * QK_K / 32; ++j) {
+            const float av_x = sqrtf(qt__sum_squares(x + 32 * j, 32) / 32.0f);
+            for (int l = 0; l < 32; ++l) w[32 * j + l] = av_x + fabsf(x[32 * j + l]);
+        }
+    }
+    fit->affine(m * QK_K / 32, 32, nmax, x, w, qw ? &K_IMATRIX : ref, L, scales, mins);
+    for (int b = 0; b < m; ++b) {
+        const int o = b * QK_K / 32;
+        if (qw) k4_codes_imatrix(scales + o, mins + o, sw + o, nmax, &c[b]);
+        else k4_codes_ref(scales + o, mins + o, &c[b]);
+    }
+}
+
+void qt__quantize_q4_K_fit(const float *src, void *dst, int64_t n, const float *imatrix, const qt__fit_batch *fit) {
+    block_q4_K *y = dst;
+    uint8_t L[KB * QK_K];
+    k4_codes c[KB];
+    const int64_t nb = n / QK_K;
+    for (int64_t i0 = 0; i0 < nb; i0 += KB) {
+        const int m = batch_len(i0, nb);
+        k4_search(src + i0 * QK_K, imatrix ? imatrix + i0 * QK_K : NULL, m, 15, &Q4_K_REF, fit, L, c);
+        for (int b = 0; b < m; ++b) {
+            block_q4_K *yb = &y[i0 + b];
+            uint8_t *Lb = L + b * QK_K;
+            memcpy(yb->scales, c[b].scales, sizeof yb->scales);
+            yb->d = c[b].d;
+            yb->dmin = c[b].dmin;
+            requant_affine_k4(src + (i0 + b) * QK_K, yb->d, yb->dmin, yb->scales, 15, Lb);
+            /* chunk k of 64: byte 32k + l = L[64k + l] | L[64k + 32 + l] << 4 */
+            for (int k = 0; k < QK_K / 64; ++k)
+                for (int l = 0; l < 32; ++l)
+                    yb->qs[32 * k + l] = (uint8_t)(Lb[64 * k + l] | (Lb[64 * k + 32 + l] << 4));
+        }
+    }
 }
 
 void qt__quantize_q4_K(const float *src, void *dst, int64_t n, const float *imatrix) {
-    block_q4_K *y = dst;
-    uint8_t L[QK_K];
-    for (int64_t i = 0; i < n / QK_K; ++i) {
-        const float *x = src + i * QK_K;
-        if (imatrix) k4_search_imatrix(x, imatrix + i * QK_K, 15, L, y[i].scales, &y[i].d, &y[i].dmin);
-        else k4_search_ref(x, 15, &Q4_K_REF, L, y[i].scales, &y[i].d, &y[i].dmin);
-        requant_affine_k4(x, y[i].d, y[i].dmin, y[i].scales, 15, L);
-        /* chunk c of 64: byte 32c + l = L[64c + l] | L[64c + 32 + l] << 4 */
-        for (int c = 0; c < QK_K / 64; ++c)
-            for (int l = 0; l < 32; ++l)
-                y[i].qs[32 * c + l] = (uint8_t)(L[64 * c + l] | (L[64 * c + 32 + l] << 4));
-    }
+    qt__quantize_q4_K_fit(src, dst, n, imatrix, &qt__fit_batch_ref);
 }
 
 void qt__dequantize_q4_K(const void *src, float *y, int64_t n) {
@@ -388,24 +445,36 @@ void qt__dequantize_q4_K(const void *src, float *y, int64_t n) {
     }
 }
 
-void qt__quantize_q5_K(const float *src, void *dst, int64_t n, const float *imatrix) {
+void qt__quantize_q5_K_fit(const float *src, void *dst, int64_t n, const float *imatrix, const qt__fit_batch *fit) {
     block_q5_K *y = dst;
-    uint8_t L[QK_K];
-    for (int64_t i = 0; i < n / QK_K; ++i) {
-        const float *x = src + i * QK_K;
-        if (imatrix) k4_search_imatrix(x, imatrix + i * QK_K, 31, L, y[i].scales, &y[i].d, &y[i].dmin);
-        else k4_search_ref(x, 31, &Q5_K_REF, L, y[i].scales, &y[i].d, &y[i].dmin);
-        requant_affine_k4(x, y[i].d, y[i].dmin, y[i].scales, 31, L);
-        /* low nibbles as Q4_K; bit 4 of L[64c + l] -> qh[l] bit 2c, of L[64c + 32 + l] -> bit 2c+1 */
-        memset(y[i].qh, 0, sizeof y[i].qh);
-        for (int c = 0; c < QK_K / 64; ++c) {
-            for (int l = 0; l < 32; ++l) {
-                const int l1 = L[64 * c + l], l2 = L[64 * c + 32 + l];
-                y[i].qh[l] |= (uint8_t)(((l1 >> 4) & 1) << (2 * c) | ((l2 >> 4) & 1) << (2 * c + 1));
-                y[i].qs[32 * c + l] = (uint8_t)((l1 & 0xF) | ((l2 & 0xF) << 4));
+    uint8_t L[KB * QK_K];
+    k4_codes c[KB];
+    const int64_t nb = n / QK_K;
+    for (int64_t i0 = 0; i0 < nb; i0 += KB) {
+        const int m = batch_len(i0, nb);
+        k4_search(src + i0 * QK_K, imatrix ? imatrix + i0 * QK_K : NULL, m, 31, &Q5_K_REF, fit, L, c);
+        for (int b = 0; b < m; ++b) {
+            block_q5_K *yb = &y[i0 + b];
+            const uint8_t *Lb = L + b * QK_K;
+            memcpy(yb->scales, c[b].scales, sizeof yb->scales);
+            yb->d = c[b].d;
+            yb->dmin = c[b].dmin;
+            requant_affine_k4(src + (i0 + b) * QK_K, yb->d, yb->dmin, yb->scales, 31, L + b * QK_K);
+            /* low nibbles as Q4_K; bit 4 of L[64k + l] -> qh[l] bit 2k, of L[64k + 32 + l] -> bit 2k+1 */
+            memset(yb->qh, 0, sizeof yb->qh);
+            for (int k = 0; k < QK_K / 64; ++k) {
+                for (int l = 0; l < 32; ++l) {
+                    const int l1 = Lb[64 * k + l], l2 = Lb[64 * k + 32 + l];
+                    yb->qh[l] |= (uint8_t)(((l1 >> 4) & 1) << (2 * k) | ((l2 >> 4) & 1) << (2 * k + 1));
+                    yb->qs[32 * k + l] = (uint8_t)((l1 & 0xF) | ((l2 & 0xF) << 4));
+                }
             }
         }
     }
+}
+
+void qt__quantize_q5_K(const float *src, void *dst, int64_t n, const float *imatrix) {
+    qt__quantize_q5_K_fit(src, dst, n, imatrix, &qt__fit_batch_ref);
 }
 
 void qt__dequantize_q5_K(const void *src, float *y, int64_t n) {
@@ -430,13 +499,11 @@ void qt__dequantize_q5_K(const void *src, float *y, int64_t n) {
 /* Q6_K                                                                      */
 /* ------------------------------------------------------------------------ */
 
-/* quantize_row_q6_K_ref / _impl: the two differ only in the sub-block
- * weights (x^2, or the raw imatrix values). */
-static void q6_K_block(const float *x, block_q6_K *y, const float *qw) {
-    int8_t L[QK_K];
-    float scales[QK_K / 16];
-    for (int ib = 0; ib < QK_K / 16; ++ib)
-        scales[ib] = qt__fit_symmetric(16, 32, x + 16 * ib, qw ? qw + 16 * ib : NULL, L + 16 * ib);
+/* quantize_row_q6_K_ref / _impl after the sub-block fits (the two differ
+ * only in the sub-block weights: x^2, or the raw imatrix values): 8-bit
+ * signed scale codes relative to the one of largest magnitude, then levels
+ * from the stored codes. */
+static void q6_K_finish(const float *x, block_q6_K *y, int8_t *L, const float *scales) {
     float amax;
     const float max_scale = qt__signed_absmax(scales, QK_K / 16, &amax);
     if (amax < QT_GROUP_MAX_EPS) {
@@ -464,10 +531,21 @@ static void q6_K_block(const float *x, block_q6_K *y, const float *qw) {
     }
 }
 
-void qt__quantize_q6_K(const float *src, void *dst, int64_t n, const float *imatrix) {
+void qt__quantize_q6_K_fit(const float *src, void *dst, int64_t n, const float *imatrix, const qt__fit_batch *fit) {
     block_q6_K *y = dst;
-    for (int64_t i = 0; i < n / QK_K; ++i)
-        q6_K_block(src + i * QK_K, &y[i], imatrix ? imatrix + i * QK_K : NULL);
+    int8_t L[KB * QK_K];
+    float scales[KB * QK_K / 16];
+    const int64_t nb = n / QK_K;
+    for (int64_t i = 0; i < nb; i += KB) {
+        const int m = batch_len(i, nb);
+        const float *x = src + i * QK_K;
+        fit->symmetric(m * QK_K / 16, 16, 32, x, imatrix ? imatrix + i * QK_K : NULL, L, scales);
+        for (int b = 0; b < m; ++b) q6_K_finish(x + b * QK_K, &y[i + b], L + b * QK_K, scales + b * QK_K / 16);
+    }
+}
+
+void qt__quantize_q6_K(const float *src, void *dst, int64_t n, const float *imatrix) {
+    qt__quantize_q6_K_fit(src, dst, n, imatrix, &qt__fit_batch_ref);
 }
 
 void qt__dequantize_q6_K(const void *src, float *y, int64_t n) {

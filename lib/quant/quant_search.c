@@ -222,3 +222,30 @@ float qt__fit_scales(int n, int nmax, const float *x, const float *w, uint8_t *L
     }
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
+
+static void affine_batch_ref(int ngroups, int n, int nmax, const float *x, const float *w,
+                             const qt__affine_search *search, uint8_t *L, float *scales, float *neg_mins) {
+    uint8_t Laux[256];
+    for (int g = 0; g < ngroups; ++g) {
+        const size_t o = (size_t)g * (size_t)n;
+        scales[g] = qt__fit_affine(n, nmax, x + o, w + o, search, L + o, Laux, &neg_mins[g]);
+    }
+}
+
+static void symmetric_batch_ref(int ngroups, int n, int nmax, const float *x, const float *w, int8_t *L,
+                                float *scales) {
+    for (int g = 0; g < ngroups; ++g) {
+        const size_t o = (size_t)g * (size_t)n;
+        scales[g] = qt__fit_symmetric(n, nmax, x + o, w ? w + o : NULL, L + o);
+    }
+}
+
+static void descent_batch_ref(int ngroups, int n, int nmax, const float *x, int8_t *L, float *scales) {
+    for (int g = 0; g < ngroups; ++g) {
+        const size_t o = (size_t)g * (size_t)n;
+        scales[g] = qt__fit_symmetric_descent(n, nmax, x + o, L + o);
+    }
+}
+
+const qt__fit_batch qt__fit_batch_ref = {
+    .affine = affine_batch_ref, .symmetric = symmetric_batch_ref, .symmetric_descent = descent_batch_ref};

@@ -63,4 +63,20 @@ float qt__fit_affine(int n, int nmax, const float *x, const float *w, const qt__
  * inputs, which the affine fit does not produce in practice). */
 float qt__fit_scales(int n, int nmax, const float *x, const float *w, uint8_t *L);
 
+/* The searches over many groups at once: ngroups groups of n values, group g
+ * at x + g*n (its weights at w + g*n), its levels written at L + g*n and its
+ * results at scales[g] (and neg_mins[g]). Each entry gives exactly the bytes
+ * of the single-group function above applied group by group; the K-quants
+ * (q_k.c) call their searches through one of these so that a SIMD form can
+ * put different groups in different lanes (fit_lanes.h). */
+typedef struct qt__fit_batch {
+    void (*affine)(int ngroups, int n, int nmax, const float *x, const float *w, const qt__affine_search *search,
+                   uint8_t *L, float *scales, float *neg_mins);
+    void (*symmetric)(int ngroups, int n, int nmax, const float *x, const float *w, int8_t *L, float *scales);
+    void (*symmetric_descent)(int ngroups, int n, int nmax, const float *x, int8_t *L, float *scales);
+} qt__fit_batch;
+
+/* The scalar reference: the functions above in a loop. */
+extern const qt__fit_batch qt__fit_batch_ref;
+
 #endif

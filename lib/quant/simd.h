@@ -28,6 +28,20 @@ void qt__dequantize_q4_K_avx512(const void *src, float *dst, int64_t n);
 void qt__dequantize_q6_K_avx512(const void *src, float *dst, int64_t n);
 void qt__ct_int4_row_avx512(const int32_t *packed, const float *scales, const int8_t *zero_points,
                             int64_t cols, int64_t group_size, float *out);
+
+/* q_k_avx2.c / q_k_avx512.c: the K-quant quantizers with lane-parallel
+ * sub-block searches (fit_lanes.h), bytes equal to qt__quantize_q*_K's. */
+struct qt__fit_batch;
+#define QT__K_QUANTIZERS(isa)                                                                 \
+    const struct qt__fit_batch *qt__fit_batch_##isa(void);                                    \
+    void qt__quantize_q2_K_##isa(const float *src, void *dst, int64_t n, const float *imatrix); \
+    void qt__quantize_q3_K_##isa(const float *src, void *dst, int64_t n, const float *imatrix); \
+    void qt__quantize_q4_K_##isa(const float *src, void *dst, int64_t n, const float *imatrix); \
+    void qt__quantize_q5_K_##isa(const float *src, void *dst, int64_t n, const float *imatrix); \
+    void qt__quantize_q6_K_##isa(const float *src, void *dst, int64_t n, const float *imatrix);
+QT__K_QUANTIZERS(avx2)
+QT__K_QUANTIZERS(avx512)
+#undef QT__K_QUANTIZERS
 #endif
 
 #endif

@@ -21,6 +21,7 @@ typedef struct qt__kernel_variant {
     qt_type type;                   /* the traits row; QT_TYPE_COUNT for ct_int4_row */
     qt__cpu_level level;            /* runs where qt__cpu_level_get() >= level */
     qt_to_float_fn to_float;        /* NULL: this variant does not replace it */
+    qt_from_float_fn from_float;    /* quantizer; reference: qt__traits_ref(type)->from_float */
     qt_vec_dot_fn vec_dot;
     qt_vec_dot_fn vec_dot_gemm;
     qt__ct_int4_row_fn ct_int4_row; /* compressed-tensors int4 group rows (qt__ct_int4_row_ref) */

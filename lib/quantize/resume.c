@@ -24,10 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/strbuf.h"
+#include "io/io_internal.h"
 #include "quantize_internal.h"
 
 #define STATE_FORMAT 1
@@ -305,7 +307,11 @@ void qt__resume_end(qt__resume *r, qt_status s, qt_quantize_plan *p) {
 static qt_status clear_one(const char *path, bool *removed) {
     struct stat st;
     if (lstat(path, &st) != 0) return QT_OK;
-    if (S_ISDIR(st.st_mode)) return qt_error(QT_ERR_IO, "%s: is a directory (quanta stages OUT there): remove it", path);
+    if (S_ISDIR(st.st_mode)) { /* a compressed-tensors run's staging directory */
+        qt_status s = qt__remove_stage_dir(path);
+        if (s == QT_OK) *removed = true;
+        return s;
+    }
     if (unlink(path) != 0) return qt_error(QT_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
     *removed = true;
     return QT_OK;
@@ -320,4 +326,61 @@ qt_status qt_quantize_clear_partial(const char *out_path, bool *removed) {
     free(partial);
     free(state);
     return s;
+}
+
+/* ---- one writer per OUT -------------------------------------------------------------- */
+
+struct qt_quantize_lock {
+    int fd;
+    char *path;
+};
+
+/* Locked, and still the file at `path`: a run that unlocked and removed it
+ * between our open and our flock leaves us holding a removed inode; then
+ * open again. */
+static qt_status lock_open(const char *path, int *fd_out) {
+    for (int tries = 0; tries < 100; tries++) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+        if (fd < 0) return qt_error(QT_ERR_IO, "%s: cannot create the lock file: %s", path, strerror(errno));
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            const int e = errno;
+            close(fd);
+            if (e == EWOULDBLOCK)
+                return qt_error(QT_ERR_IO, "%s is locked: another quanta quantize is writing the same output now; wait "
+                                "for it to finish or stop it (two runs would overwrite each other's staging files)", path);
+            return qt_error(QT_ERR_IO, "%s: cannot lock: %s", path, strerror(e));
+        }
+        struct stat a, b;
+        if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+            *fd_out = fd;
+            return QT_OK;
+        }
+        close(fd);
+    }
+    return qt_error(QT_ERR_IO, "%s: cannot lock: the file keeps being replaced", path);
+}
+
+qt_status qt_quantize_lock_take(const char *out_path, qt_quantize_lock **out) {
+    *out = NULL;
+    qt_quantize_lock *l = calloc(1, sizeof *l);
+    if (!l || !(l->path = cat(out_path, QT_QUANTIZE_LOCK_SUFFIX))) {
+        free(l);
+        return qt_error(QT_ERR_NOMEM, "out of memory");
+    }
+    qt_status s = lock_open(l->path, &l->fd);
+    if (s != QT_OK) {
+        free(l->path);
+        free(l);
+        return s;
+    }
+    *out = l;
+    return QT_OK;
+}
+
+void qt_quantize_unlock(qt_quantize_lock *l) {
+    if (!l) return;
+    unlink(l->path); /* while still locked: a waiting run then finds a removed inode and reopens */
+    close(l->fd);
+    free(l->path);
+    free(l);
 }

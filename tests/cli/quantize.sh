@@ -34,6 +34,25 @@ expect "vLLM scheme, non-empty OUT" 1 "" "$q" quantize "$tiny" "$tmp/ct" --schem
 expect "vLLM scheme, --force" 0 "" "$q" quantize "$tiny" "$tmp/ct" --scheme fp8 -q --force
 ok grep -q '"format": "float-quantized"' "$tmp/ct/config.json"
 expect "vLLM checkpoint runs" 0 "" "$q" run -m "$tmp/ct" -p "Once upon a time" -n 4 --temp 0
+ok test ! -e "$tmp/ct.partial"       # staged at OUT.partial, renamed into place
+ok test ! -e "$tmp/ct.partial.lock"  # the one-run-per-OUT lock goes with the run
+# an error mid-write (a file-size limit: SIGXFSZ is ignored) removes OUT.partial; no OUT appears
+(ulimit -f 64 && exec "$q" quantize "$tiny" "$tmp/ct2" --scheme w8a16 -q) 2>"$tmp/ct2.err"
+ok test $? = 1
+ok grep -q "ct2.partial/.*File too large" "$tmp/ct2.err"
+ok test ! -e "$tmp/ct2"
+ok test ! -e "$tmp/ct2.partial"
+# an OUT.partial directory left by an interrupted run is removed, with a message
+mkdir "$tmp/ct2.partial" && echo x >"$tmp/ct2.partial/model.safetensors"
+expect "vLLM scheme, stale OUT.partial" 0 "ct2.partial left by an interrupted run" \
+    "$q" quantize "$tiny" "$tmp/ct2" --scheme w8a16 -q
+ok test -s "$tmp/ct2/config.json"
+ok test ! -e "$tmp/ct2.partial"
+# ... but not one that holds something quanta never stages there
+mkdir -p "$tmp/ct3.partial/sub"
+expect "vLLM scheme, foreign OUT.partial" 1 "not a file quanta stages" "$q" quantize "$tiny" "$tmp/ct3" --scheme w8a16 -q
+ok test -d "$tmp/ct3.partial/sub"
+ok test ! -e "$tmp/ct3"
 expect "bad --tensor-type" 2 "expected REGEX=TYPE" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q8_0 --tensor-type attn_v
 expect "bad type" 2 "not a ggml type" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q8_0 --tensor-type attn_v=q9
 expect "bad regex" 1 "bad regular expression" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q8_0 --tensor-type '(=q8_0'

@@ -5,7 +5,8 @@
 # known tensor, kill -9, a file-size limit) keeps OUT.partial + state only with
 # --resumable; --resume (the printed command, any --threads) gives the bytes of
 # an uninterrupted run (cmp); a resume with other options or another input is
-# refused; a stale OUT.partial is removed with a message; a full disk says so.
+# refused; a stale OUT.partial is removed with a message; a full disk says so;
+# a second run for the same OUT is refused while the first holds OUT.partial.lock.
 # No step depends on time: a signal is sent while the process is stopped at a
 # known tensor (QUANTA_TEST_PAUSE_AFTER_TENSORS, docs/quantize.md).
 source "$(dirname "$0")/lib/harness.sh"
@@ -176,6 +177,24 @@ ok test "$(state_int tensors_done "$d/out.gguf.partial.state")" = 7
 head -c 5000 /dev/urandom >>"$d/out.gguf.partial"
 expect "resume after kill -9" 0 "" run_in "$d" "$q" quantize ${args[s_q4km]} out.gguf --resume -q
 ok cmp "$d/out.gguf" "$tmp/ref_s_q4km/out.gguf"
+
+# ---- two runs for one OUT: the second is refused while the first holds OUT.partial.lock --------
+d="$tmp/two_runs"
+mkdir "$d"
+(cd "$d" && QUANTA_TEST_PAUSE_AFTER_TENSORS=3 exec "$q" quantize ${args[t_q8]} out.gguf --resumable -q 2>"$d.err") &
+pid=$!
+ok wait_stopped $pid
+expect "second run, same OUT" 1 "another quanta quantize is writing the same output" \
+    run_in "$d" "$q" quantize ${args[t_q8]} out.gguf -q
+expect "second run --resume, same OUT" 1 "out.gguf.partial.lock is locked" \
+    run_in "$d" "$q" quantize ${args[t_q8]} out.gguf --resume -q
+ok test "$(state_int tensors_done "$d/out.gguf.partial.state")" = 3  # the first run's staging is untouched
+kill -CONT $pid
+wait $pid
+ok test $? = 0
+ok cmp "$d/out.gguf" "$tmp/ref_t_q8/out.gguf"
+ok test "$(ls -A "$d")" = out.gguf  # the lock file goes with the run
+expect "after the first run, a run is allowed again" 0 "" run_in "$d" "$q" quantize ${args[t_q8]} out.gguf --force -q
 
 # ---- a file-size limit (ulimit -f; SIGXFSZ is ignored, write fails with EFBIG) -----------------
 d="$tmp/fsize"

@@ -186,6 +186,93 @@ static void test_ct_int4_group(void) {
     if (!ran) SKIP("int4-group: no SIMD level available on this CPU");
 }
 
+/* ---- quantizers: the lane-parallel scale searches (fit_lanes.h) ---------------------- */
+
+static float rnd_unit(void) { return (float)(rnd32() & 0xFFFFFF) / 16777216.0f; } /* [0, 1) */
+
+/* One super-block of adversarial or random data, pattern p: the corners of the
+ * scale searches (all zero, constant, near-constant with an outlier, ties on
+ * the rounding grid, huge, tiny and subnormal magnitudes, sparse rows). */
+static void fill_block(float *x, int p) {
+    const float big = 1e8f * (1.0f + rnd_unit()), tiny = 1e-30f * (1.0f + rnd_unit());
+    for (int i = 0; i < 256; i++) {
+        const float g = (rnd_unit() - 0.5f) + (rnd_unit() - 0.5f) + (rnd_unit() - 0.5f);
+        switch (p) {
+        case 0: x[i] = 0.0f; break;
+        case 1: x[i] = 0.75f; break;
+        case 2: x[i] = -1.25f; break;
+        case 3: x[i] = -2.0f - 1e-6f * g; break;                          /* all negative, near constant */
+        case 4: x[i] = (float)((int)(rnd32() % 17) - 8) * 0.5f; break;      /* ties */
+        case 5: x[i] = big * g; break;
+        case 6: x[i] = tiny * g; break;
+        case 7: x[i] = 1e-39f * g; break;                                   /* subnormal */
+        case 8: x[i] = rnd32() % 23 ? 0.0f : g; break;                      /* sparse */
+        case 9: x[i] = rnd_unit() * 3.0f; break;                            /* all positive */
+        default: x[i] = g * (1.0f + (float)(rnd32() % 4)); break;
+        }
+    }
+    if (p == 3 || p == 1 || p == 9) x[rnd32() % 256] = (p == 3 ? 50.0f : -30.0f) * (1.0f + rnd_unit());
+}
+
+/* An importance row: positive, with zeros and a few huge ones. */
+static void fill_imatrix(float *w, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t r = rnd32() % 64;
+        w[i] = r == 0 ? 0.0f : r == 1 ? 1e6f * rnd_unit() : rnd_unit() * 4.0f;
+    }
+}
+
+static void check_from_float_variant(const qt__kernel_variant *v) {
+    const qt_type_traits *ref = qt__traits_ref(v->type);
+    static const int64_t sizes[] = {256, 512, 1280, 2048, 4352}; /* partial batches and partial vectors */
+    int bad = 0, rows = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        const int64_t n = sizes[k];
+        const size_t bytes = (size_t)(n / 256) * ref->block_bytes;
+        float *x = malloc(sizeof(float) * (size_t)n), *w = malloc(sizeof(float) * (size_t)n);
+        uint8_t *want = malloc(bytes), *got = malloc(bytes);
+        for (int trial = 0; trial < 40; trial++)
+            for (int with_w = 0; with_w < 2; with_w++) {
+                for (int64_t b = 0; b < n / 256; b++) fill_block(x + 256 * b, (int)(rnd32() % 12));
+                fill_imatrix(w, n);
+                memset(want, 0xA5, bytes);
+                memset(got, 0x5A, bytes);
+                ref->from_float(x, want, n, with_w ? w : NULL);
+                v->from_float(x, got, n, with_w ? w : NULL);
+                rows++;
+                for (size_t i = 0; i < bytes; i++)
+                    if (want[i] != got[i]) {
+                        if (bad++ < 3)
+                            fprintf(stderr, "  %s %s n %lld%s: block %zu byte %zu: reference 0x%02x, simd 0x%02x\n",
+                                    ref->name, qt__cpu_level_str(v->level), (long long)n, with_w ? " imatrix" : "",
+                                    i / ref->block_bytes, i % ref->block_bytes, want[i], got[i]);
+                        break;
+                    }
+            }
+        free(x);
+        free(w);
+        free(want);
+        free(got);
+    }
+    CHECK_MSG(bad == 0, "%s quantizer (%s): %d of %d rows differ from the scalar reference", ref->name,
+              qt__cpu_level_str(v->level), bad, rows);
+}
+
+static void test_from_float_variants(void) {
+    int ran = 0;
+    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+        if (!v->from_float) continue;
+        if (!runs_here(v)) {
+            fprintf(stderr, "  SKIPPED %s quantizer %s: this CPU (or QUANTA_CPU) lacks it\n", qt__traits_ref(v->type)->name,
+                    qt__cpu_level_str(v->level));
+            continue;
+        }
+        ran++;
+        check_from_float_variant(v);
+    }
+    if (!ran) SKIP("quantizers: no SIMD level available on this CPU");
+}
+
 static void test_dispatch_follows_cpu_level(void) {
     const qt__cpu_level cpu = qt__cpu_level_get();
     fprintf(stderr, "  dispatch level: %s\n", qt_cpu_level_name());
@@ -210,17 +297,19 @@ static void test_dispatch_follows_cpu_level(void) {
     for (int t = 0; t < QT_TYPE_COUNT; t++) {
         const qt_type_traits *d = qt_type_get((qt_type)t), *r = qt__traits_ref((qt_type)t);
         if (!d) continue;
-        CHECK(d->to_float_ref == r->to_float_ref && d->from_float == r->from_float);
+        CHECK(d->to_float_ref == r->to_float_ref);
         qt_to_float_fn want_tf = r->to_float_ref;
+        qt_from_float_fn want_ff = r->from_float;
         qt_vec_dot_fn want_dot = r->vec_dot, want_gemm = r->vec_dot_gemm;
         for (int level = QT__CPU_AVX2; level <= (int)cpu; level++)
             for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
                 if ((int)v->level != level || v->type != (qt_type)t) continue;
                 if (v->to_float) want_tf = v->to_float;
+                if (v->from_float) want_ff = v->from_float;
                 if (v->vec_dot) want_dot = v->vec_dot;
                 if (v->vec_dot_gemm) want_gemm = v->vec_dot_gemm;
             }
-        CHECK_MSG(d->to_float == want_tf && d->vec_dot == want_dot && d->vec_dot_gemm == want_gemm,
+        CHECK_MSG(d->to_float == want_tf && d->from_float == want_ff && d->vec_dot == want_dot && d->vec_dot_gemm == want_gemm,
                   "%s: dispatched kernels are not the table's choice for %s", d->name, qt__cpu_level_str(cpu));
     }
     /* types without a SIMD variant keep their reference */
@@ -258,6 +347,7 @@ int main(void) {
 #ifdef QT_ARCH_X86
     QT_RUN(test_to_float_variants);
     QT_RUN(test_ct_int4_group);
+    QT_RUN(test_from_float_variants);
     QT_RUN(test_dispatch_follows_cpu_level);
 #else
     fprintf(stderr, "  SKIPPED every SIMD kernel: not an x86 build\n");

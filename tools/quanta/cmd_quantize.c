@@ -4,6 +4,7 @@
  * type writes a .gguf file; a vLLM scheme writes a compressed-tensors
  * directory as llm-compressor does (include/quanta/quantize_ct.h). */
 #include <jansson.h>
+#include <libgen.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -85,8 +86,8 @@ static void help(void) {
            "file's quanta.fallbacks. A GGUF OUT is written as OUT.partial and renamed when complete:\n"
            "an error, Ctrl-C or SIGTERM leaves nothing (unless --resumable); an OUT.partial left by an\n"
            "interrupted run is removed (with a message) unless --resume. A compressed-tensors OUT\n"
-           "directory gets each file staged inside it and renamed when all are complete; it cannot\n"
-           "be resumed.\n\n"
+           "directory is written as the directory OUT.partial and renamed when every file is complete\n"
+           "(no resume yet). A second run for the same OUT is refused while one holds OUT.partial.lock.\n\n"
            "exit status: 0 ok, 1 failed (nothing written), 2 usage error\n");
 }
 
@@ -264,8 +265,8 @@ static int clear_stale(const args *a) {
     qt_status st = a->o.resume ? QT_OK : qt_quantize_clear_partial(a->out, &removed);
     if (st != QT_OK) return cli_fail(st);
     if (removed)
-        fprintf(stderr, "quanta: removed %s%s left by an interrupted run (--resume continues such a run instead)\n", a->out,
-                QT_QUANTIZE_PARTIAL_SUFFIX);
+        fprintf(stderr, "quanta: removed %s%s left by an interrupted run%s\n", a->out, QT_QUANTIZE_PARTIAL_SUFFIX,
+                qt_gguf_ftype_find(a->o.scheme ? a->o.scheme : "") ? " (--resume continues such a run instead)" : "");
     return CLI_OK;
 }
 
@@ -518,7 +519,7 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     if (rc != CLI_OK) return rc;
     if (a->o.resumable || a->o.resume)
         return cli_usage(VERB, "--%s applies to GGUF schemes only: a compressed-tensors directory (--scheme %s) is "
-                         "staged file by file and cannot be resumed", a->o.resume ? "resume" : "resumable", a->scheme);
+                         "staged at OUT.partial and cannot be resumed yet", a->o.resume ? "resume" : "resumable", a->scheme);
     const char *keep[MAX_PATTERNS + 1];
     for (int32_t i = 0; i < a->o.n_keep; i++) keep[i] = a->o.keep[i];
     keep[a->o.n_keep] = NULL;
@@ -583,6 +584,25 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     return rc;
 }
 
+static int run_ct_open(args *a, const char *ct_key);
+static int run_gguf_open(args *a, const qt_gguf_ftype_info *ft);
+
+/* One run per OUT (qt_quantize_lock_take), taken before anything is staged. None for a
+ * dry run, stdout, a device, or a parent directory that does not exist (the writer's own
+ * message says so). */
+static int lock_out(const args *a, bool ct, qt_quantize_lock **l) {
+    *l = NULL;
+    struct stat sb;
+    if (a->dry_run || !strcmp(a->out, "-")) return CLI_OK;
+    if (stat(a->out, &sb) == 0 && !(ct ? S_ISDIR(sb.st_mode) : S_ISREG(sb.st_mode))) return CLI_OK;
+    char *dir = strdup(a->out);
+    if (!dir) return cli_fail(qt_error(QT_ERR_NOMEM, "out of memory"));
+    const bool parent = stat(dirname(dir), &sb) == 0 && S_ISDIR(sb.st_mode);
+    free(dir);
+    qt_status st = parent ? qt_quantize_lock_take(a->out, l) : QT_OK;
+    return st == QT_OK ? CLI_OK : cli_fail(st);
+}
+
 /* The one place a scheme picks its output path. */
 static int run_scheme(args *a) {
     const qt_gguf_ftype_info *ft = qt_gguf_ftype_find(a->scheme);
@@ -603,15 +623,29 @@ static int run_scheme(args *a) {
             return cli_usage(VERB, "unknown scheme '%s' (GGUF file types: q4_k_m, q8_0, iq4_xs, ... see --help)", a->scheme);
         }
     }
-    struct stat sb;
-    if (ct_key) {
-        qt_model *m;
-        qt_status st = qt_model_open(a->in, &m);
-        if (st != QT_OK) return cli_fail(st);
-        int rc = run_ct(a, m, ct_key);
-        qt_model_free(m);
-        return rc;
+    qt_quantize_lock *lock;
+    int rc = lock_out(a, ct_key != NULL, &lock);
+    if (rc != CLI_OK) return rc;
+    rc = ct_key ? run_ct_open(a, ct_key) : run_gguf_open(a, ft);
+    qt_quantize_unlock(lock);
+    return rc;
+}
+
+static int run_ct_open(args *a, const char *ct_key) {
+    if (!a->dry_run && !a->o.resumable && !a->o.resume) {
+        int rc = clear_stale(a);
+        if (rc != CLI_OK) return rc;
     }
+    qt_model *m;
+    qt_status st = qt_model_open(a->in, &m);
+    if (st != QT_OK) return cli_fail(st);
+    int rc = run_ct(a, m, ct_key);
+    qt_model_free(m);
+    return rc;
+}
+
+static int run_gguf_open(args *a, const qt_gguf_ftype_info *ft) {
+    struct stat sb;
     a->o.scheme = ft->name;
     if (!a->dry_run && !a->force && strcmp(a->out, "-") && stat(a->out, &sb) == 0 && S_ISREG(sb.st_mode)) {
         fprintf(stderr, "quanta: error: %s exists; pass --force to replace it\n", a->out);
