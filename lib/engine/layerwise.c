@@ -110,6 +110,11 @@ qt_status qt_layerwise_set_weight(qt_layerwise *lw, int32_t layer, const char *l
     return QT_OK;
 }
 
+void qt_layerwise_set_kv_observer(qt_layerwise *lw, qt_kv_observer fn, void *user) {
+    lw->e->kv_observer = fn;
+    lw->e->kv_observer_user = user;
+}
+
 int32_t qt_layerwise_next_layer(const qt_layerwise *lw) { return lw->next; }
 
 qt_status qt_layerwise_logits(qt_layerwise *lw, float *logits) { return qt_layerwise_logits_observed(lw, NULL, NULL, logits); }
@@ -132,6 +137,7 @@ qt_status qt_layerwise_logits_observed(qt_layerwise *lw, qt_linear_observer obse
 
 void qt_layerwise_free(qt_layerwise *lw) {
     if (!lw) return;
+    lw->e->kv_observer = NULL;
     free(lw->hidden);
     free(lw);
 }

@@ -87,6 +87,27 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* Input channels that never saw a non-zero value (H_ii = 0): GPTQ zeroes their
+ * weight columns (llm-compressor's rule); said once per distinct input, named. */
+static void note_dead(const qt_gptq_run_opts *g, int32_t il, int k, const double *H, int64_t cols) {
+    if (k > 0 && inputs_of[k - 1].input == inputs_of[k].input) return;
+    int64_t n = 0;
+    char list[160] = "";
+    for (int64_t c = 0; c < cols; c++) {
+        if (H[c * cols + c] != 0.0) continue;
+        const size_t at = strlen(list);
+        if (n < 8) snprintf(list + at, sizeof list - at, "%s%lld", n ? ", " : "", (long long)c);
+        else if (n == 8) snprintf(list + at, sizeof list - at, ", ...");
+        n++;
+    }
+    if (n)
+        note(g, "warning: blk.%d.%s.weight%s: %lld of %lld input channels never saw a non-zero activation (channel %s): "
+             "their weight columns are set to 0, as llm-compressor does", il, inputs_of[k].linear,
+             inputs_of[k + 1 < N_LINEARS ? k + 1 : k].input == inputs_of[k].input && k + 1 < N_LINEARS
+                 ? " and the linears sharing its input" : "",
+             (long long)n, (long long)cols, list);
+}
+
 /* One linear: its weights in f32, its Hessian, the target, the engine rebound. */
 static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int k, observer_ctx *oc, gptq_target *tg,
                             const qt_gptq_run_opts *g, qt_gptq_report *r) {
@@ -102,6 +123,7 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
     qt_status s = W && H ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory for %s", name);
     if (s == QT_OK) s = qt_dequantize_rows(t->type, t->data, W, rows, cols);
     if (s == QT_OK) s = qt_gptq_hessian_get(h, H);
+    if (s == QT_OK) note_dead(g, il, k, H, cols);
     qt_tensor bind = *t;
     bind.data = NULL;
     bool done = false;
@@ -139,11 +161,15 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_t
     qt_layerwise *lw = NULL;
     qt_status s = qt_engine_new(m, &eo, &e);
     if (s == QT_OK) s = qt_layerwise_new(e, g->tokens, g->n_seq, g->n_tok, &lw);
+    if (g->kv_data) qt_kv_scales_begin(g->kv_data);
     const double t0 = now();
     for (int32_t il = 0; s == QT_OK && il < n_layer; il++) {
         observer_ctx oc = {.err = QT_OK};
+        if (g->kv_data) qt_layerwise_set_kv_observer(lw, qt_kv_scales_observe, g->kv_data);
         s = qt_layerwise_observe_layer(lw, observe, &oc);
+        qt_layerwise_set_kv_observer(lw, NULL, NULL);
         if (s == QT_OK) s = oc.err;
+        if (s == QT_OK && g->kv_data) s = g->kv_data->err;
         for (int k = 0; s == QT_OK && k < N_LINEARS; k++) s = one_linear(m, lw, il, k, &oc, tg, g, r);
         for (int k = 0; k < N_INPUTS; k++) qt_gptq_hessian_free(&oc.h[k]);
         if (s == QT_OK) s = qt_layerwise_run_layer(lw, NULL, NULL);
@@ -155,6 +181,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_t
         qt_progress_report(&g->progress, "gptq", il + 1, n_layer);
         if (qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "gptq: interrupted");
     }
+    if (s == QT_OK && g->kv_data) s = qt_kv_scales_finish(g->kv_data);
     r->seconds = now() - t0;
     qt_layerwise_free(lw);
     qt_engine_free(e);

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "quantize_calib.h"
+#include "quantize_kv.h"
 
 #define VERB "quantize"
 #define MAX_PATTERNS 64
@@ -43,12 +44,15 @@ static void help(void) {
            "                             nvfp4, which becomes W4A4) observe each linear's input absmax.\n"
            "                             The file's SHA-256, token count, N, L, S and its fingerprint are\n"
            "                             recorded (quanta.calibration.*; quanta inspect prints them)\n"
+           "  --allow-short-calib        a --calib text with fewer than N windows of L tokens: use the ones\n"
+           "                             there are, with a warning (without it: refused, saying how many)\n"
            "  --algo rtn|gptq            rtn (default): round to nearest, as llama-quantize; gptq: GPTQ\n"
            "                             (Frantar et al. 2023) layer by layer on the --calib samples, onto\n"
            "                             the planned GGUF types (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K;\n"
            "                             others round to nearest, named) or the groups of w4a16,\n"
            "                             w4a16-asym, w8a16, w8a8-int8; docs/gptq.md\n"
            "  --act-order                GPTQ: columns by decreasing Hessian diagonal\n"
+           QKV_HELP
            "  --tensor-type REGEX=TYPE   give tensors whose GGUF name (e.g. blk.3.ffn_down.weight)\n"
            "                             matches REGEX (PCRE2, searched, first match wins) the ggml\n"
            "                             type TYPE (q6_K, q8_0, f16, ...); repeatable\n"
@@ -94,6 +98,7 @@ typedef struct args {
     cli_calib calib;
     qcalib qc;
     bool gptq, act_order;       /* --algo gptq, --act-order */
+    qkv kv;                     /* --kv-dtype, --kv-calib, --kv-scale-gran */
 } args;
 
 static int parse_type(const char *opt, const char *v, qt_type *out) {
@@ -118,6 +123,8 @@ static int parse_override(args *a, const char *v) {
 }
 
 static int parse_value(args *a, const char *opt, const char *v) {
+    const int kv = qkv_arg(VERB, opt, v, &a->kv);
+    if (kv) return kv < 0 ? CLI_USAGE : CLI_OK;
     if (!strcmp(opt, "--scheme")) a->scheme = v;
     else if (!strcmp(opt, "--imatrix")) a->o.imatrix = v;
     else if (!strcmp(opt, "--tensor-type")) return parse_override(a, v);
@@ -141,7 +148,8 @@ static int parse_value(args *a, const char *opt, const char *v) {
 
 static int parse(int argc, char **argv, args *a) {
     static const char *with_value[] = {"--scheme", "--imatrix", "--tensor-type", "--keep", "--output-tensor-type",
-                                       "--token-embedding-type", "--threads", "--algo"};
+                                       "--token-embedding-type", "--threads", "--algo",
+                                       "--kv-dtype", "--kv-calib", "--kv-scale-gran"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int j = cli_json_arg(VERB, s, &a->json);
@@ -174,7 +182,9 @@ static int parse(int argc, char **argv, args *a) {
     if (!a->scheme) return cli_usage(VERB, "need --scheme (e.g. --scheme q4_k_m)");
     if (a->dry_run && (a->o.resumable || a->o.resume))
         return cli_usage(VERB, "--%s: a dry run writes nothing to resume", a->o.resume ? "resume" : "resumable");
-    if (a->calib.tuned && !a->calib.file) return cli_usage(VERB, "--nsamples, --seqlen and --seed apply to --calib FILE");
+    if (a->calib.tuned && !a->calib.file && !(a->kv.on && a->kv.mode == QT_KV_CALIB_RANDOM))
+        return cli_usage(VERB, "--nsamples, --seqlen, --seed and --allow-short-calib apply to --calib FILE (or to "
+                               "--kv-calib random)");
     if (a->calib.file && a->o.imatrix)
         return cli_usage(VERB, "--calib computes the importance matrix that --imatrix would give; use one of them");
     if (a->gptq && !a->calib.file) return cli_usage(VERB, "--algo gptq needs --calib FILE (calibration text)");
@@ -184,6 +194,8 @@ static int parse(int argc, char **argv, args *a) {
         return cli_usage(VERB, "--%s: a GPTQ run cannot be resumed yet (its layers would be computed again)",
                          a->o.resume ? "resume" : "resumable");
     if (a->gptq) a->o.algorithm = "gptq";
+    int rc = qkv_check(VERB, &a->kv, a->calib.file != NULL);
+    if (rc != CLI_OK) return rc;
     a->o.overrides = a->over;
     a->o.keep = a->keep;
     return CLI_OK;
@@ -304,6 +316,7 @@ static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     if (!a->dry_run) json_object_set_new(root, "resumed_tensors", json_integer(p->n_resumed));
     if (p->imatrix_sha256[0]) json_object_set_new(root, "imatrix_sha256", json_string(p->imatrix_sha256));
     if (a->o.calib) json_object_set_new(root, "calibration", calib_json(a->o.calib));
+    if (a->kv.on) json_object_set_new(root, "kv_cache", qkv_json(&a->kv));
     for (int32_t i = 0; i < p->n_tensors; i++) {
         const qt_quantize_tensor *t = &p->tensors[i];
         json_t *o = json_object();
@@ -353,6 +366,7 @@ static qt_gptq_run_opts gptq_opts(args *a) {
     g.threads = a->o.threads;
     g.note = gptq_note;
     g.note_ctx = &a->quiet;
+    if (a->kv.on && a->kv.mode == QT_KV_CALIB_DATA) g.kv_data = &a->kv.s;
     return g;
 }
 
@@ -388,10 +402,21 @@ static int gguf_calibrate(args *a, const qt_model *m) {
     return CLI_OK;
 }
 
+/* --kv-dtype: the scales, sized before the plan (they are in the file's size), fitted
+ * now unless GPTQ fits them on its way or this is a dry run. */
+static int kv_scales(args *a, const qt_model *m) {
+    if (!a->kv.on) return CLI_OK;
+    int rc = qkv_init(&a->kv, m);
+    if (rc == CLI_OK && !a->dry_run) rc = qkv_fit(&a->kv, m, &a->qc.set, &a->calib, a->gptq, a->o.threads, a->quiet);
+    return rc;
+}
+
 static int run_gguf(args *a, qt_model *m) {
     qt_quantize_plan *p = NULL;
     int rc = gguf_calibrate(a, m);
+    if (rc == CLI_OK) rc = kv_scales(a, m);
     if (rc != CLI_OK) return rc;
+    if (a->kv.on) a->o.kv_scales = &a->kv.s;
     qt_status st = qt_quantize_plan_make(m, &a->o, &p);
     qcalib_drop_file(&a->qc); /* the plan has it mapped */
     if (st != QT_OK) return cli_fail(st);
@@ -417,6 +442,7 @@ static int run_gguf(args *a, qt_model *m) {
     const uint64_t rss = qt_bench_peak_rss(); /* VmHWM */
     if (rc == CLI_OK && !a->quiet)
         print_summary(a, p, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), rss);
+    if (rc == CLI_OK && !a->quiet && !a->dry_run) qkv_report(&a->kv);
     if (rc == CLI_OK && a->json.on) rc = emit_json(a, p, rss);
     qt_quantize_plan_free(p);
     return rc;
@@ -453,6 +479,7 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
     json_object_set_new(root, "peak_rss_bytes", a->dry_run ? json_null() : json_integer((json_int_t)rss));
     json_object_set_new(root, "kernel_warnings", json_integer(e->n_warnings));
     if (a->calib.file) json_object_set_new(root, "calibration", calib_json(&a->qc.set));
+    if (a->kv.on) json_object_set_new(root, "kv_cache", qkv_json(&a->kv));
     for (int32_t i = 0; i < e->n_tensors; i++) {
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(e->tensors[i].name));
@@ -482,15 +509,21 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
         o.calibration = calib_kv;
         o.n_calibration = qt_calib_set_gguf_kv(&a->qc.set, calib_kv);
     } else if (a->calib.file) {
-        if (!qt_ct_scheme_uses_act_stats(key))
+        const bool kv_only = !qt_ct_scheme_uses_act_stats(key);
+        if (kv_only && !(a->kv.on && a->kv.mode == QT_KV_CALIB_DATA))
             return cli_usage(VERB, "--calib: scheme %s quantizes weights by round-to-nearest and its activations dynamically "
-                                   "or not at all; it takes no calibration (fp8-static and nvfp4 do)", key);
-        if ((rc = qcalib_amax(m, &a->calib, a->o.threads, a->quiet, &a->qc)) != CLI_OK) return rc;
-        o.input_amax = qcalib_amax_cb;
-        o.input_amax_ctx = &a->qc;
+                                   "or not at all; it takes no calibration (fp8-static and nvfp4 do, and --kv-calib data)", key);
+        if ((rc = kv_only ? qcalib_samples(m, &a->calib, &a->qc)
+                          : qcalib_amax(m, &a->calib, a->o.threads, a->quiet, &a->qc)) != CLI_OK)
+            return rc;
+        if (!kv_only) {
+            o.input_amax = qcalib_amax_cb;
+            o.input_amax_ctx = &a->qc;
+        }
         o.calibration = calib_kv;
         o.n_calibration = qt_calib_set_gguf_kv(&a->qc.set, calib_kv);
     }
+    if ((rc = kv_scales(a, m)) != CLI_OK || (rc = qkv_ct(VERB, &a->kv, &o)) != CLI_OK) return rc;
     qt_ct_export_estimate e = {0};
     qt_status st;
     if (a->dry_run) {
@@ -518,6 +551,7 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
         fprintf(stderr, "  tensors  %d quantized, %d kept 16-bit; %.2f MiB in %d shard%s; %.4f bpw\n", e.n_quantized, e.n_kept,
                 mib(e.tensor_bytes), e.n_shards, e.n_shards == 1 ? "" : "s", e.bits_per_weight);
         if (!a->dry_run) fprintf(stderr, "  peak RSS %.1f MiB\n", mib(rss));
+        if (!a->dry_run) qkv_report(&a->kv);
     }
     if (a->json.on) rc = ct_emit_json(a, &e, rss);
     qt_ct_export_estimate_free(&e);
@@ -584,6 +618,7 @@ int cmd_quantize(int argc, char **argv) {
         free(cmd);
         free(a.resume_cmd);
         qcalib_free(&a.qc);
+        qkv_free(&a.kv);
     }
     for (int i = 0; i < a.o.n_overrides; i++) free(a.over_pat[i]);
     return rc < 0 ? CLI_OK : rc;
