@@ -494,6 +494,7 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
 
 static int run_ct(args *a, const qt_model *m, const char *key) {
     int rc = ct_refuse_gguf_options(a);
+    if (rc == CLI_OK) rc = qkv_ct(VERB, &a->kv, NULL);
     if (rc != CLI_OK) return rc;
     if (a->o.resumable || a->o.resume)
         return cli_usage(VERB, "--%s applies to GGUF schemes only: a compressed-tensors directory (--scheme %s) is "

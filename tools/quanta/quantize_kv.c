@@ -122,6 +122,7 @@ int qkv_ct(const char *verb, qkv *k, qt_ct_export_opts *o) {
     if (k->type == QT_KV_TYPE_FP8_E5M2)
         return cli_usage(verb, "--kv-dtype fp8-e5m2: compressed-tensors' kv_cache_scheme is FP8 E4M3 or int8 (vLLM's "
                          "fp8_e5m2 cache takes no scales); use fp8-e4m3, or a GGUF scheme");
+    if (!o) return CLI_OK;
     o->kv_k_scale = k->s.k;
     o->kv_v_scale = k->s.v;
     o->kv_per_layer = k->s.n_per_layer;

@@ -39,7 +39,7 @@ int qkv_init(qkv *k, const qt_model *m);
 int qkv_fit(qkv *k, const qt_model *m, const qt_calib_set *set, const cli_calib *c, bool gptq, int threads, int quiet);
 void qkv_report(const qkv *k);
 json_t *qkv_json(const qkv *k);
-/* The compressed-tensors writer's fields; fp8-e5m2 refused (no such kv_cache_scheme). */
+/* The compressed-tensors writer's fields (o NULL: only the check); fp8-e5m2 refused (no such kv_cache_scheme). */
 int qkv_ct(const char *verb, qkv *k, qt_ct_export_opts *o);
 void qkv_free(qkv *k);
 
