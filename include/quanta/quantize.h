@@ -329,9 +329,12 @@ QT_API qt_status qt_quantize_run(const qt_model *m, const char *out_path, const 
 /* The staging names beside OUT: OUT.partial and OUT.partial.state. */
 #define QT_QUANTIZE_PARTIAL_SUFFIX ".partial"
 #define QT_QUANTIZE_STATE_SUFFIX ".partial.state"
-/* Removes what an interrupted run left at OUT.partial and OUT.partial.state
- * (regular files only; a directory there is QT_ERR_IO). *removed says whether
- * there was anything. */
+/* GPTQ's finished layers (docs/gptq.md "--resume"): their quantized bytes, and what they are. */
+#define QT_QUANTIZE_LAYERS_SUFFIX ".partial.layers"
+#define QT_QUANTIZE_LAYERS_STATE_SUFFIX ".partial.layers.state"
+/* Removes what an interrupted run left at OUT.partial, OUT.partial.state and
+ * GPTQ's OUT.partial.layers(.state) (regular files only; a directory there is
+ * QT_ERR_IO). *removed says whether there was anything. */
 QT_API qt_status qt_quantize_clear_partial(const char *out_path, bool *removed);
 QT_API void qt_quantize_plan_free(qt_quantize_plan *p);
 
@@ -350,6 +353,10 @@ typedef struct qt_gptq_run_opts {
     int threads;              /* the engine's; the bytes do not depend on it */
     qt_progress progress;     /* "gptq": layers done / total */
     qt_kv_scales *kv_data;    /* non-NULL: K/V amax observed in each layer's observe pass, then finished */
+    /* Optional: called after each layer is finished (and, when resumable, on disk), with
+     * the count so far; it may call qt_request_cancel() to stop the run there. */
+    void (*layer_written)(void *ctx, int32_t n_layers_done);
+    void *layer_written_ctx;
     void (*note)(void *ctx, const char *message); /* per layer (time, ETA), retries, RTN tensors */
     void *note_ctx;
 } qt_gptq_run_opts;
@@ -361,13 +368,17 @@ typedef struct qt_gptq_report {
     int64_t n_dead_cols;      /* input columns that never saw a non-zero value */
     double loss;              /* sum of GPTQ's err^2 over all linears */
     double seconds;           /* the layer loop */
+    int32_t n_layers_kept;    /* a failed resumable run: finished layers kept in OUT.partial.layers */
 } qt_gptq_report;
 
 QT_API qt_gptq_run_opts qt_gptq_run_opts_default(void);
 /* GGUF: p from qt_quantize_plan_make(m, o); every planned linear type with a
  * grid (q4_0 q4_1 q5_0 q5_1 q8_0 q4_K q5_K q6_K) through GPTQ, the rest as
  * qt_quantize_run does. o->imatrix must be NULL and o->algorithm "gptq"
- * (the plan's exact size includes that key). */
+ * (the plan's exact size includes that key). o->resumable: each finished
+ * layer's bytes are kept in OUT.partial.layers (+ .state) until the file is
+ * written; o->resume continues from the last finished layer (then from the
+ * last complete tensor of OUT.partial), the bytes equal an uninterrupted run's. */
 QT_API qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
                                        qt_quantize_plan *p, const qt_gptq_run_opts *g, qt_gptq_report *r);
 /* compressed-tensors integer schemes (w4a16, w4a16-asym, w8a16, w8a8-int8;

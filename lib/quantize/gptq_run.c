@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "quanta/ct.h"
 #include "quanta/quantize_ct.h"
@@ -47,7 +48,18 @@ typedef struct gptq_target {
                         qt_gptq_stats *st, qt_tensor *bind, bool *done);
     /* After the layer ran on its quantized linears (NULL: nothing to do). */
     qt_status (*layer_done)(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il);
+    /* --resume: bind a layer an earlier run finished (NULL: never resumed). */
+    qt_status (*restore_layer)(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il);
+    /* --resumable: the layer is finished; keep it on disk (NULL: not kept). */
+    qt_status (*save_layer)(void *ctx, int32_t il, const qt_gptq_report *r);
 } gptq_target;
+
+/* Where a resumed run starts: the finished layers and their KV maxima. */
+typedef struct resume_point {
+    int32_t start;
+    const float *k_amax, *v_amax; /* (start * n_per_layer) */
+    int64_t kv_tokens;
+} resume_point;
 
 typedef struct observer_ctx {
     qt_gptq_hessian h[N_INPUTS];
@@ -145,7 +157,26 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
     return QT_OK;
 }
 
-static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_target *tg, qt_gptq_report *r) {
+/* The finished layers of an earlier run: bound and run forward, so the next layer sees their outputs. */
+static qt_status replay(const qt_model *m, const qt_gptq_run_opts *g, gptq_target *tg, qt_layerwise *lw,
+                        const resume_point *rp) {
+    qt_status s = QT_OK;
+    for (int32_t il = 0; s == QT_OK && il < rp->start; il++) {
+        s = tg->restore_layer(tg->ctx, m, lw, il);
+        if (s == QT_OK) s = qt_layerwise_run_layer(lw, NULL, NULL);
+    }
+    if (s == QT_OK && rp->start) note(g, "resumed: layers 1-%d from the interrupted run", rp->start);
+    if (s == QT_OK && g->kv_data) {
+        const size_t n = (size_t)rp->start * g->kv_data->n_per_layer;
+        if (n) memcpy(g->kv_data->k, rp->k_amax, n * sizeof(float));
+        if (n) memcpy(g->kv_data->v, rp->v_amax, n * sizeof(float));
+        g->kv_data->n_tokens = rp->kv_tokens;
+    }
+    return s;
+}
+
+static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_target *tg, qt_gptq_report *r,
+                            const resume_point *rp) {
     const int32_t n_layer = qt_model_hparams(m)->n_layer;
     if (!g->tokens || g->n_seq < 1 || g->n_tok < 2)
         return qt_error(QT_ERR_ARG, "gptq: calibration needs at least 1 sequence of 2 tokens (%d x %d)", g->n_seq, g->n_tok);
@@ -162,8 +193,9 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_t
     qt_status s = qt_engine_new(m, &eo, &e);
     if (s == QT_OK) s = qt_layerwise_new(e, g->tokens, g->n_seq, g->n_tok, &lw);
     if (g->kv_data) qt_kv_scales_begin(g->kv_data);
+    if (s == QT_OK) s = replay(m, g, tg, lw, rp);
     const double t0 = now();
-    for (int32_t il = 0; s == QT_OK && il < n_layer; il++) {
+    for (int32_t il = rp->start; s == QT_OK && il < n_layer; il++) {
         observer_ctx oc = {.err = QT_OK};
         if (g->kv_data) qt_layerwise_set_kv_observer(lw, qt_kv_scales_observe, g->kv_data);
         s = qt_layerwise_observe_layer(lw, observe, &oc);
@@ -174,10 +206,12 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_t
         for (int k = 0; k < N_INPUTS; k++) qt_gptq_hessian_free(&oc.h[k]);
         if (s == QT_OK) s = qt_layerwise_run_layer(lw, NULL, NULL);
         if (s == QT_OK && tg->layer_done) s = tg->layer_done(tg->ctx, m, lw, il);
+        if (s == QT_OK && tg->save_layer) s = tg->save_layer(tg->ctx, il, r);
         if (s != QT_OK) break;
         const double el = now() - t0;
         note(g, "layer %d/%d quantized: %.1f s elapsed, ETA %.1f s", il + 1, n_layer, el,
-             el / (il + 1) * (n_layer - il - 1));
+             el / (il + 1 - rp->start) * (n_layer - il - 1));
+        if (g->layer_written) g->layer_written(g->layer_written_ctx, il + 1);
         qt_progress_report(&g->progress, "gptq", il + 1, n_layer);
         if (qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "gptq: interrupted");
     }
@@ -201,6 +235,7 @@ typedef struct gguf_target {
     uint8_t **given;          /* (p->n_tensors) GPTQ's bytes, NULL: the pipeline quantizes */
     float *importance;        /* (largest cols) diag(H) */
     int32_t n_rtn;
+    qt__gptq_state *state;    /* --resumable / --resume: the finished layers on disk, or NULL */
 } gguf_target;
 
 static int32_t plan_find(const qt_quantize_plan *p, const char *name) {
@@ -255,6 +290,70 @@ static qt_status gguf_linear(void *ctx, const qt_tensor *src, float *W, const do
     return QT_OK;
 }
 
+/* The plan indices of layer il's tensors GPTQ (or its rounding) gave bytes for, in inputs_of order. */
+static int32_t layer_given(const gguf_target *x, int32_t il, int32_t idx[N_LINEARS]) {
+    int32_t n = 0;
+    for (int k = 0; k < N_LINEARS; k++) {
+        char name[QT_MAX_NAME];
+        snprintf(name, sizeof name, "blk.%d.%s.weight", il, inputs_of[k].linear);
+        const int32_t i = plan_find(x->p, name);
+        if (i >= 0 && x->given[i]) idx[n++] = i;
+    }
+    return n;
+}
+
+static qt_status gguf_restore_layer(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il) {
+    gguf_target *x = ctx;
+    int32_t idx[N_LINEARS];
+    const int32_t n = layer_given(x, il, idx);
+    qt_status s = QT_OK;
+    for (int32_t j = 0; j < n && s == QT_OK; j++) {
+        qt_tensor bind = *qt_model_find_tensor(m, x->p->tensors[idx[j]].name);
+        bind.type = x->p->tensors[idx[j]].type;
+        bind.nbytes = (size_t)x->p->tensors[idx[j]].bytes;
+        bind.data = x->given[idx[j]];
+        const char *linear = strchr(bind.name + 4, '.') + 1; /* "blk.N." */
+        char base[QT_MAX_NAME];
+        snprintf(base, sizeof base, "%.*s", (int)(strrchr(linear, '.') - linear), linear);
+        s = qt_layerwise_set_weight(lw, il, base, &bind);
+    }
+    return s;
+}
+
+static qt_status gguf_save_layer(void *ctx, int32_t il, const qt_gptq_report *r) {
+    gguf_target *x = ctx;
+    int32_t idx[N_LINEARS];
+    const int32_t n = layer_given(x, il, idx);
+    const qt_kv_scales *kv = x->g->kv_data;
+    return qt__gptq_state_save_layer(x->state, x->p, idx, n, x->given, kv ? kv->k : NULL, kv ? kv->v : NULL,
+                                     kv ? (il + 1) * kv->n_per_layer : 0, kv ? kv->n_tokens : 0, r, x->n_rtn);
+}
+
+/* --resume: the finished layers back from OUT.partial.layers; then the loop, or (all
+ * layers finished) only the KV scales. */
+static qt_status gguf_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_target *tg, gguf_target *x,
+                             qt_gptq_report *r) {
+    const int32_t n_layer = qt_model_hparams(m)->n_layer, start = qt__gptq_state_layers_done(x->state);
+    qt_kv_scales *kv = g->kv_data;
+    const int32_t n_amax = kv ? n_layer * kv->n_per_layer : 0;
+    float *amax = calloc((size_t)(2 * n_amax + 1), sizeof *amax);
+    resume_point rp = {.start = start > n_layer ? n_layer : start, .k_amax = amax, .v_amax = amax + n_amax};
+    qt_status s = amax ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
+    if (s == QT_OK && start)
+        s = qt__gptq_state_restore(x->state, x->p, x->given, amax, amax + n_amax, n_amax, &rp.kv_tokens, r, &x->n_rtn);
+    if (s == QT_OK && rp.start < n_layer) {
+        s = run_layers(m, g, tg, r, &rp);
+    } else if (s == QT_OK && kv) { /* every layer was finished: nothing to run */
+        memcpy(kv->k, rp.k_amax, (size_t)n_amax * sizeof(float));
+        memcpy(kv->v, rp.v_amax, (size_t)n_amax * sizeof(float));
+        kv->n_tokens = rp.kv_tokens;
+        kv->err = QT_OK;
+        s = qt_kv_scales_finish(kv);
+    }
+    free(amax);
+    return s;
+}
+
 qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
                                 qt_quantize_plan *p, const qt_gptq_run_opts *g, qt_gptq_report *r) {
     *r = (qt_gptq_report){0};
@@ -272,13 +371,26 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
     x.given = calloc((size_t)p->n_tensors + 1, sizeof *x.given);
     x.importance = malloc((size_t)max_cols * sizeof *x.importance);
     qt_status s = x.given && x.importance ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory");
-    gptq_target tg = {&x, gguf_linear, NULL};
-    if (s == QT_OK) s = run_layers(m, g, &tg, r);
+    gptq_target tg = {&x, gguf_linear, NULL, gguf_restore_layer, NULL};
+    if (s == QT_OK) s = qt__gptq_state_open(m, out_path, o, p, &x.state);
+    if (x.state) tg.save_layer = gguf_save_layer;
+    if (s == QT_OK) s = gguf_layers(m, g, &tg, &x, r);
     r->n_rtn = x.n_rtn;
     if (s == QT_OK) {
+        /* the file itself resumes only where its own state was left (an interrupted write) */
+        char *st = malloc(strlen(out_path) + sizeof QT_QUANTIZE_STATE_SUFFIX);
+        if (st) sprintf(st, "%s%s", out_path, QT_QUANTIZE_STATE_SUFFIX);
+        qt_quantize_opts wo = *o;
+        wo.resume = o->resume && st && access(st, F_OK) == 0;
+        wo.resumable = o->resumable || o->resume;
+        free(st);
         const qt__quantize_given given = {(const uint8_t *const *)x.given};
-        s = qt__quantize_write_staged(m, out_path, o, p, &given);
+        s = qt__quantize_write_staged(m, out_path, &wo, p, &given);
     }
+    bool kept = false;
+    const int32_t done = qt__gptq_state_layers_done(x.state);
+    qt__gptq_state_close(x.state, s, &kept);
+    r->n_layers_kept = kept ? done : 0;
     for (int32_t i = 0; x.given && i < p->n_tensors; i++) free(x.given[i]);
     free(x.given);
     free(x.importance);
@@ -377,8 +489,9 @@ qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char 
     if (o->keep && o->keep[0])
         return qt_error(QT_ERR_UNSUPPORTED, "gptq: --keep with a compressed-tensors scheme is not supported yet");
     if (o->input_amax) return qt_error(QT_ERR_UNSUPPORTED, "gptq: static activation scales are not supported yet");
-    gptq_target tg = {&x, ct_linear, ct_layer_done};
-    s = run_layers(m, g, &tg, r);
+    gptq_target tg = {&x, ct_linear, ct_layer_done, NULL, NULL};
+    const resume_point from_start = {0};
+    s = run_layers(m, g, &tg, r, &from_start);
     for (int k = 0; k < x.n_bound; k++) free(x.bound[k]);
     if (s == QT_OK) {
         qt_ct_export_opts eo = *o;

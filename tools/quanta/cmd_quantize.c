@@ -67,10 +67,12 @@ static void help(void) {
            "  --force                    replace an existing OUT\n"
            "  --resumable                if the run is interrupted (Ctrl-C, SIGTERM, an error, kill -9),\n"
            "                             keep OUT.partial and OUT.partial.state and print the command\n"
-           "                             that continues it (GGUF schemes)\n"
+           "                             that continues it (GGUF schemes; with --algo gptq also each\n"
+           "                             finished layer, in OUT.partial.layers and its .state)\n"
            "  --resume                   continue an interrupted --resumable run from its last complete\n"
-           "                             tensor (same IN, OUT and options, else refused); the bytes equal\n"
-           "                             an uninterrupted run's\n"
+           "                             tensor, or GPTQ's last finished layer (same IN, OUT, options and\n"
+           "                             calibration text, else refused); the bytes equal an\n"
+           "                             uninterrupted run's\n"
            "  --json[=FILE]              a JSON report (output_bytes, bits_per_weight, peak_rss_bytes,\n"
            "                             tensors with name, type, bytes, and after a run rmse, snr_db)\n"
            "  -q, --quiet                no progress and no table on stderr\n"
@@ -190,9 +192,6 @@ static int parse(int argc, char **argv, args *a) {
     if (a->gptq && !a->calib.file) return cli_usage(VERB, "--algo gptq needs --calib FILE (calibration text)");
     if (a->gptq && a->o.imatrix) return cli_usage(VERB, "--imatrix is for --algo rtn; GPTQ uses the calibration text");
     if (a->act_order && !a->gptq) return cli_usage(VERB, "--act-order goes with --algo gptq");
-    if (a->gptq && (a->o.resumable || a->o.resume))
-        return cli_usage(VERB, "--%s: a GPTQ run cannot be resumed yet (its layers would be computed again)",
-                         a->o.resume ? "resume" : "resumable");
     if (a->gptq) a->o.algorithm = "gptq";
     int rc = qkv_check(VERB, &a->kv, a->calib.file != NULL);
     if (rc != CLI_OK) return rc;
@@ -239,6 +238,13 @@ static void test_hook(void *ctx, int32_t n_done) {
     const char *stop = getenv("QUANTA_TEST_STOP_AFTER_TENSORS"), *pause = getenv("QUANTA_TEST_PAUSE_AFTER_TENSORS");
     if (stop && atoi(stop) == n_done) qt_request_cancel();
     if (pause && atoi(pause) == n_done) raise(SIGSTOP);
+}
+
+/* The same for GPTQ's layers: QUANTA_TEST_STOP_AFTER_LAYERS=N cancels once N layers are finished. */
+static void test_hook_layers(void *ctx, int32_t n_done) {
+    (void)ctx;
+    const char *stop = getenv("QUANTA_TEST_STOP_AFTER_LAYERS");
+    if (stop && atoi(stop) == n_done) qt_request_cancel();
 }
 
 /* Before a fresh run: what an interrupted one left is removed, and said so. */
@@ -367,6 +373,7 @@ static qt_gptq_run_opts gptq_opts(args *a) {
     g.note = gptq_note;
     g.note_ctx = &a->quiet;
     if (a->kv.on && a->kv.mode == QT_KV_CALIB_DATA) g.kv_data = &a->kv.s;
+    g.layer_written = test_hook_layers;
     return g;
 }
 
@@ -382,6 +389,11 @@ static qt_status run_gptq(args *a, qt_model *m, qt_quantize_plan *p) {
     qt_gptq_report r;
     qt_status st = qt_gptq_quantize_gguf(m, a->out, &a->o, p, &g, &r);
     if (st == QT_OK) gptq_summary(a, &r);
+    if (st != QT_OK && r.n_layers_kept) {
+        fprintf(stderr, "quanta: kept %d finished GPTQ layers in %s%s and its state file; to continue:\n  %s\n",
+                r.n_layers_kept, a->out, QT_QUANTIZE_LAYERS_SUFFIX, a->resume_cmd ? a->resume_cmd : "(out of memory)");
+        p->partial_kept = false; /* said here */
+    }
     return st;
 }
 
