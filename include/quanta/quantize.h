@@ -392,6 +392,33 @@ QT_API qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, cons
                                      const struct qt_ct_export_opts *o, const qt_gptq_run_opts *g,
                                      struct qt_ct_export_estimate *est, qt_gptq_report *r);
 
+/* What a GPTQ run holds at its peak (docs/gptq.md "Memory"), in bytes, estimated
+ * before it starts from the shapes alone: the run's peak is the last layer's
+ * largest linear (every earlier layer's output already held), or the final
+ * write, whichever is larger, on top of what is resident when it starts
+ * (program, libraries, vocabulary, calibration tokens: `base`, VmRSS); the total
+ * is that or the process's peak so far (`peak_before`, VmHWM), whichever is larger. */
+typedef struct qt_gptq_memory {
+    uint64_t base;           /* given by the caller: resident before the run (VmRSS) */
+    uint64_t peak_before;    /* given by the caller: the peak so far (VmHWM; calibration loading) */
+    uint64_t model;          /* decoder weights and norms, mapped and read by every forward pass,
+                                plus the embedding rows the calibration tokens touch */
+    uint64_t engine;         /* activation buffers and the f32 KV cache for one sequence of n_tok */
+    uint64_t hidden;         /* n_seq x n_tok x n_embd floats, every sequence between layers */
+    uint64_t hessians;       /* the layer's Hessians (double, one per distinct linear input) */
+    uint64_t linear;         /* the largest linear's working set: W, H, its factor, GPTQ's and the grid's state */
+    uint64_t output;         /* the quantized linears held until the file is written */
+    uint64_t write;          /* the final write's own peak: the largest tensor in and out, buffers */
+    uint64_t blas;           /* OpenBLAS's pages (an allowance: its buffer, touched by the larger GEMMs) */
+    uint64_t total;          /* max(peak_before, base + max(loop phase, write phase)) */
+} qt_gptq_memory;
+/* p: the GGUF plan (NULL: compressed-tensors, int scheme of that group size;
+ * group 0 = per channel). tokens: the calibration tokens (for the embedding rows
+ * they touch). */
+QT_API void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p, int64_t ct_group,
+                                    const int32_t *tokens, int32_t n_seq, int32_t n_tok, int threads, uint64_t base,
+                                    uint64_t peak_before, qt_gptq_memory *out);
+
 /* Provenance keys written beside llama.cpp's general.file_type,
  * general.quantization_version and quantize.imatrix.* (docs/quantize.md). */
 #define QT_QUANTIZE_KEY_VERSION "quanta.version"

@@ -222,6 +222,90 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, gptq_t
     return s;
 }
 
+/* ---- the memory estimate (quanta/quantize.h qt_gptq_memory) ------------------------------ */
+
+static int32_t plan_find(const qt_quantize_plan *p, const char *name);
+
+#define BLAS_ALLOWANCE ((uint64_t)8 << 20) /* OpenBLAS's touched buffer pages, measured (docs/gptq.md) */
+
+/* Bytes the engine allocates for one sequence of n_tok rows (lib/engine/engine.c alloc_buffers, kv.c). */
+static uint64_t engine_bytes(const qt_hparams *hp, int32_t n_tok, int threads) {
+    const uint64_t n_q = (uint64_t)hp->n_head * hp->head_dim, n_kv = (uint64_t)hp->n_head_kv * hp->head_dim;
+    uint64_t max_in = (uint64_t)hp->n_embd;
+    if (n_q > max_in) max_in = n_q;
+    if ((uint64_t)hp->n_ff > max_in) max_in = (uint64_t)hp->n_ff;
+    const uint64_t per_row = 3 * (uint64_t)hp->n_embd + 2 * n_q + 2 * n_kv + 2 * (uint64_t)hp->n_ff + max_in;
+    return 4 * ((uint64_t)n_tok * per_row + 2 * (uint64_t)hp->n_layer * n_tok * n_kv +
+                (uint64_t)(threads > 0 ? threads : 1) * (max_in + 3 * (uint64_t)hp->head_dim));
+}
+
+/* One linear's working set (one_linear, qt_gptq_quantize, the grid), rows x cols. */
+static uint64_t linear_bytes(uint64_t R, uint64_t C, bool gguf, size_t row_bytes, int64_t group) {
+    const uint64_t block = 128, G = gguf ? 256 : (uint64_t)(group > 0 ? group : (int64_t)C);
+    uint64_t b = R * C * 4 + C * C * 8                      /* W (f32), H */
+               + 2 * C * C * 8 + C * C * 4 + R * C * 4      /* Hp, A, U, W permuted */
+               + R * (block + G + 2) * 4 + 16 * C;          /* err, wg, col, q; perm, pos */
+    b += gguf ? R * C * 14 + R * row_bytes : R * C + R * (C / G) * 5 + R * C * 4; /* grid (+ CT's bound f32 copy) */
+    return b;
+}
+
+void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p, int64_t ct_group, const int32_t *tokens,
+                             int32_t n_seq, int32_t n_tok, int threads, uint64_t base, uint64_t peak_before,
+                             qt_gptq_memory *out) {
+    const qt_hparams *hp = qt_model_hparams(m);
+    *out = (qt_gptq_memory){.base = base, .peak_before = peak_before, .blas = BLAS_ALLOWANCE};
+    out->engine = engine_bytes(hp, n_tok, threads);
+    out->hidden = (uint64_t)n_seq * n_tok * hp->n_embd * 4;
+    uint64_t biggest = 0;
+    for (int32_t i = 0; i < qt_model_n_tensors(m); i++) {
+        const qt_tensor *t = qt_model_tensor(m, i);
+        if (!strncmp(t->name, "blk.", 4) || !strcmp(t->name, "output_norm.weight")) out->model += t->nbytes;
+        if (!strcmp(t->name, "token_embd.weight") && tokens) { /* the rows the calibration reads, 4 KiB pages */
+            const uint64_t row = t->nbytes / (uint64_t)(t->ne[1] > 0 ? t->ne[1] : 1);
+            const uint64_t n_pages = (t->nbytes + 4095) / 4096;
+            uint8_t *seen = calloc((size_t)n_pages + 1, 1);
+            uint64_t touched = 0;
+            for (int64_t k = 0; seen && k < (int64_t)n_seq * n_tok; k++) {
+                const uint64_t first = (uint64_t)tokens[k] * row / 4096, last = ((uint64_t)tokens[k] * row + row - 1) / 4096;
+                for (uint64_t pg = first; pg <= last && pg < n_pages; pg++) touched += !seen[pg], seen[pg] = 1;
+            }
+            free(seen);
+            out->model += touched * 4096;
+        }
+    }
+    static const char *const lin[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        uint64_t hess = 0;
+        for (int k = 0; k < N_LINEARS; k++) {
+            char name[QT_MAX_NAME];
+            snprintf(name, sizeof name, "blk.%d.%s.weight", il, lin[k]);
+            const qt_tensor *t = qt_model_find_tensor(m, name);
+            if (!t) continue;
+            const uint64_t C = (uint64_t)t->ne[0], R = (uint64_t)t->ne[1];
+            if (!(k > 0 && inputs_of[k - 1].input == inputs_of[k].input)) hess += C * C * 8;
+            const int32_t pi = p ? plan_find(p, name) : -1;
+            const bool quantized = p ? pi >= 0 && p->tensors[pi].type != t->type : true;
+            if (!quantized) continue;
+            const qt_type ty = p ? p->tensors[pi].type : QT_TYPE_COUNT;
+            const size_t rb = p ? qt_row_size(ty, (int64_t)C) : 0;
+            const uint64_t lb = linear_bytes(R, C, p != NULL, rb, ct_group);
+            if (lb > out->linear) out->linear = lb;
+            const uint64_t G = (uint64_t)(ct_group > 0 ? ct_group : (int64_t)C);
+            out->output += p ? p->tensors[pi].bytes : R * C + R * (C / G) * 5;
+            const uint64_t io = (uint64_t)t->nbytes + (p ? p->tensors[pi].bytes : R * C);
+            if (io > biggest) biggest = io;
+        }
+        if (hess > out->hessians) out->hessians = hess;
+    }
+    for (int32_t i = 0; p && i < p->n_tensors; i++)
+        if (p->tensors[i].src_bytes + p->tensors[i].bytes > biggest) biggest = p->tensors[i].src_bytes + p->tensors[i].bytes;
+    out->write = biggest + ((uint64_t)1 << 20);
+    const uint64_t loop = out->model + out->engine + out->hidden + out->hessians + out->linear + out->output + out->blas;
+    const uint64_t write = out->model + out->output + out->write + out->blas;
+    out->total = base + (loop > write ? loop : write);
+    if (peak_before > out->total) out->total = peak_before;
+}
+
 qt_gptq_run_opts qt_gptq_run_opts_default(void) {
     return (qt_gptq_run_opts){.gptq = qt_gptq_opts_default(), .hessian_importance = true};
 }

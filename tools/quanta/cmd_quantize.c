@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "quantize_calib.h"
@@ -101,6 +102,7 @@ typedef struct args {
     qcalib qc;
     bool gptq, act_order;       /* --algo gptq, --act-order */
     qkv kv;                     /* --kv-dtype, --kv-calib, --kv-scale-gran */
+    qt_gptq_memory mem;         /* --algo gptq: the peak estimated before the run */
 } args;
 
 static int parse_type(const char *opt, const char *v, qt_type *out) {
@@ -318,6 +320,7 @@ static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     json_object_set_new(root, "bits_per_weight", json_real(p->bits_per_weight));
     json_object_set_new(root, "peak_rss_bytes", json_integer((json_int_t)(a->dry_run ? p->peak_rss_estimate : rss)));
     json_object_set_new(root, "peak_rss_measured", json_boolean(!a->dry_run));
+    if (a->gptq) json_object_set_new(root, "peak_rss_estimate_bytes", json_integer((json_int_t)a->mem.total));
     json_object_set_new(root, "fallbacks", json_integer(p->n_fallbacks));
     if (!a->dry_run) json_object_set_new(root, "resumed_tensors", json_integer(p->n_resumed));
     if (p->imatrix_sha256[0]) json_object_set_new(root, "imatrix_sha256", json_string(p->imatrix_sha256));
@@ -377,6 +380,33 @@ static qt_gptq_run_opts gptq_opts(args *a) {
     return g;
 }
 
+/* VmRSS of this process in bytes (0 where /proc is missing). */
+static uint64_t rss_now(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, res = 0;
+    if (f && fscanf(f, "%llu %llu", &size, &res) != 2) res = 0;
+    if (f) fclose(f);
+    return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* The GPTQ peak estimate from the shapes and what is resident now (quanta/quantize.h). */
+static qt_gptq_memory gptq_memory(const args *a, const qt_model *m, const qt_quantize_plan *p, int64_t ct_group) {
+    qt_gptq_memory mem;
+    qt_gptq_memory_estimate(m, p, ct_group, a->qc.set.tokens, a->qc.set.n_samples, a->qc.set.seq_len,
+                            a->o.threads > 0 ? a->o.threads : qt_default_threads(), rss_now(), qt_bench_peak_rss(), &mem);
+    return mem;
+}
+
+static void gptq_memory_print(const qt_gptq_memory *x, uint64_t measured) {
+    fprintf(stderr, "  gptq memory (estimated) %.1f MiB: resident before %.1f (peak so far %.1f), model %.1f, engine %.1f, hidden states "
+                    "%.1f, Hessians %.1f, largest linear %.1f, output %.1f, write %.1f, BLAS %.1f\n", mib(x->total),
+            mib(x->base), mib(x->peak_before), mib(x->model), mib(x->engine), mib(x->hidden), mib(x->hessians), mib(x->linear),
+            mib(x->output), mib(x->write), mib(x->blas));
+    if (measured)
+        fprintf(stderr, "  gptq memory measured (VmHWM) %.1f MiB: %+.1f %% against the estimate\n", mib(measured),
+                100.0 * ((double)measured / (double)x->total - 1.0));
+}
+
 static void gptq_summary(const args *a, const qt_gptq_report *r) {
     if (!a->quiet)
         fprintf(stderr, "quanta: gptq: %d linears by GPTQ, %d rounded to nearest (no grid), %d Cholesky retries, "
@@ -385,6 +415,7 @@ static void gptq_summary(const args *a, const qt_gptq_report *r) {
 }
 
 static qt_status run_gptq(args *a, qt_model *m, qt_quantize_plan *p) {
+    a->mem = gptq_memory(a, m, p, 0);
     qt_gptq_run_opts g = gptq_opts(a);
     qt_gptq_report r;
     qt_status st = qt_gptq_quantize_gguf(m, a->out, &a->o, p, &g, &r);
@@ -437,6 +468,10 @@ static int run_gguf(args *a, qt_model *m) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (a->dry_run) {
         if (!a->quiet) print_plan(p);
+        if (a->gptq) {
+            a->mem = gptq_memory(a, m, p, 0);
+            p->peak_rss_estimate = a->mem.total;
+        }
     } else {
         a->o.progress = cli_progress(a->quiet);
         a->o.tensor_written = test_hook;
@@ -455,6 +490,7 @@ static int run_gguf(args *a, qt_model *m) {
     if (rc == CLI_OK && !a->quiet)
         print_summary(a, p, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), rss);
     if (rc == CLI_OK && !a->quiet && !a->dry_run) qkv_report(&a->kv);
+    if (rc == CLI_OK && !a->quiet && a->gptq) gptq_memory_print(&a->mem, a->dry_run ? 0 : rss);
     if (rc == CLI_OK && a->json.on) rc = emit_json(a, p, rss);
     qt_quantize_plan_free(p);
     return rc;
@@ -490,6 +526,7 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
     json_object_set_new(root, "bits_per_weight", json_real(e->bits_per_weight));
     json_object_set_new(root, "peak_rss_bytes", a->dry_run ? json_null() : json_integer((json_int_t)rss));
     json_object_set_new(root, "kernel_warnings", json_integer(e->n_warnings));
+    if (a->gptq) json_object_set_new(root, "peak_rss_estimate_bytes", json_integer((json_int_t)a->mem.total));
     if (a->calib.file) json_object_set_new(root, "calibration", calib_json(&a->qc.set));
     if (a->kv.on) json_object_set_new(root, "kv_cache", qkv_json(&a->kv));
     for (int32_t i = 0; i < e->n_tensors; i++) {
@@ -539,6 +576,9 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     if ((rc = kv_scales(a, m)) != CLI_OK || (rc = qkv_ct(VERB, &a->kv, &o)) != CLI_OK) return rc;
     qt_ct_export_estimate e = {0};
     qt_status st;
+    qt_ct_int_args ia;
+    if (a->gptq && qt_ct_int_scheme(m, key, &ia) == QT_OK)
+        a->mem = gptq_memory(a, m, NULL, ia.strategy == QT_CT_GROUP ? (ia.group_size ? ia.group_size : QT_CT_DEFAULT_GROUP_SIZE) : 0);
     if (a->dry_run) {
         st = qt_ct_export_estimate_plan(m, key, &o, &e);
     } else if (a->gptq) {
@@ -565,6 +605,7 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
                 mib(e.tensor_bytes), e.n_shards, e.n_shards == 1 ? "" : "s", e.bits_per_weight);
         if (!a->dry_run) fprintf(stderr, "  peak RSS %.1f MiB\n", mib(rss));
         if (!a->dry_run) qkv_report(&a->kv);
+        if (a->gptq) gptq_memory_print(&a->mem, a->dry_run ? 0 : rss);
     }
     if (a->json.on) rc = ct_emit_json(a, &e, rss);
     qt_ct_export_estimate_free(&e);
