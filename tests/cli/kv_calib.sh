@@ -97,6 +97,10 @@ if ! ldd "$q" 2>/dev/null | grep -q libasan; then
     ok has err "KV cache int8, per-head scales (data, 2048 tokens)"
     check "gptq file runs" 0 "$q" run -m "$tmp/g.gguf" -p "Once" -n 2 --kv-dtype int8 --kv-scale-gran head
     ok has err "per-head scales from the model file (quanta.kv_cache"
+    check "gptq w4a16 + kv" 0 "$q" quantize "$tiny" "$tmp/ctg" --scheme w4a16 --algo gptq --calib "$tmp/calib.txt" \
+        --nsamples 2 --seqlen 32 --kv-dtype int8
+    ok has err "KV cache int8, per-tensor scales (data, 64 tokens)"
+    ok grep -q '"type": "int"' "$tmp/ctg/config.json"
 fi
 
 # ---- compressed-tensors ------------------------------------------------------------------------------------------
