@@ -239,6 +239,24 @@ static uint64_t engine_bytes(const qt_hparams *hp, int32_t n_tok, int threads) {
                 (uint64_t)(threads > 0 ? threads : 1) * (max_in + 3 * (uint64_t)hp->head_dim));
 }
 
+/* Resident bytes of an n x n Hessian accumulator: calloc'd, and only its upper
+ * triangle is ever written (cblas_dsyrk, CblasUpper), so a large one (mapped
+ * zero pages, above malloc's 128 KiB mmap threshold) holds only the 4 KiB pages
+ * the triangle reaches; a small one comes from the heap, all of it resident. */
+static uint64_t hessian_resident(uint64_t n) {
+    const uint64_t bytes = n * n * 8;
+    if (bytes < ((uint64_t)128 << 10)) return bytes;
+    uint64_t pages = 0, last = UINT64_MAX;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t first = (i * n + i) * 8 / 4096;
+        const uint64_t end = ((i + 1) * n * 8 - 1) / 4096;
+        if (last != UINT64_MAX && first <= last) first = last + 1;
+        if (first <= end) pages += end - first + 1;
+        if (end > last || last == UINT64_MAX) last = end;
+    }
+    return pages * 4096;
+}
+
 /* One linear's working set (one_linear, qt_gptq_quantize, the grid), rows x cols. */
 static uint64_t linear_bytes(uint64_t R, uint64_t C, bool gguf, size_t row_bytes, int64_t group) {
     const uint64_t block = 128, G = gguf ? 256 : (uint64_t)(group > 0 ? group : (int64_t)C);
@@ -282,7 +300,7 @@ void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p, int64
             const qt_tensor *t = qt_model_find_tensor(m, name);
             if (!t) continue;
             const uint64_t C = (uint64_t)t->ne[0], R = (uint64_t)t->ne[1];
-            if (!(k > 0 && inputs_of[k - 1].input == inputs_of[k].input)) hess += C * C * 8;
+            if (!(k > 0 && inputs_of[k - 1].input == inputs_of[k].input)) hess += hessian_resident(C);
             const int32_t pi = p ? plan_find(p, name) : -1;
             const bool quantized = p ? pi >= 0 && p->tensors[pi].type != t->type : true;
             if (!quantized) continue;
