@@ -474,7 +474,8 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
     x.importance = malloc((size_t)max_cols * sizeof *x.importance);
     qt_status s = x.given && x.importance ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory");
     gptq_target tg = {&x, gguf_linear, NULL, gguf_restore_layer, NULL};
-    if (s == QT_OK) s = qt__gptq_state_open(m, out_path, o, p, &x.state);
+    const int32_t n_amax = g->kv_data ? qt_model_hparams(m)->n_layer * g->kv_data->n_per_layer : 0;
+    if (s == QT_OK) s = qt__gptq_state_open(m, out_path, o, p, n_amax, &x.state);
     if (x.state) tg.save_layer = gguf_save_layer;
     if (s == QT_OK) s = gguf_layers(m, g, &tg, &x, r);
     r->n_rtn = x.n_rtn;

@@ -54,44 +54,91 @@ static qt_status fresh_state(const qt_model *m, const qt_quantize_opts *o, const
     return *out ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
 }
 
-/* A saved state against this run's; its progress checked against the data file's size. */
-static qt_status load_state(qt__gptq_state *g, json_t *now) {
-    char *text = NULL;
-    size_t len = 0;
-    qt_status s = qt_read_file(g->state_path, &text, &len);
-    if (s != QT_OK) return s;
+/* The entries of 'tensors': [plan index, bytes] of this plan, each once, adding up to bytes_done. */
+static qt_status check_tensors(const char *path, const json_t *ts, const qt_quantize_plan *p, uint64_t bytes_done) {
+    uint8_t *seen = calloc((size_t)p->n_tensors + 1, 1);
+    if (!seen) return qt_error(QT_ERR_NOMEM, "out of memory");
+    uint64_t sum = 0;
+    qt_status s = QT_OK;
+    for (size_t i = 0; s == QT_OK && i < json_array_size(ts); i++) {
+        const json_t *e = json_array_get(ts, i), *k = json_array_get(e, 0), *nb = json_array_get(e, 1);
+        const json_int_t ki = json_integer_value(k);
+        if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_integer(k) || !json_is_integer(nb) || ki < 0 ||
+            ki >= p->n_tensors || seen[ki] || (uint64_t)json_integer_value(nb) != p->tensors[ki].bytes)
+            s = qt_error(QT_ERR_FORMAT, "%s: field 'tensors[%zu]': not [plan index, bytes] of a tensor of this plan", path, i);
+        else {
+            seen[ki] = 1;
+            sum += p->tensors[ki].bytes;
+        }
+    }
+    if (s == QT_OK && sum != bytes_done)
+        s = qt_error(QT_ERR_FORMAT, "%s: fields 'tensors', 'bytes_done': %llu bytes of tensors, %llu recorded", path,
+                     (unsigned long long)sum, (unsigned long long)bytes_done);
+    free(seen);
+    return s;
+}
+
+/* 'kv_amax' {k: [...], v: [...], tokens} of equal lengths, at most n_amax numbers each. */
+static qt_status check_kv(const char *path, const json_t *kv, int32_t n_amax) {
+    const json_t *k = json_object_get(kv, "k"), *v = json_object_get(kv, "v"), *t = json_object_get(kv, "tokens");
+    bool ok = json_is_array(k) && json_is_array(v) && json_array_size(k) == json_array_size(v) &&
+              json_array_size(k) <= (size_t)n_amax && json_is_integer(t) && json_integer_value(t) >= 0;
+    for (size_t i = 0; ok && i < json_array_size(k); i++)
+        ok = json_is_number(json_array_get(k, i)) && json_is_number(json_array_get(v, i));
+    return ok ? QT_OK : qt_error(QT_ERR_FORMAT, "%s: field 'kv_amax': not this run's KV maxima", path);
+}
+
+qt_status qt__gptq_state_check(const char *path, const char *text, size_t len, json_t *now, const qt_quantize_plan *p,
+                               int32_t n_amax, json_t **out, int32_t *layers, uint64_t *bytes) {
+    *out = NULL;
     json_error_t err;
     json_t *st = json_loadb(text, len, 0, &err);
-    free(text);
-    if (!st) return qt_error(QT_ERR_FORMAT, "%s: line %d: %s", g->state_path, err.line, err.text);
+    if (!st) return qt_error(QT_ERR_FORMAT, "%s: line %d: %s", path, err.line, err.text);
     json_t *fmt = json_object_get(st, "quanta_gptq_layers"), *ld = json_object_get(st, "layers_done");
     json_t *bd = json_object_get(st, "bytes_done"), *ts = json_object_get(st, "tensors");
-    if (!json_is_integer(fmt) || json_integer_value(fmt) != LAYERS_FORMAT)
-        s = qt_error(QT_ERR_FORMAT, "%s: field 'quanta_gptq_layers': not a GPTQ layer state (format %d)", g->state_path,
+    json_t *rp = json_object_get(st, "report");
+    qt_status s = QT_OK;
+    if (!json_is_object(st) || !json_is_integer(fmt) || json_integer_value(fmt) != LAYERS_FORMAT)
+        s = qt_error(QT_ERR_FORMAT, "%s: field 'quanta_gptq_layers': not a GPTQ layer state (format %d)", path,
                      LAYERS_FORMAT);
-    else if ((s = qt__resume_match(g->state_path, json_object_get(st, "identity"), json_object_get(now, "identity"))) != QT_OK)
+    else if ((s = qt__resume_match(path, json_object_get(st, "identity"), json_object_get(now, "identity"))) != QT_OK)
         ;
     else if (!json_equal(json_object_get(st, "calibration_sha256"), json_object_get(now, "calibration_sha256")))
         s = qt_error(QT_ERR_ARG, "--resume: %s: the calibration text is not the interrupted run's (its SHA-256 "
-                     "changed): run without --resume to start again", g->state_path);
-    else if (!json_is_integer(ld) || !json_is_integer(bd) || !json_is_array(ts) || json_integer_value(ld) < 0 ||
-             json_integer_value(bd) < 0)
-        s = qt_error(QT_ERR_FORMAT, "%s: fields 'layers_done', 'bytes_done', 'tensors': missing or out of range",
-                     g->state_path);
+                     "changed): run without --resume to start again", path);
+    else if (!json_is_integer(ld) || !json_is_integer(bd) || !json_is_array(ts) || !json_is_object(rp) ||
+             json_integer_value(ld) < 0 || json_integer_value(ld) > (1 << 20) || json_integer_value(bd) < 0)
+        s = qt_error(QT_ERR_FORMAT, "%s: fields 'layers_done', 'bytes_done', 'tensors', 'report': missing or out of "
+                     "range", path);
+    else if ((s = check_tensors(path, ts, p, (uint64_t)json_integer_value(bd))) == QT_OK)
+        s = check_kv(path, json_object_get(st, "kv_amax"), n_amax);
     if (s != QT_OK) {
         json_decref(st);
         return s;
     }
-    g->layers_done = (int32_t)json_integer_value(ld);
-    g->bytes_done = (uint64_t)json_integer_value(bd);
-    json_object_set(st, "identity", json_object_get(now, "identity"));
+    *layers = (int32_t)json_integer_value(ld);
+    *bytes = (uint64_t)json_integer_value(bd);
+    *out = st;
+    return QT_OK;
+}
+
+/* A saved state against this run's (qt__gptq_state_check). */
+static qt_status load_state(qt__gptq_state *g, json_t *now, const qt_quantize_plan *p, int32_t n_amax) {
+    char *text = NULL;
+    size_t len = 0;
+    qt_status s = qt_read_file(g->state_path, &text, &len);
+    if (s != QT_OK) return s;
+    json_t *st;
+    s = qt__gptq_state_check(g->state_path, text, len, now, p, n_amax, &st, &g->layers_done, &g->bytes_done);
+    free(text);
+    if (s != QT_OK) return s;
     json_decref(g->state);
     g->state = st;
     return QT_OK;
 }
 
 qt_status qt__gptq_state_open(const qt_model *m, const char *out, const qt_quantize_opts *o, const qt_quantize_plan *p,
-                              qt__gptq_state **res) {
+                              int32_t n_amax, qt__gptq_state **res) {
     *res = NULL;
     if (!o->resumable && !o->resume) return QT_OK;
     qt__gptq_state *g = calloc(1, sizeof *g);
@@ -109,7 +156,7 @@ qt_status qt__gptq_state_open(const qt_model *m, const char *out, const qt_quant
         free(final_state);
     } else if (s == QT_OK && o->resume) {
         json_t *now = json_incref(g->state);
-        s = load_state(g, now);
+        s = load_state(g, now, p, n_amax);
         json_decref(now);
     } else if (s == QT_OK && unlink(g->state_path) != 0 && errno != ENOENT) {
         s = qt_error(QT_ERR_IO, "%s: cannot remove: %s", g->state_path, strerror(errno));
@@ -152,16 +199,13 @@ qt_status qt__gptq_state_restore(qt__gptq_state *g, const qt_quantize_plan *p, u
     uint64_t off = 0;
     json_array_foreach(ts, i, e) {
         const json_int_t k = json_integer_value(json_array_get(e, 0)), nb = json_integer_value(json_array_get(e, 1));
-        if (k < 0 || k >= p->n_tensors || (uint64_t)nb != p->tensors[k].bytes || given[k] || off + (uint64_t)nb > g->bytes_done)
-            return qt_error(QT_ERR_FORMAT, "%s: field 'tensors[%zu]': not a tensor of this plan", g->state_path, i);
+        if (given[k]) return qt_error(QT_ERR_INTERNAL, "%s: tensor %lld restored twice", g->state_path, (long long)k);
         if (!(given[k] = malloc((size_t)nb))) return qt_error(QT_ERR_NOMEM, "out of memory");
         qt_status s = pread_all(g->fd, given[k], (size_t)nb, off, g->data_path);
         if (s != QT_OK) return s;
         off += (uint64_t)nb;
     }
     json_t *kv = json_object_get(g->state, "kv_amax"), *ka = json_object_get(kv, "k"), *va = json_object_get(kv, "v");
-    if (n_amax && (json_array_size(ka) != json_array_size(va) || json_array_size(ka) > (size_t)n_amax))
-        return qt_error(QT_ERR_FORMAT, "%s: field 'kv_amax': not this run's KV scales", g->state_path);
     for (i = 0; n_amax && i < json_array_size(ka); i++) {
         k_amax[i] = (float)json_number_value(json_array_get(ka, i));
         v_amax[i] = (float)json_number_value(json_array_get(va, i));

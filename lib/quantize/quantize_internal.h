@@ -64,7 +64,14 @@ void qt__resume_end(qt__resume *r, qt_status s, qt_quantize_plan *p);
  * removed; on failure they are kept when a layer is recorded (*kept). */
 typedef struct qt__gptq_state qt__gptq_state;
 qt_status qt__gptq_state_open(const qt_model *m, const char *out, const qt_quantize_opts *o, const qt_quantize_plan *p,
-                              qt__gptq_state **g);
+                              int32_t n_amax, qt__gptq_state **g);
+/* A saved OUT.partial.layers.state (text, len bytes; path names it in messages)
+ * against this run's (`now`: its identity and calibration_sha256): QT_ERR_FORMAT
+ * when malformed (every 'tensors' entry a distinct tensor of p with its planned
+ * size, adding up to bytes_done; KV maxima at most n_amax each), QT_ERR_ARG
+ * naming what differs; on success the parsed state (*out), layers and bytes done. */
+qt_status qt__gptq_state_check(const char *path, const char *text, size_t len, json_t *now, const qt_quantize_plan *p,
+                               int32_t n_amax, json_t **out, int32_t *layers, uint64_t *bytes);
 int32_t qt__gptq_state_layers_done(const qt__gptq_state *g);
 qt_status qt__gptq_state_restore(qt__gptq_state *g, const qt_quantize_plan *p, uint8_t **given, float *k_amax,
                                  float *v_amax, int32_t n_amax, int64_t *kv_tokens, qt_gptq_report *r, int32_t *n_rtn);
