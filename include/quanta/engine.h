@@ -46,6 +46,24 @@ typedef enum qt_kv_scale_source {
  * k_scale / v_scale (docs/formats.md §4.8): stored = fp8(k / k_scale). */
 #define QT_KV_K_SCALE_FMT "blk.%d.attn_k_scale"
 #define QT_KV_V_SCALE_FMT "blk.%d.attn_v_scale"
+/* GGUF metadata a quantizer writes instead of those tensors (llama.cpp refuses a
+ * file with tensors it does not use, but ignores unknown keys; docs/quantize.md
+ * "KV-cache scales"):
+ *   quanta.kv_cache.dtype       string: the format the scales were fitted for
+ *                               (qt_kv_type_name: fp8-e4m3, fp8-e5m2, int8)
+ *   quanta.kv_cache.scale_gran  string: "tensor" or "head"
+ *   quanta.kv_cache.calib       string: how they were fitted: "data", "random", "none"
+ *   quanta.kv_cache.k_scale     array of float32: n_layer values (tensor) or
+ *   quanta.kv_cache.v_scale     n_layer * n_head_kv (head, layer-major)
+ * A scale is amax / the fitted format's largest value; an engine running
+ * another scaled format rescales it to amax / its own largest value. */
+#define QT_KV_KEY_DTYPE "quanta.kv_cache.dtype"
+#define QT_KV_KEY_GRAN "quanta.kv_cache.scale_gran"
+#define QT_KV_KEY_CALIB "quanta.kv_cache.calib"
+#define QT_KV_KEY_K_SCALE "quanta.kv_cache.k_scale"
+#define QT_KV_KEY_V_SCALE "quanta.kv_cache.v_scale"
+/* The largest finite value of a scaled KV format (448, 57344, 127); 0 for unscaled ones. */
+QT_API float qt_kv_type_max(qt_kv_type d);
 
 QT_API const char *qt_kv_type_name(qt_kv_type d); /* "f32", "f16", "bf16", "fp8-e4m3", "fp8-e5m2", "int8" */
 /* QT_ERR_UNSUPPORTED naming the accepted formats when `name` is not one of them. */
@@ -209,6 +227,11 @@ QT_API qt_status qt_perplexity(qt_engine_ctx *e, const int32_t *tokens, int64_t 
 typedef void (*qt_linear_observer)(void *user, int32_t layer, const char *linear, const float *x, int32_t n_tokens,
                                    int32_t n_in);
 typedef struct qt_layerwise qt_layerwise;
+/* The KV seam: each layer's K rows (after the head norm and RoPE, as the cache
+ * stores them and as vLLM's KV-cache observer sees them) and V rows, both
+ * (n_tokens, n_head_kv * head_dim), before they are stored. */
+typedef void (*qt_kv_observer)(void *user, int32_t layer, const float *k, const float *v, int32_t n_tokens,
+                               int32_t n_head_kv, int32_t head_dim);
 
 QT_API qt_status qt_layerwise_new(qt_engine_ctx *e, const int32_t *tokens, int32_t n_seq, int32_t n_tok,
                                   qt_layerwise **out);
@@ -222,6 +245,9 @@ QT_API qt_status qt_layerwise_observe_layer(qt_layerwise *lw, qt_linear_observer
 /* Binds layer `layer`'s linear (attn_q ... ffn_down) to tensor t (same shape,
  * any type with a dot kernel or a dequantizer) for every later evaluation by
  * this engine; t and its data must outlive the engine. */
+/* Every later layer run (run_layer and observe_layer) shows its K and V rows
+ * to fn (NULL: none). */
+QT_API void qt_layerwise_set_kv_observer(qt_layerwise *lw, qt_kv_observer fn, void *user);
 QT_API qt_status qt_layerwise_set_weight(qt_layerwise *lw, int32_t layer, const char *linear, const qt_tensor *t);
 /* Replaces a layer vector's values (n floats): "attn_norm.weight",
  * "ffn_norm.weight", "attn_q.bias", "attn_k.bias", "attn_v.bias",

@@ -31,6 +31,7 @@
 #define QUANTA_QUANTIZE_H
 
 #include "core.h"
+#include "engine.h"
 #include "formats.h"
 #include "gguf.h"
 #include "gptq.h"
@@ -114,7 +115,8 @@ QT_API qt_status qt_calib_from_model(const qt_model *m, qt_calib_fingerprint *fp
  *    splitmix64(S), then put in ascending order; N = 0: all W windows;
  * 5. each sample's first token replaced by BOS (when the vocabulary has one),
  *    so every sample starts as a document does (llama-imatrix's rule).
- * Fewer windows than N is an error naming the file and the counts. */
+ * Fewer windows than N is an error naming the file and the counts (how many
+ * tokens there are and how many N x L needs), unless allow_short. */
 #define QT_CALIB_DEFAULT_SEQLEN 512
 
 /* Provenance keys written beside the QT_CALIB_KEY_* fingerprint (docs/quantize.md). */
@@ -130,6 +132,7 @@ typedef struct qt_calib_opts {
     int32_t n_samples;  /* N; <= 0: every window */
     int32_t seq_len;    /* L; <= 0: QT_CALIB_DEFAULT_SEQLEN */
     uint64_t seed;      /* S; 0: the first N windows */
+    bool allow_short;   /* fewer than N windows: take the W there are (at least 1) instead of refusing */
 } qt_calib_opts;
 
 /* Window indices (rule steps 3-4): *starts (malloc'd, n_out entries,
@@ -143,6 +146,7 @@ typedef struct qt_calib_set {
     int64_t file_bytes;
     int64_t file_tokens;        /* T: the whole text's tokens (with BOS) */
     int32_t n_samples, seq_len; /* as cut */
+    int32_t n_requested;        /* N asked for (0: all); > n_samples when allow_short took fewer */
     uint64_t seed;
     int32_t *tokens;            /* (n_samples * seq_len) the samples, concatenated, BOS first in each */
     qt_calib_fingerprint fp;    /* of the whole file (n_ranges 0) */
@@ -175,6 +179,58 @@ QT_API qt_status qt_calib_act_amax(const qt_model *m, qt_engine_ctx *e, const qt
 QT_API float qt_act_amax_get(const qt_act_amax *a, const char *name);
 QT_API void qt_act_amax_free(qt_act_amax *a);
 
+/* ---- KV-cache scales: --kv-dtype D --kv-calib none|random|data --kv-scale-gran tensor|head ----
+ * (lib/quantize/kv_calib.c, docs/quantize.md "KV-cache scales"). For a scaled
+ * cache format D (fp8-e4m3, fp8-e5m2, int8) a scale is amax / D's largest value
+ * (vLLM's / llm-compressor's static minmax KV observer), amax being max |K|
+ * (after the head norm and RoPE, as the cache stores K) or max |V| per layer,
+ * over all heads (tensor) or per KV head (head), over
+ *   data    the calibration samples, run through the engine layer by layer
+ *           (with --algo gptq, in GPTQ's observe pass: the earlier layers are
+ *           already quantized, llm-compressor's sequential order);
+ *   random  --nsamples sequences of --seqlen tokens drawn uniformly from the
+ *           vocabulary (BOS first) with splitmix64(--seed): a scale for the range
+ *           activations take on noise, not on text;
+ *   none    nothing: every scale is 1.0 (what vLLM uses without scales).
+ * A zero, negative, NaN or infinite scale is refused naming layer, head and K/V. */
+typedef enum qt_kv_calib_mode { QT_KV_CALIB_NONE = 0, QT_KV_CALIB_RANDOM, QT_KV_CALIB_DATA } qt_kv_calib_mode;
+QT_API const char *qt_kv_calib_mode_name(qt_kv_calib_mode m); /* "none", "random", "data" */
+QT_API qt_status qt_kv_calib_mode_parse(const char *name, qt_kv_calib_mode *out);
+
+typedef struct qt_kv_scales {
+    qt_kv_type dtype;          /* the scaled format they are fitted for */
+    qt_kv_scale_gran gran;
+    qt_kv_calib_mode mode;
+    int32_t n_layer, n_per_layer; /* n_per_layer: 1 (tensor) or n_head_kv (head) */
+    int32_t n_head_kv, head_dim;
+    float *k, *v;              /* (n_layer * n_per_layer) scales; amax while observing */
+    int64_t n_tokens;          /* tokens observed per layer (0 for none) */
+    qt_status err;             /* the observer's first error */
+} qt_kv_scales;
+
+/* Every scale 1.0 (mode none, and before observing). QT_ERR_ARG for an unscaled dtype. */
+QT_API qt_status qt_kv_scales_init(qt_kv_scales *s, const qt_model *m, qt_kv_type dtype, qt_kv_scale_gran gran,
+                                   qt_kv_calib_mode mode);
+/* The seam's observer (qt_kv_observer, user = a qt_kv_scales): after
+ * qt_kv_scales_begin, accumulates max |K| and max |V|. */
+QT_API void qt_kv_scales_begin(qt_kv_scales *s);
+QT_API void qt_kv_scales_observe(void *user, int32_t layer, const float *k, const float *v, int32_t n_tokens,
+                                 int32_t n_head_kv, int32_t head_dim);
+/* amax -> scale, refusing a zero, negative, NaN or infinite one (layer, head, K/V named). */
+QT_API qt_status qt_kv_scales_finish(qt_kv_scales *s);
+/* data / random: runs `tokens` (n_seq x n_tok, each from position 0) through
+ * m layer by layer, one sequence at a time (an f32 cache), observing K and V;
+ * then qt_kv_scales_finish. The scales do not depend on threads. */
+QT_API qt_status qt_kv_scales_calibrate(qt_kv_scales *s, const qt_model *m, const int32_t *tokens, int32_t n_seq,
+                                        int32_t n_tok, int threads, qt_progress progress);
+/* random's tokens: n_seq sequences of n_tok, BOS first (when the vocabulary has
+ * one), the rest uniform over the vocabulary from splitmix64(seed). */
+QT_API void qt_kv_random_tokens(const qt_model *m, int32_t n_seq, int32_t n_tok, uint64_t seed, int32_t *out);
+/* The GGUF metadata (QT_KV_KEY_*, quanta/engine.h), pointing into s; returns 5. */
+#define QT_KV_MAX_KV 5
+QT_API int32_t qt_kv_scales_gguf_kv(const qt_kv_scales *s, qt_gguf_kv out[QT_KV_MAX_KV]);
+QT_API void qt_kv_scales_free(qt_kv_scales *s);
+
 /* --tensor-type PATTERN=TYPE: PCRE2, searched (not anchored) in the
  * canonical GGUF tensor name; the first matching pattern wins, as in
  * llama-quantize. */
@@ -202,6 +258,9 @@ typedef struct qt_quantize_opts {
     const char *imatrix_label;                /* recorded as quantize.imatrix.file; NULL: imatrix */
     const qt_calib_set *calib;                /* calibration text the imatrix came from: its
                                                  quanta.calibration.* keys are written; NULL: none */
+    const qt_kv_scales *kv_scales;            /* KV-cache scales written as quanta.kv_cache.* (read
+                                                 when the file is written: GPTQ fills them on the
+                                                 way); NULL: none */
     qt_progress progress;
     /* Staging and resume (docs/quantize.md). A file OUT is always written as
      * OUT.partial and renamed at the end. resumable: a failed or cancelled run
@@ -275,9 +334,12 @@ QT_API qt_status qt_quantize_run(const qt_model *m, const char *out_path, const 
 /* The staging names beside OUT: OUT.partial and OUT.partial.state. */
 #define QT_QUANTIZE_PARTIAL_SUFFIX ".partial"
 #define QT_QUANTIZE_STATE_SUFFIX ".partial.state"
-/* Removes what an interrupted run left at OUT.partial and OUT.partial.state
- * (regular files only; a directory there is QT_ERR_IO). *removed says whether
- * there was anything. */
+/* GPTQ's finished layers (docs/gptq.md "--resume"): their quantized bytes, and what they are. */
+#define QT_QUANTIZE_LAYERS_SUFFIX ".partial.layers"
+#define QT_QUANTIZE_LAYERS_STATE_SUFFIX ".partial.layers.state"
+/* Removes what an interrupted run left at OUT.partial, OUT.partial.state and
+ * GPTQ's OUT.partial.layers(.state) (regular files only; a directory there is
+ * QT_ERR_IO). *removed says whether there was anything. */
 QT_API qt_status qt_quantize_clear_partial(const char *out_path, bool *removed);
 /* One writer per OUT. qt_quantize_lock takes an exclusive advisory lock
  * (flock) on OUT.partial.lock, created beside OUT; a second run for the same
@@ -322,6 +384,11 @@ typedef struct qt_gptq_run_opts {
     bool hessian_importance;  /* GGUF blocks: the block quantizer weighs columns by H_ii (default true) */
     int threads;              /* the engine's; the bytes do not depend on it */
     qt_progress progress;     /* "gptq": layers done / total */
+    qt_kv_scales *kv_data;    /* non-NULL: K/V amax observed in each layer's observe pass, then finished */
+    /* Optional: called after each layer is finished (and, when resumable, on disk), with
+     * the count so far; it may call qt_request_cancel() to stop the run there. */
+    void (*layer_written)(void *ctx, int32_t n_layers_done);
+    void *layer_written_ctx;
     void (*note)(void *ctx, const char *message); /* per layer (time, ETA), retries, RTN tensors */
     void *note_ctx;
 } qt_gptq_run_opts;
@@ -337,6 +404,7 @@ typedef struct qt_gptq_report {
     int64_t n_dead_channels;  /* smoothed input channels that never saw a non-zero value (s = 1) */
     double awq_loss, awq_loss_rtn; /* AWQ: summed output error at the chosen scales and at s = 1 */
     double seconds;           /* the layer loop */
+    int32_t n_layers_kept;    /* a failed resumable run: finished layers kept in OUT.partial.layers */
 } qt_gptq_report;
 
 QT_API qt_gptq_run_opts qt_gptq_run_opts_default(void);
@@ -346,7 +414,11 @@ QT_API qt_gptq_run_opts qt_gptq_run_opts_default(void);
  * o->imatrix must be NULL and o->algorithm name the algorithm ("gptq",
  * "awq", "awq+gptq", ...: the plan's exact size includes that key). With
  * g->smoothing every linear of the layers (and the norms that absorbed the
- * scales) is written from the smoothed values. */
+ * scales) is written from the smoothed values. o->resumable (plain GPTQ
+ * only): each finished layer's bytes are kept in OUT.partial.layers (+ .state)
+ * until the file is written; o->resume continues from the last finished layer
+ * (then from the last complete tensor of OUT.partial), the bytes equal an
+ * uninterrupted run's. */
 QT_API qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
                                        qt_quantize_plan *p, const qt_gptq_run_opts *g, qt_gptq_report *r);
 /* compressed-tensors schemes (quanta/quantize_ct.h): integer (w4a16,
@@ -362,6 +434,33 @@ struct qt_ct_export_estimate;
 QT_API qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char *out_dir,
                                      const struct qt_ct_export_opts *o, const qt_gptq_run_opts *g,
                                      struct qt_ct_export_estimate *est, qt_gptq_report *r);
+
+/* What a GPTQ run holds at its peak (docs/gptq.md "Memory"), in bytes, estimated
+ * before it starts from the shapes alone: the run's peak is the last layer's
+ * largest linear (every earlier layer's output already held), or the final
+ * write, whichever is larger, on top of what is resident when it starts
+ * (program, libraries, vocabulary, calibration tokens: `base`, VmRSS); the total
+ * is that or the process's peak so far (`peak_before`, VmHWM), whichever is larger. */
+typedef struct qt_gptq_memory {
+    uint64_t base;           /* given by the caller: resident before the run (VmRSS) */
+    uint64_t peak_before;    /* given by the caller: the peak so far (VmHWM; calibration loading) */
+    uint64_t model;          /* decoder weights and norms, mapped and read by every forward pass,
+                                plus the embedding rows the calibration tokens touch */
+    uint64_t engine;         /* activation buffers and the f32 KV cache for one sequence of n_tok */
+    uint64_t hidden;         /* n_seq x n_tok x n_embd floats, every sequence between layers */
+    uint64_t hessians;       /* the layer's Hessians (double, one per distinct linear input) */
+    uint64_t linear;         /* the largest linear's working set: W, H, its factor, GPTQ's and the grid's state */
+    uint64_t output;         /* the quantized linears held until the file is written */
+    uint64_t write;          /* the final write's own peak: the largest tensor in and out, buffers */
+    uint64_t blas;           /* OpenBLAS's pages (an allowance: its buffer, touched by the larger GEMMs) */
+    uint64_t total;          /* max(peak_before, base + max(loop phase, write phase)) */
+} qt_gptq_memory;
+/* p: the GGUF plan (NULL: compressed-tensors, int scheme of that group size;
+ * group 0 = per channel). tokens: the calibration tokens (for the embedding rows
+ * they touch). */
+QT_API void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p, int64_t ct_group,
+                                    const int32_t *tokens, int32_t n_seq, int32_t n_tok, int threads, uint64_t base,
+                                    uint64_t peak_before, qt_gptq_memory *out);
 
 /* Provenance keys written beside llama.cpp's general.file_type,
  * general.quantization_version and quantize.imatrix.* (docs/quantize.md). */

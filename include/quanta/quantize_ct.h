@@ -91,6 +91,16 @@ typedef struct qt_ct_export_opts {
     bool (*float_codes)(void *ctx, const char *name, int64_t rows, int64_t cols, const uint8_t **q,
                         const float **scales, const uint8_t **scale_codes, float *shared);
     void *float_codes_ctx;
+    /* KV-cache scales (quanta/quantize.h, qt_kv_scales): written as
+     * model.layers.N.self_attn.k_scale / v_scale ([1] per tensor or [n_head_kv]
+     * per head, in the model dtype, replacing any the input has) with
+     * quantization_config.kv_cache_scheme as llm-compressor writes it
+     * (num_bits 8, type kv_type, strategy "tensor" or "attn_head", static).
+     * NULL: none (and the input's scales, if any, are copied). */
+    const float *kv_k_scale, *kv_v_scale;  /* (n_layer * kv_per_layer) */
+    int32_t kv_per_layer;                  /* 1 or n_head_kv */
+    const char *kv_type;                   /* "float" (fp8-e4m3) or "int" (int8) */
+    const char *kv_calib;                  /* recorded as quantization_config.quanta.kv_calib */
 } qt_ct_export_opts;
 
 /* One tensor of the source as it will be written. */

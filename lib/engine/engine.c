@@ -151,7 +151,8 @@ static void describe(qt_engine_ctx *e) {
     if (e->n_seq > 1) PUT(" x %d sequences", e->n_seq);
     if (e->kvf->scaled) {
         const char *gran = e->opts.kv_scale_gran == QT_KV_SCALE_PER_HEAD ? "per-head" : "per-tensor";
-        if (e->scale_source == QT_KV_SCALE_FILE) PUT(", %s scales from the model file (blk.N.attn_k_scale / attn_v_scale)", gran);
+        if (e->scale_source == QT_KV_SCALE_FILE) PUT(", %s scales from the model file (%s)", gran,
+                 e->scales_from_meta ? "quanta.kv_cache.k_scale / v_scale" : "blk.N.attn_k_scale / attn_v_scale");
         else if (e->scale_source == QT_KV_SCALE_ONE) PUT(", %s scales fixed at 1.0 (uncalibrated)", gran);
         else PUT(", %s scales computed on the fly (absmax/%g of the first batch)", gran, (double)e->kvf->max_value);
     } else if (!e->opts.act_quant_off && e->kvf->dtype != QT_KV_TYPE_F32) {

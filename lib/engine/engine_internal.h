@@ -111,6 +111,7 @@ struct qt_engine_ctx {
     float *k_scale, *v_scale;   /* (n_layer, n_head_kv) dequantization multipliers, or NULL */
     qt_kv_scale_source scale_source; /* resolved: FILE, ONE or DYNAMIC */
     bool scales_ready;          /* DYNAMIC scales computed (first batch) */
+    bool scales_from_meta;      /* FILE: from quanta.kv_cache.* metadata, not blk.N.attn_k_scale tensors */
 
     /* activations of one batch (B <= n_rows rows) */
     float *x;                   /* (n_rows, n_embd) residual stream */
@@ -139,6 +140,8 @@ struct qt_engine_ctx {
     qt_linear_observer observer;
     void *observer_user;
     bool observe_output;             /* qt_layerwise_logits_observed: the output projection too */
+    qt_kv_observer kv_observer;      /* K (after RoPE) and V rows before the cache stores them, or NULL */
+    void *kv_observer_user;
 
     char describe[1024];
 };

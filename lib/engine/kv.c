@@ -23,6 +23,7 @@
 
 #include "engine_internal.h"
 #include "quant/kernels.h"
+#include "quanta/gguf.h"
 #include "quanta/num.h"
 
 /* Unscaled formats are the traits table's plain row codecs (lib/quant/q_plain.c). */
@@ -148,6 +149,52 @@ static qt_status read_file_scales(qt_engine_ctx *e, const char *fmt, int il, flo
     return QT_OK;
 }
 
+float qt_kv_type_max(qt_kv_type d) {
+    const qt__kv_format *f = qt__kv_format_get(d);
+    return f && f->scaled ? f->max_value : 0.0f;
+}
+
+/* One of quanta.kv_cache.{k,v}_scale into scales (n_layer * n_head_kv),
+ * multiplied by `rescale` (the fitted format's max / this cache's). */
+static qt_status read_meta_array(qt_engine_ctx *e, const char *key, float rescale, float *scales) {
+    const qt_gguf *g = qt_model_gguf(e->model);
+    const qt_gguf_value *a;
+    qt_status s = qt_gguf_get_arr(g, key, QT_GGUF_FLOAT32, &a);
+    if (s == QT_ERR_NOT_FOUND) return qt_error(s, "%s: key '%s' (KV cache scales) is missing", qt_model_path(e->model), key);
+    if (s != QT_OK) return s;
+    const int32_t nl = e->hp.n_layer, hkv = e->hp.n_head_kv;
+    const uint64_t n = a->arr.n;
+    if (n != (uint64_t)nl && n != (uint64_t)nl * hkv)
+        return qt_error(QT_ERR_SHAPE, "%s: key '%s': %llu values; expected %d (n_layer) or %d (n_layer x n_head_kv)",
+                        qt_model_path(e->model), key, (unsigned long long)n, nl, nl * hkv);
+    if (n != (uint64_t)nl && e->opts.kv_scale_gran == QT_KV_SCALE_PER_TENSOR && hkv > 1)
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: key '%s' holds per-head KV scales; a per-tensor KV cache cannot use them "
+                        "(ask for per-head scales)", qt_model_path(e->model), key);
+    for (int32_t il = 0; il < nl; il++)
+        for (int32_t h = 0; h < hkv; h++) {
+            const float v = (float)qt_gguf_arr_f64(a, n == (uint64_t)nl ? (uint64_t)il : (uint64_t)il * hkv + h);
+            if (!(v > 0.0f) || isinf(v))
+                return qt_error(QT_ERR_RANGE, "%s: key '%s': layer %d head %d: KV scale %g is not a positive finite number",
+                                qt_model_path(e->model), key, il, h, (double)v);
+            scales[(size_t)il * hkv + h] = v * rescale;
+        }
+    return QT_OK;
+}
+
+/* The quantizer's metadata scales (QT_KV_KEY_*), when the file has them. */
+static qt_status read_meta_scales(qt_engine_ctx *e) {
+    const qt_gguf *g = qt_model_gguf(e->model);
+    const char *fitted;
+    qt_kv_type ft;
+    qt_status s = qt_gguf_get_str(g, QT_KV_KEY_DTYPE, &fitted);
+    if (s != QT_OK || (s = qt_kv_type_parse(fitted, &ft)) != QT_OK || !qt_kv_type_max(ft))
+        return qt_error(QT_ERR_FORMAT, "%s: key '%s': not a scaled KV format (fp8-e4m3, fp8-e5m2, int8)",
+                        qt_model_path(e->model), QT_KV_KEY_DTYPE);
+    const float rescale = qt_kv_type_max(ft) / e->kvf->max_value;
+    s = read_meta_array(e, QT_KV_KEY_K_SCALE, rescale, e->k_scale);
+    return s == QT_OK ? read_meta_array(e, QT_KV_KEY_V_SCALE, rescale, e->v_scale) : s;
+}
+
 static qt_status resolve_scales(qt_engine_ctx *e) {
     const int32_t nl = e->hp.n_layer, hkv = e->hp.n_head_kv;
     e->k_scale = malloc((size_t)nl * hkv * sizeof(float));
@@ -160,7 +207,13 @@ static qt_status resolve_scales(qt_engine_ctx *e) {
         char name[QT_MAX_NAME];
         snprintf(name, sizeof name, QT_KV_K_SCALE_FMT, 0);
         const bool present = qt_model_find_tensor(e->model, name) != NULL;
-        if (present || src == QT_KV_SCALE_FILE) {
+        const qt_gguf *g = qt_model_gguf(e->model);
+        if (!present && g && qt_gguf_find(g, QT_KV_KEY_K_SCALE)) {
+            qt_status s = read_meta_scales(e);
+            if (s != QT_OK) return s;
+            src = QT_KV_SCALE_FILE;
+            e->scales_from_meta = true;
+        } else if (present || src == QT_KV_SCALE_FILE) {
             for (int il = 0; il < nl; il++) {
                 qt_status s = read_file_scales(e, QT_KV_K_SCALE_FMT, il, e->k_scale + (size_t)il * hkv);
                 if (s == QT_OK) s = read_file_scales(e, QT_KV_V_SCALE_FMT, il, e->v_scale + (size_t)il * hkv);
@@ -223,6 +276,7 @@ void qt__engine_kv_store(qt_engine_ctx *e, int il, int32_t B) {
     const int32_t hkv = e->hp.n_head_kv, hd = e->hp.head_dim;
     float *ks = e->k_scale ? e->k_scale + (size_t)il * hkv : NULL;
     float *vs = e->v_scale ? e->v_scale + (size_t)il * hkv : NULL;
+    if (e->kv_observer) e->kv_observer(e->kv_observer_user, il, e->k, e->v, B, hkv, hd);
     if (!e->scales_ready) {
         dynamic_scales(e, e->k, B, ks);
         dynamic_scales(e, e->v, B, vs);

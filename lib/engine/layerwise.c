@@ -138,6 +138,11 @@ qt_status qt_layerwise_set_vector(qt_layerwise *lw, int32_t layer, const char *n
     return qt_error(QT_ERR_ARG, "layerwise: no layer vector '%s'", name);
 }
 
+void qt_layerwise_set_kv_observer(qt_layerwise *lw, qt_kv_observer fn, void *user) {
+    lw->e->kv_observer = fn;
+    lw->e->kv_observer_user = user;
+}
+
 int32_t qt_layerwise_next_layer(const qt_layerwise *lw) { return lw->next; }
 
 qt_status qt_layerwise_logits(qt_layerwise *lw, float *logits) { return qt_layerwise_logits_observed(lw, NULL, NULL, logits); }
@@ -160,6 +165,7 @@ qt_status qt_layerwise_logits_observed(qt_layerwise *lw, qt_linear_observer obse
 
 void qt_layerwise_free(qt_layerwise *lw) {
     if (!lw) return;
+    lw->e->kv_observer = NULL;
     free(lw->hidden);
     free(lw);
 }

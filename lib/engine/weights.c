@@ -205,8 +205,24 @@ static const qt_tensor *find_global(const qt_engine_ctx *e, qt_tn_id id, bool re
     return t;
 }
 
+/* A mixture-of-experts layer (a router ffn_gate_inp and expert tensors *_exps,
+ * llama.cpp's names) is refused by name: the engine has dense feed-forward
+ * layers only. */
+static qt_status refuse_experts(const qt_engine_ctx *e) {
+    for (int32_t i = 0; i < qt_model_n_tensors(e->model); i++) {
+        const char *n = qt_model_tensor(e->model, i)->name;
+        if (strstr(n, ".ffn_gate_inp.") || strstr(n, "_exps.") || strstr(n, "_shexp."))
+            return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s': a mixture-of-experts layer (router ffn_gate_inp, "
+                            "experts ffn_*_exps); quanta's engine runs dense feed-forward layers only and has no expert "
+                            "routing, so it cannot run, evaluate or calibrate this model (GPTQ, imatrix, KV scales); "
+                            "round-to-nearest quantization needs no engine", qt_model_path(e->model), n);
+    }
+    return QT_OK;
+}
+
 qt_status qt__engine_bind_weights(qt_engine_ctx *e) {
-    qt_status s = QT_OK;
+    qt_status s = refuse_experts(e);
+    if (s != QT_OK) return s;
     const qt_tensor *t = find_global(e, QT_TN_TOKEN_EMBD, true, &s);
     if (!t) return s;
     if ((s = qt__mat_init(&e->tok_embd, t, false, QT_NUMERICS_LLAMA)) != QT_OK) return with_path(e, s);

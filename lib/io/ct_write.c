@@ -34,6 +34,7 @@
 #include "io_internal.h"
 #include "model/model_internal.h"
 #include "model/tensor_names.h"
+#include "quanta/engine.h"
 #include "quanta/formats.h"
 #include "quanta/gptq.h"
 #include "quanta/num.h"
@@ -167,6 +168,7 @@ typedef struct ct_writer {
     int32_t n_done;              /* quantized tensors written (progress) */
     qt_afile **files;
     int32_t n_files, cap_files;
+    qt_tensor *kv_t;             /* (2 * n_layer) the KV scales as tensors, data in o.kv_*_scale */
 } ct_writer;
 
 static bool is_linear(const qt_tn_info *ti, int *fuse) {
@@ -347,21 +349,55 @@ static qt_status shared_scales(ct_writer *w) {
     return QT_OK;
 }
 
+static bool is_kv_scale(const qt_tn_info *ti) {
+    return !strcmp(ti->gguf, "attn_k_scale") || !strcmp(ti->gguf, "attn_v_scale");
+}
+
+/* The fitted KV scales as 1-D tensors (blk.N.attn_k_scale / attn_v_scale), kept dense. */
+static qt_status add_kv_scales(ct_writer *w) {
+    const int32_t nl = w->m->hp.n_layer, per = w->o.kv_per_layer;
+    if (per != 1 && per != w->m->hp.n_head_kv)
+        return qt_error(QT_ERR_ARG, "KV scales: %d per layer (1 or n_head_kv %d)", per, w->m->hp.n_head_kv);
+    if (!(w->kv_t = calloc((size_t)(2 * nl + 1), sizeof *w->kv_t))) return qt_error(QT_ERR_NOMEM, "%s: out of memory", w->dir);
+    for (int32_t il = 0; il < nl; il++)
+        for (int k = 0; k < 2; k++) {
+            qt_tensor *t = &w->kv_t[2 * il + k];
+            snprintf(t->name, sizeof t->name, k ? QT_KV_V_SCALE_FMT : QT_KV_K_SCALE_FMT, il);
+            t->type = QT_TYPE_F32;
+            t->n_dims = 1;
+            t->ne[0] = per;
+            for (int d = 1; d < QT_MAX_DIMS; d++) t->ne[d] = 1;
+            t->nbytes = (size_t)per * sizeof(float);
+            t->data = (k ? w->o.kv_v_scale : w->o.kv_k_scale) + (size_t)il * per;
+            ptensor *p = &w->t[w->n_t++];
+            p->src = t;
+            p->ti = qt__tn_from_gguf(t->name, &p->layer);
+            if (!p->ti) return qt_error(QT_ERR_INTERNAL, "%s: no name for %s", w->dir, t->name);
+            qt__tn_hf_name(p->ti, p->layer, p->hf, sizeof p->hf);
+            p->cols = per;
+            p->rows = 1;
+            w->n_kept++;
+        }
+    return QT_OK;
+}
+
 static qt_status plan(ct_writer *w) {
     const qt_model *m = w->m;
     const qt_tensor *emb = qt_model_find_tensor(m, "token_embd.weight");
     w->dtype = emb && emb->type == QT_TYPE_F16 ? QT_TYPE_F16 : QT_TYPE_BF16;
     w->cdt = w->dtype == QT_TYPE_F16 ? QT_CT_F16 : QT_CT_BF16;
     w->sdt = w->dtype == QT_TYPE_F16 ? QT_ST_F16 : QT_ST_BF16;
-    w->t = calloc((size_t)(m->n_tensors ? m->n_tensors : 1), sizeof *w->t);
+    w->t = calloc((size_t)(m->n_tensors + 2 * m->hp.n_layer + 1), sizeof *w->t);
     if (!w->t) return qt_error(QT_ERR_NOMEM, "%s: out of memory", w->dir);
     int64_t max_elems = 1;
+    qt_status s0;
     for (int32_t i = 0; i < m->n_tensors; i++) {
         const qt_tensor *t = &m->tensors[i];
         ptensor *p = &w->t[w->n_t];
         int32_t layer;
         const qt_tn_info *ti = qt__tn_from_gguf(t->name, &layer);
         if (ti && !strcmp(ti->gguf, "rope_freqs.weight")) continue; /* regenerated from config.json's rope_scaling */
+        if (ti && w->o.kv_k_scale && is_kv_scale(ti)) continue; /* replaced by the fitted ones */
         if (!ti || !ti->hf) return qt_error(QT_ERR_UNSUPPORTED, "%s: tensor '%s' has no Hugging Face name", m->path, t->name);
         const qt_type_traits *tr = qt_type_get(t->type);
         if (!tr || (tr->is_quantized && !tr->to_float))
@@ -387,6 +423,7 @@ static qt_status plan(ct_writer *w) {
         }
         w->n_t++;
     }
+    if (w->o.kv_k_scale && (s0 = add_kv_scales(w)) != QT_OK) return s0;
     if (!w->n_quant) return qt_error(QT_ERR_ARG, "%s: no linear weight is left to quantize (scheme %s)", m->path, w->sc->key);
     if (w->sc->needs_amax && !w->o.input_amax)
         return qt_error(QT_ERR_UNSUPPORTED, "scheme %s (llm-compressor FP8) stores static per-tensor input_scale values, which need "
@@ -844,6 +881,15 @@ static json_t *calibration_json(const ct_writer *w) {
     return c;
 }
 
+/* kv_cache_scheme: QuantizationArgs of the key/value states, static minmax
+ * (llm-compressor's kv_cache_scheme; "attn_head" is compressed-tensors' per-head strategy). */
+static json_t *kv_args(const ct_writer *w) {
+    return json_pack("{s:i, s:s, s:b, s:n, s:s, s:n, s:b, s:n, s:s, s:{}, s:n, s:n}", "num_bits", 8, "type",
+                     w->o.kv_type ? w->o.kv_type : "float", "symmetric", 1, "group_size", "strategy",
+                     w->o.kv_per_layer > 1 ? "attn_head" : "tensor", "block_structure", "dynamic", 0, "actorder",
+                     "observer", "minmax", "observer_kwargs", "scale_dtype", "zp_dtype");
+}
+
 static json_t *quant_config(const ct_writer *w) {
     json_t *grp = json_pack("{s:[s], s:o, s:o, s:n, s:s}", "targets", "Linear", "weights", weight_args(w->sc),
                             "input_activations", act_args(w), "output_activations", "format", w->sc->ct_format);
@@ -851,10 +897,13 @@ static json_t *quant_config(const ct_writer *w) {
                              "method", w->o.method ? w->o.method : "rtn");
     if (w->o.calibration && w->o.n_calibration > 0) json_object_set_new(prov, "calibration", calibration_json(w));
     json_object_set_new(prov, "command", w->o.command ? json_string(w->o.command) : json_null());
-    return json_pack("{s:s, s:s, s:s, s:n, s:{s:o}, s:o, s:n, s:{}, s:{}, s:s, s:o}", "quant_method", "compressed-tensors",
+    if (w->o.kv_k_scale && w->o.kv_calib) json_object_set_new(prov, "kv_calib", json_string(w->o.kv_calib));
+    json_t *qc = json_pack("{s:s, s:s, s:s, s:n, s:{s:o}, s:o, s:n, s:{}, s:{}, s:s, s:o}", "quant_method", "compressed-tensors",
                      "format", w->sc->ct_format, "quantization_status", "compressed", "global_compression_ratio",
                      "config_groups", "group_0", grp, "ignore", ignore_list(w), "kv_cache_scheme", "sparsity_config",
                      "transform_config", "version", CT_VERSION, "quanta", prov);
+    if (qc && w->o.kv_k_scale) json_object_set_new(qc, "kv_cache_scheme", kv_args(w));
+    return qc;
 }
 
 /* config.json = the HF writer's text (sorted keys, 2-space indent, as
@@ -958,6 +1007,7 @@ static void writer_free(ct_writer *w) {
     free(w->entries);
     free(w->fbuf);
     free(w->files);
+    free(w->kv_t);
     qt_threadpool_free(w->pool);
 }
 

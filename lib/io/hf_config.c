@@ -280,7 +280,23 @@ qt_status qt__hf_config_dims(const qt_hf_config *c, const qt_hf_defaults *d, qt_
 
 /* ---- config.json -> qt_hparams (the engine's architectures) ----------------------- */
 
+/* The field naming a routed-expert count, or NULL for a dense model. */
+static const char *experts_field(const qt_hf_config *c, int32_t *n) {
+    const struct { const qt_hf_int *v; const char *name; } f[] = {
+        {&c->num_local_experts, "num_local_experts"}, {&c->num_experts, "num_experts"},
+        {&c->n_routed_experts, "n_routed_experts"}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].v->set && f[i].v->v > 0) { *n = f[i].v->v; return f[i].name; }
+    return NULL;
+}
+
 static qt_status check_arch(const qt_hf_config *c) {
+    int32_t n_exp = 0;
+    const char *exp = experts_field(c, &n_exp);
+    if (exp) /* say what is missing, not only that the class is unknown */
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: field '%s%s': %d routed experts: a mixture-of-experts model; quanta's "
+                        "engine has no expert routing (router, per-expert feed-forward), so it cannot run, evaluate or "
+                        "calibrate it (GPTQ, imatrix, KV scales)", c->path, c->prefix, exp, n_exp);
     if (c->arch) return QT_OK;
     if (c->has_architectures)
         return qt_error(QT_ERR_UNSUPPORTED, "%s: field 'architectures': \"%s\" is not a supported architecture "

@@ -36,8 +36,9 @@ qt_status qt_calib_windows(int64_t n_tokens, int32_t seq_len, int32_t n_samples,
     if (w < 1)
         return qt_error(QT_ERR_ARG, "calibration: the text has %lld tokens; no window of %d fits", (long long)n_tokens, seq_len);
     if (n > w)
-        return qt_error(QT_ERR_ARG, "calibration: the text has %lld tokens, %lld window%s of %d; %d samples asked for",
-                        (long long)n_tokens, (long long)w, w == 1 ? "" : "s", seq_len, n);
+        return qt_error(QT_ERR_ARG, "calibration: the text has %lld tokens, %lld window%s of %d; %d samples asked for "
+                        "(%d x %d = %lld tokens; --allow-short-calib uses the %lld there are)", (long long)n_tokens,
+                        (long long)w, w == 1 ? "" : "s", seq_len, n, n, seq_len, (long long)n * seq_len, (long long)w);
     int64_t *idx = malloc((size_t)w * sizeof *idx);
     if (!idx) return qt_error(QT_ERR_NOMEM, "calibration: out of memory for %lld windows", (long long)w);
     for (int64_t i = 0; i < w; i++) idx[i] = i;
@@ -263,6 +264,9 @@ qt_status qt_calib_load(const qt_model *m, const qt_calib_opts *o, qt_calib_set 
         s = qt_error(s, "%s: %s", o->path, why);
     }
     free(spans);
+    out->n_requested = out->n_samples;
+    if (s == QT_OK && o->allow_short && out->seq_len > 0 && n_ids / out->seq_len < out->n_samples)
+        out->n_samples = (int32_t)(n_ids / out->seq_len); /* 0 windows is still refused by cut */
     if (s == QT_OK) s = cut(qt_model_vocab(m), ids, n_ids, out);
     if (s == QT_OK) s = qt_calib_fingerprint_make(data, size, NULL, 0, &out->fp);
     out->file_bytes = (int64_t)size;

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "quanta/ct.h"
 #include "quanta/quantize_ct.h"
@@ -42,6 +43,13 @@ int qt__layer_linear_find(const char *linear) {
         if (!strcmp(qt__layer_linears[k].linear, linear)) return k;
     return -1;
 }
+
+/* Where a resumed run starts: the finished layers and their KV maxima. */
+typedef struct resume_point {
+    int32_t start;
+    const float *k_amax, *v_amax; /* (start * n_per_layer) */
+    int64_t kv_tokens;
+} resume_point;
 
 typedef struct observer_ctx {
     qt_gptq_hessian h[QT__N_INPUTS];
@@ -85,6 +93,26 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* Input channels that never saw a non-zero value (H_ii = 0): GPTQ zeroes their
+ * weight columns (llm-compressor's rule); said once per distinct input, named. */
+static void note_dead(const qt_gptq_run_opts *g, int32_t il, int k, const double *H, int64_t cols) {
+    if (k > 0 && qt__layer_linears[k - 1].input == qt__layer_linears[k].input) return;
+    int64_t n = 0;
+    char list[160] = "";
+    for (int64_t c = 0; c < cols; c++) {
+        if (H[c * cols + c] != 0.0) continue;
+        const size_t at = strlen(list);
+        if (n < 8) snprintf(list + at, sizeof list - at, "%s%lld", n ? ", " : "", (long long)c);
+        else if (n == 8) snprintf(list + at, sizeof list - at, ", ...");
+        n++;
+    }
+    if (n)
+        qt__calib_note(g, "warning: blk.%d.%s.weight%s: %lld of %lld input channels never saw a non-zero activation (channel %s): "
+             "their weight columns are set to 0, as llm-compressor does", il, qt__layer_linears[k].linear,
+             qt__layer_linears[k + 1 < QT__N_LINEARS ? k + 1 : k].input == qt__layer_linears[k].input && k + 1 < QT__N_LINEARS
+                 ? " and the linears sharing its input" : "",
+             (long long)n, (long long)cols, list);
+}
 
 /* One linear: its weights in f32 (smoothed: sl), its Hessian, the target, the engine rebound. */
 static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int k, observer_ctx *oc, qt__calib_target *tg,
@@ -107,6 +135,7 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
         qt_smooth_hessian(H, cols, cs);
     }
     if (s == QT_OK && sl->row[k]) qt_smooth_unscale_rows(W, rows, cols, sl->row[k]);
+    if (s == QT_OK) note_dead(g, il, k, H, cols);
     qt_tensor bind = *t;
     bind.data = NULL;
     bool done = false;
@@ -128,7 +157,26 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
     return QT_OK;
 }
 
-static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__calib_target *tg, qt_gptq_report *r) {
+/* The finished layers of an earlier run: bound and run forward, so the next layer sees their outputs. */
+static qt_status replay(const qt_model *m, const qt_gptq_run_opts *g, qt__calib_target *tg, qt_layerwise *lw,
+                        const resume_point *rp) {
+    qt_status s = QT_OK;
+    for (int32_t il = 0; s == QT_OK && il < rp->start; il++) {
+        s = tg->restore_layer(tg->ctx, m, lw, il);
+        if (s == QT_OK) s = qt_layerwise_run_layer(lw, NULL, NULL);
+    }
+    if (s == QT_OK && rp->start) qt__calib_note(g, "resumed: layers 1-%d from the interrupted run", rp->start);
+    if (s == QT_OK && g->kv_data) {
+        const size_t n = (size_t)rp->start * g->kv_data->n_per_layer;
+        if (n) memcpy(g->kv_data->k, rp->k_amax, n * sizeof(float));
+        if (n) memcpy(g->kv_data->v, rp->v_amax, n * sizeof(float));
+        g->kv_data->n_tokens = rp->kv_tokens;
+    }
+    return s;
+}
+
+static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__calib_target *tg, qt_gptq_report *r,
+                            const resume_point *rp) {
     const int32_t n_layer = qt_model_hparams(m)->n_layer;
     if (!g->tokens || g->n_seq < 1 || g->n_tok < 2)
         return qt_error(QT_ERR_ARG, "gptq: calibration needs at least 1 sequence of 2 tokens (%d x %d)", g->n_seq, g->n_tok);
@@ -149,29 +197,139 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     qt_layerwise *lw = NULL;
     qt_status s = qt_engine_new(m, &eo, &e);
     if (s == QT_OK) s = qt_layerwise_new(e, g->tokens, g->n_seq, g->n_tok, &lw);
+    if (g->kv_data) qt_kv_scales_begin(g->kv_data);
+    if (s == QT_OK) s = replay(m, g, tg, lw, rp);
     const double t0 = now();
-    for (int32_t il = 0; s == QT_OK && il < n_layer; il++) {
+    for (int32_t il = rp->start; s == QT_OK && il < n_layer; il++) {
         observer_ctx oc = {.smoothing = g->smoothing != QT_SMOOTH_NONE, .err = QT_OK};
         qt__smooth_layer sl = {0};
+        if (g->kv_data) qt_layerwise_set_kv_observer(lw, qt_kv_scales_observe, g->kv_data);
         s = qt_layerwise_observe_layer(lw, observe, &oc);
+        qt_layerwise_set_kv_observer(lw, NULL, NULL);
         if (s == QT_OK) s = oc.err;
+        if (s == QT_OK && g->kv_data) s = g->kv_data->err;
         if (s == QT_OK && oc.smoothing) s = qt__smooth_layer_run(m, lw, il, oc.h, oc.act, g, tg, &sl, r);
         for (int k = 0; s == QT_OK && k < QT__N_LINEARS; k++) s = one_linear(m, lw, il, k, &oc, tg, &sl, g, r);
         for (int k = 0; k < QT__N_INPUTS; k++) qt_gptq_hessian_free(&oc.h[k]), qt_act_stats_free(&oc.act[k]);
         qt__smooth_layer_free(&sl);
         if (s == QT_OK) s = qt_layerwise_run_layer(lw, NULL, NULL);
         if (s == QT_OK && tg->layer_done) s = tg->layer_done(tg->ctx, m, lw, il);
+        if (s == QT_OK && tg->save_layer) s = tg->save_layer(tg->ctx, il, r);
         if (s != QT_OK) break;
         const double el = now() - t0;
         qt__calib_note(g, "layer %d/%d quantized: %.1f s elapsed, ETA %.1f s", il + 1, n_layer, el,
-             el / (il + 1) * (n_layer - il - 1));
+                       el / (il + 1 - rp->start) * (n_layer - il - 1));
+        if (g->layer_written) g->layer_written(g->layer_written_ctx, il + 1);
         qt_progress_report(&g->progress, "gptq", il + 1, n_layer);
         if (qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "gptq: interrupted");
     }
+    if (s == QT_OK && g->kv_data) s = qt_kv_scales_finish(g->kv_data);
     r->seconds = now() - t0;
     qt_layerwise_free(lw);
     qt_engine_free(e);
     return s;
+}
+
+/* ---- the memory estimate (quanta/quantize.h qt_gptq_memory) ------------------------------ */
+
+static int32_t plan_find(const qt_quantize_plan *p, const char *name);
+
+#define BLAS_ALLOWANCE ((uint64_t)2 << 20) /* OpenBLAS's touched buffer pages and the heap's slack, measured (docs/gptq.md) */
+
+/* Bytes the engine allocates for one sequence of n_tok rows (lib/engine/engine.c alloc_buffers, kv.c). */
+static uint64_t engine_bytes(const qt_hparams *hp, int32_t n_tok, int threads) {
+    const uint64_t n_q = (uint64_t)hp->n_head * hp->head_dim, n_kv = (uint64_t)hp->n_head_kv * hp->head_dim;
+    uint64_t max_in = (uint64_t)hp->n_embd;
+    if (n_q > max_in) max_in = n_q;
+    if ((uint64_t)hp->n_ff > max_in) max_in = (uint64_t)hp->n_ff;
+    const uint64_t per_row = 3 * (uint64_t)hp->n_embd + 2 * n_q + 2 * n_kv + 2 * (uint64_t)hp->n_ff + max_in;
+    return 4 * ((uint64_t)n_tok * per_row + 2 * (uint64_t)hp->n_layer * n_tok * n_kv +
+                (uint64_t)(threads > 0 ? threads : 1) * (max_in + 3 * (uint64_t)hp->head_dim));
+}
+
+/* Resident bytes of an n x n Hessian accumulator: calloc'd, and only its upper
+ * triangle is ever written (cblas_dsyrk, CblasUpper), so a large one (mapped
+ * zero pages, above malloc's 128 KiB mmap threshold) holds only the 4 KiB pages
+ * the triangle reaches; a small one comes from the heap, all of it resident. */
+static uint64_t hessian_resident(uint64_t n) {
+    const uint64_t bytes = n * n * 8;
+    if (bytes < ((uint64_t)128 << 10)) return bytes;
+    uint64_t pages = 0, last = UINT64_MAX;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t first = (i * n + i) * 8 / 4096;
+        const uint64_t end = ((i + 1) * n * 8 - 1) / 4096;
+        if (last != UINT64_MAX && first <= last) first = last + 1;
+        if (first <= end) pages += end - first + 1;
+        if (end > last || last == UINT64_MAX) last = end;
+    }
+    return pages * 4096;
+}
+
+/* One linear's working set (one_linear, qt_gptq_quantize, the grid), rows x cols. */
+static uint64_t linear_bytes(uint64_t R, uint64_t C, bool gguf, size_t row_bytes, int64_t group) {
+    const uint64_t block = 128, G = gguf ? 256 : (uint64_t)(group > 0 ? group : (int64_t)C);
+    uint64_t b = R * C * 4 + C * C * 8                      /* W (f32), H */
+               + 2 * C * C * 8 + C * C * 4 + R * C * 4      /* Hp, A, U, W permuted */
+               + R * (block + G + 2) * 4 + 16 * C;          /* err, wg, col, q; perm, pos */
+    b += gguf ? R * C * 14 + R * row_bytes : R * C + R * (C / G) * 5 + R * C * 4; /* grid (+ CT's bound f32 copy) */
+    return b;
+}
+
+void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p, int64_t ct_group, const int32_t *tokens,
+                             int32_t n_seq, int32_t n_tok, int threads, uint64_t base, uint64_t peak_before,
+                             qt_gptq_memory *out) {
+    const qt_hparams *hp = qt_model_hparams(m);
+    *out = (qt_gptq_memory){.base = base, .peak_before = peak_before, .blas = BLAS_ALLOWANCE};
+    out->engine = engine_bytes(hp, n_tok, threads);
+    out->hidden = (uint64_t)n_seq * n_tok * hp->n_embd * 4;
+    uint64_t biggest = 0;
+    for (int32_t i = 0; i < qt_model_n_tensors(m); i++) {
+        const qt_tensor *t = qt_model_tensor(m, i);
+        if (!strncmp(t->name, "blk.", 4) || !strcmp(t->name, "output_norm.weight")) out->model += t->nbytes;
+        if (!strcmp(t->name, "token_embd.weight") && tokens) { /* the rows the calibration reads, 4 KiB pages */
+            const uint64_t row = t->nbytes / (uint64_t)(t->ne[1] > 0 ? t->ne[1] : 1);
+            const uint64_t n_pages = (t->nbytes + 4095) / 4096;
+            uint8_t *seen = calloc((size_t)n_pages + 1, 1);
+            uint64_t touched = 0;
+            for (int64_t k = 0; seen && k < (int64_t)n_seq * n_tok; k++) {
+                const uint64_t first = (uint64_t)tokens[k] * row / 4096, last = ((uint64_t)tokens[k] * row + row - 1) / 4096;
+                for (uint64_t pg = first; pg <= last && pg < n_pages; pg++) touched += !seen[pg], seen[pg] = 1;
+            }
+            free(seen);
+            out->model += touched * 4096;
+        }
+    }
+    static const char *const lin[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        uint64_t hess = 0;
+        for (int k = 0; k < QT__N_LINEARS; k++) {
+            char name[QT_MAX_NAME];
+            snprintf(name, sizeof name, "blk.%d.%s.weight", il, lin[k]);
+            const qt_tensor *t = qt_model_find_tensor(m, name);
+            if (!t) continue;
+            const uint64_t C = (uint64_t)t->ne[0], R = (uint64_t)t->ne[1];
+            if (!(k > 0 && qt__layer_linears[k - 1].input == qt__layer_linears[k].input)) hess += hessian_resident(C);
+            const int32_t pi = p ? plan_find(p, name) : -1;
+            const bool quantized = p ? pi >= 0 && p->tensors[pi].type != t->type : true;
+            if (!quantized) continue;
+            const qt_type ty = p ? p->tensors[pi].type : QT_TYPE_COUNT;
+            const size_t rb = p ? qt_row_size(ty, (int64_t)C) : 0;
+            const uint64_t lb = linear_bytes(R, C, p != NULL, rb, ct_group);
+            if (lb > out->linear) out->linear = lb;
+            const uint64_t G = (uint64_t)(ct_group > 0 ? ct_group : (int64_t)C);
+            out->output += p ? p->tensors[pi].bytes : R * C + R * (C / G) * 5;
+            const uint64_t io = (uint64_t)t->nbytes + (p ? p->tensors[pi].bytes : R * C);
+            if (io > biggest) biggest = io;
+        }
+        if (hess > out->hessians) out->hessians = hess;
+    }
+    for (int32_t i = 0; p && i < p->n_tensors; i++)
+        if (p->tensors[i].src_bytes + p->tensors[i].bytes > biggest) biggest = p->tensors[i].src_bytes + p->tensors[i].bytes;
+    out->write = biggest + ((uint64_t)1 << 20);
+    const uint64_t loop = out->model + out->engine + out->hidden + out->hessians + out->linear + out->output + out->blas;
+    const uint64_t write = out->model + out->output + out->write + out->blas;
+    out->total = base + (loop > write ? loop : write);
+    if (peak_before > out->total) out->total = peak_before;
 }
 
 qt_gptq_run_opts qt_gptq_run_opts_default(void) {
@@ -189,6 +347,7 @@ typedef struct gguf_target {
     bool *transformed;        /* (p->n_tensors) smoothed: not measured against the input */
     float *importance;        /* (largest cols) diag(H) */
     int32_t n_rtn;
+    qt__gptq_state *state;    /* --resumable / --resume: the finished layers on disk, or NULL */
 } gguf_target;
 
 static int32_t plan_find(const qt_quantize_plan *p, const char *name) {
@@ -283,6 +442,70 @@ static qt_status gguf_vector(void *ctx, const qt_tensor *src, const float *v) {
     return gguf_round(x, i, x->p->tensors[i].type, v, 1, src->ne[0], &bind);
 }
 
+/* The plan indices of layer il's tensors GPTQ (or its rounding) gave bytes for, in inputs_of order. */
+static int32_t layer_given(const gguf_target *x, int32_t il, int32_t idx[QT__N_LINEARS]) {
+    int32_t n = 0;
+    for (int k = 0; k < QT__N_LINEARS; k++) {
+        char name[QT_MAX_NAME];
+        snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
+        const int32_t i = plan_find(x->p, name);
+        if (i >= 0 && x->given[i]) idx[n++] = i;
+    }
+    return n;
+}
+
+static qt_status gguf_restore_layer(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il) {
+    gguf_target *x = ctx;
+    int32_t idx[QT__N_LINEARS];
+    const int32_t n = layer_given(x, il, idx);
+    qt_status s = QT_OK;
+    for (int32_t j = 0; j < n && s == QT_OK; j++) {
+        qt_tensor bind = *qt_model_find_tensor(m, x->p->tensors[idx[j]].name);
+        bind.type = x->p->tensors[idx[j]].type;
+        bind.nbytes = (size_t)x->p->tensors[idx[j]].bytes;
+        bind.data = x->given[idx[j]];
+        const char *linear = strchr(bind.name + 4, '.') + 1; /* "blk.N." */
+        char base[QT_MAX_NAME];
+        snprintf(base, sizeof base, "%.*s", (int)(strrchr(linear, '.') - linear), linear);
+        s = qt_layerwise_set_weight(lw, il, base, &bind);
+    }
+    return s;
+}
+
+static qt_status gguf_save_layer(void *ctx, int32_t il, const qt_gptq_report *r) {
+    gguf_target *x = ctx;
+    int32_t idx[QT__N_LINEARS];
+    const int32_t n = layer_given(x, il, idx);
+    const qt_kv_scales *kv = x->g->kv_data;
+    return qt__gptq_state_save_layer(x->state, x->p, idx, n, x->given, kv ? kv->k : NULL, kv ? kv->v : NULL,
+                                     kv ? (il + 1) * kv->n_per_layer : 0, kv ? kv->n_tokens : 0, r, x->n_rtn);
+}
+
+/* --resume: the finished layers back from OUT.partial.layers; then the loop, or (all
+ * layers finished) only the KV scales. */
+static qt_status gguf_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__calib_target *tg, gguf_target *x,
+                             qt_gptq_report *r) {
+    const int32_t n_layer = qt_model_hparams(m)->n_layer, start = qt__gptq_state_layers_done(x->state);
+    qt_kv_scales *kv = g->kv_data;
+    const int32_t n_amax = kv ? n_layer * kv->n_per_layer : 0;
+    float *amax = calloc((size_t)(2 * n_amax + 1), sizeof *amax);
+    resume_point rp = {.start = start > n_layer ? n_layer : start, .k_amax = amax, .v_amax = amax + n_amax};
+    qt_status s = amax ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
+    if (s == QT_OK && start)
+        s = qt__gptq_state_restore(x->state, x->p, x->given, amax, amax + n_amax, n_amax, &rp.kv_tokens, r, &x->n_rtn);
+    if (s == QT_OK && rp.start < n_layer) {
+        s = run_layers(m, g, tg, r, &rp);
+    } else if (s == QT_OK && kv) { /* every layer was finished: nothing to run */
+        memcpy(kv->k, rp.k_amax, (size_t)n_amax * sizeof(float));
+        memcpy(kv->v, rp.v_amax, (size_t)n_amax * sizeof(float));
+        kv->n_tokens = rp.kv_tokens;
+        kv->err = QT_OK;
+        s = qt_kv_scales_finish(kv);
+    }
+    free(amax);
+    return s;
+}
+
 qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
                                 qt_quantize_plan *p, const qt_gptq_run_opts *g, qt_gptq_report *r) {
     *r = (qt_gptq_report){0};
@@ -301,13 +524,27 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
     x.transformed = calloc((size_t)p->n_tensors + 1, sizeof *x.transformed);
     x.importance = malloc((size_t)max_cols * sizeof *x.importance);
     qt_status s = x.given && x.transformed && x.importance ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory");
-    qt__calib_target tg = {&x, gguf_linear, NULL, gguf_group, gguf_fake_quant, gguf_vector};
-    if (s == QT_OK) s = run_layers(m, g, &tg, r);
+    qt__calib_target tg = {&x, gguf_linear, NULL, gguf_group, gguf_fake_quant, gguf_vector, gguf_restore_layer, NULL};
+    const int32_t n_amax = g->kv_data ? qt_model_hparams(m)->n_layer * g->kv_data->n_per_layer : 0;
+    if (s == QT_OK) s = qt__gptq_state_open(m, out_path, o, p, n_amax, &x.state);
+    if (x.state) tg.save_layer = gguf_save_layer;
+    if (s == QT_OK) s = gguf_layers(m, g, &tg, &x, r);
     r->n_rtn = x.n_rtn;
     if (s == QT_OK) {
+        /* the file itself resumes only where its own state was left (an interrupted write) */
+        char *st = malloc(strlen(out_path) + sizeof QT_QUANTIZE_STATE_SUFFIX);
+        if (st) sprintf(st, "%s%s", out_path, QT_QUANTIZE_STATE_SUFFIX);
+        qt_quantize_opts wo = *o;
+        wo.resume = o->resume && st && access(st, F_OK) == 0;
+        wo.resumable = o->resumable || o->resume;
+        free(st);
         const qt__quantize_given given = {(const uint8_t *const *)x.given, x.transformed};
-        s = qt__quantize_write_staged(m, out_path, o, p, &given);
+        s = qt__quantize_write_staged(m, out_path, &wo, p, &given);
     }
+    bool kept = false;
+    const int32_t done = qt__gptq_state_layers_done(x.state);
+    qt__gptq_state_close(x.state, s, &kept);
+    r->n_layers_kept = kept ? done : 0;
     for (int32_t i = 0; x.given && i < p->n_tensors; i++) free(x.given[i]);
     free(x.given);
     free(x.transformed);
@@ -536,8 +773,9 @@ qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char 
     if (s != QT_OK) return qt_error(s, "gptq: %s", qt_last_error());
     if (o->keep && o->keep[0])
         return qt_error(QT_ERR_UNSUPPORTED, "gptq: --keep with a compressed-tensors scheme is not supported yet");
-    qt__calib_target tg = {&x, ct_linear, ct_layer_done, ct_group, ct_fake_quant, ct_vector_keep};
-    s = run_layers(m, g, &tg, r);
+    qt__calib_target tg = {&x, ct_linear, ct_layer_done, ct_group, ct_fake_quant, ct_vector_keep, NULL, NULL};
+    const resume_point from_start = {0};
+    s = run_layers(m, g, &tg, r, &from_start);
     for (int k = 0; k < x.n_bound; k++) free(x.bound[k]);
     if (s == QT_OK) {
         qt_ct_export_opts eo = *o;

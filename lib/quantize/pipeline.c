@@ -211,7 +211,7 @@ static qt_gguf_value i32_val(int64_t x) {
     return v;
 }
 
-#define MAX_KV (12 + QT_CALIB_MAX_KV)
+#define MAX_KV (12 + QT_CALIB_MAX_KV + QT_KV_MAX_KV)
 
 /* llama-quantize's quantize.imatrix.* keys (llama.cpp tools/quantize) and quanta's own. */
 static int32_t build_kv(const qt_quantize_opts *o, const qt_quantize_plan *p, qt_gguf_kv *kv, qt_gguf_value *fb_items) {
@@ -230,6 +230,7 @@ static int32_t build_kv(const qt_quantize_opts *o, const qt_quantize_plan *p, qt
         kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_IMATRIX_SHA256, str_val(p->imatrix_sha256)};
     }
     if (o->calib) n += qt_calib_set_gguf_kv(o->calib, kv + n);
+    if (o->kv_scales) n += qt_kv_scales_gguf_kv(o->kv_scales, kv + n);
     if (p->n_fallbacks) {
         for (int32_t i = 0; i < p->n_fallbacks; i++) fb_items[i] = str_val(pv->fallback_strs[i]);
         qt_gguf_value v = {.type = QT_GGUF_ARRAY};

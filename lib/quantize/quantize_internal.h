@@ -55,11 +55,40 @@ qt_status qt__resume_begin(qt__resume *r, const qt_model *m, const char *out, co
  * tensors and bytes complete, and p->tensors[].rmse/snr_db of those tensors. */
 qt_status qt__resume_state_check(const char *path, const char *text, size_t len, json_t *now, qt_quantize_plan *p,
                                  int32_t *tensors, uint64_t *bytes);
+/* The state of a run before any progress (input identity, options, size). */
+qt_status qt__resume_identity(const qt_model *m, const qt_quantize_opts *o, const qt_quantize_plan *p, json_t **out);
+/* QT_ERR_ARG naming the first input or option where saved and now differ. */
+qt_status qt__resume_match(const char *path, json_t *saved, json_t *now);
 /* The first n_done tensors (`bytes` bytes) are on disk: record it. */
 qt_status qt__resume_checkpoint(qt__resume *r, const qt_quantize_plan *p, int32_t n_done, uint64_t bytes);
 /* After the write with status s: the state removed on success, the partial
  * kept (p->partial_kept) or removed on failure; frees r. */
 void qt__resume_end(qt__resume *r, qt_status s, qt_quantize_plan *p);
+
+/* GPTQ's finished layers on disk (gptq_state.c): OUT.partial.layers and its
+ * state. open: NULL (*g) unless o->resumable or o->resume; a resume loads and
+ * checks the state (QT_ERR_ARG naming what differs). restore: the finished
+ * layers' tensors into given[] (malloc'd), the KV maxima (n_amax values each)
+ * and the report so far. save_layer: appends a layer's tensors idx[0..n) and
+ * syncs, then records the layer. close: on success (s == QT_OK) both files are
+ * removed; on failure they are kept when a layer is recorded (*kept). */
+typedef struct qt__gptq_state qt__gptq_state;
+qt_status qt__gptq_state_open(const qt_model *m, const char *out, const qt_quantize_opts *o, const qt_quantize_plan *p,
+                              int32_t n_amax, qt__gptq_state **g);
+/* A saved OUT.partial.layers.state (text, len bytes; path names it in messages)
+ * against this run's (`now`: its identity and calibration_sha256): QT_ERR_FORMAT
+ * when malformed (every 'tensors' entry a distinct tensor of p with its planned
+ * size, adding up to bytes_done; KV maxima at most n_amax each), QT_ERR_ARG
+ * naming what differs; on success the parsed state (*out), layers and bytes done. */
+qt_status qt__gptq_state_check(const char *path, const char *text, size_t len, json_t *now, const qt_quantize_plan *p,
+                               int32_t n_amax, json_t **out, int32_t *layers, uint64_t *bytes);
+int32_t qt__gptq_state_layers_done(const qt__gptq_state *g);
+qt_status qt__gptq_state_restore(qt__gptq_state *g, const qt_quantize_plan *p, uint8_t **given, float *k_amax,
+                                 float *v_amax, int32_t n_amax, int64_t *kv_tokens, qt_gptq_report *r, int32_t *n_rtn);
+qt_status qt__gptq_state_save_layer(qt__gptq_state *g, const qt_quantize_plan *p, const int32_t *idx, int32_t n,
+                                    uint8_t *const *given, const float *k_amax, const float *v_amax, int32_t n_amax,
+                                    int64_t kv_tokens, const qt_gptq_report *r, int32_t n_rtn);
+void qt__gptq_state_close(qt__gptq_state *g, qt_status s, bool *kept);
 
 /* Tensor data an algorithm computed itself (GPTQ, AWQ), written instead of the
  * pipeline's rounding (even for a tensor whose type does not change: a norm
@@ -99,6 +128,10 @@ typedef struct qt__calib_target {
     int64_t (*group)(void *ctx, const qt_tensor *src);
     qt_status (*fake_quant)(void *ctx, const qt_tensor *src, float *W);
     qt_status (*vector)(void *ctx, const qt_tensor *src, const float *v);
+    /* --resume: bind a layer an earlier run finished (NULL: never resumed). */
+    qt_status (*restore_layer)(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il);
+    /* --resumable: the layer is finished; keep it on disk (NULL: not kept). */
+    qt_status (*save_layer)(void *ctx, int32_t il, const qt_gptq_report *r);
 } qt__calib_target;
 
 /* One layer's smoothing: the scales of each input (NULL: not smoothed) and

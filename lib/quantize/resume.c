@@ -129,7 +129,7 @@ static json_t *options_json(const qt_quantize_opts *o, const qt_quantize_plan *p
 }
 
 /* The state of a run before any progress: what a resume must match. */
-static qt_status state_new(const qt_model *m, const qt_quantize_opts *o, const qt_quantize_plan *p, json_t **out) {
+qt_status qt__resume_identity(const qt_model *m, const qt_quantize_opts *o, const qt_quantize_plan *p, json_t **out) {
     json_t *in;
     qt_status s = input_identity(qt_model_path(m), &in);
     if (s != QT_OK) return s;
@@ -148,7 +148,7 @@ static qt_status state_format(const char *path, const json_t *st) {
 }
 
 /* The first difference between the saved run and this one, as a message. */
-static qt_status state_match(const char *path, json_t *saved, json_t *now) {
+qt_status qt__resume_match(const char *path, json_t *saved, json_t *now) {
     json_t *si = json_object_get(saved, "input"), *ni = json_object_get(now, "input");
     if (!json_equal(si, ni))
         return qt_error(QT_ERR_ARG, "--resume: %s: the input is not the interrupted run's (%s, %lld bytes, its size, time "
@@ -213,7 +213,7 @@ qt_status qt__resume_state_check(const char *path, const char *text, size_t len,
     json_t *st = json_loadb(text, len, 0, &err);
     if (!st) return qt_error(QT_ERR_FORMAT, "%s: line %d: %s", path, err.line, err.text);
     qt_status s = json_is_object(st) ? state_format(path, st) : qt_error(QT_ERR_FORMAT, "%s: not a JSON object", path);
-    if (s == QT_OK) s = state_match(path, st, now);
+    if (s == QT_OK) s = qt__resume_match(path, st, now);
     if (s == QT_OK) s = state_progress(path, st, p, tensors, bytes);
     json_decref(st);
     return s;
@@ -229,7 +229,7 @@ static qt_status resume_load(qt__resume *r, const qt_model *m, const qt_quantize
     char *text = NULL;
     size_t len = 0;
     qt_status s = qt_read_file(r->state_path, &text, &len);
-    if (s == QT_OK) s = state_new(m, o, p, &r->state);
+    if (s == QT_OK) s = qt__resume_identity(m, o, p, &r->state);
     if (s == QT_OK) s = qt__resume_state_check(r->state_path, text, len, r->state, p, &r->resume_tensors, &r->stage.resume_at);
     free(text);
     if (s == QT_OK) p->n_resumed = r->n_done = r->resume_tensors;
@@ -255,7 +255,7 @@ qt_status qt__resume_begin(qt__resume *r, const qt_model *m, const char *out, co
     } else if (unlink(r->state_path) != 0 && errno != ENOENT) { /* a stale state must never describe a new partial */
         s = qt_error(QT_ERR_IO, "%s: cannot remove: %s", r->state_path, strerror(errno));
     } else if (keep) {
-        s = state_new(m, o, p, &r->state);
+        s = qt__resume_identity(m, o, p, &r->state);
     }
     r->started = s == QT_OK;
     return s;
@@ -319,12 +319,14 @@ static qt_status clear_one(const char *path, bool *removed) {
 
 qt_status qt_quantize_clear_partial(const char *out_path, bool *removed) {
     *removed = false;
-    char *partial = cat(out_path, QT_QUANTIZE_PARTIAL_SUFFIX), *state = cat(out_path, QT_QUANTIZE_STATE_SUFFIX);
-    qt_status s = partial && state ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
-    if (s == QT_OK) s = clear_one(partial, removed);
-    if (s == QT_OK) s = clear_one(state, removed);
-    free(partial);
-    free(state);
+    static const char *const suffixes[] = {QT_QUANTIZE_PARTIAL_SUFFIX, QT_QUANTIZE_STATE_SUFFIX, QT_QUANTIZE_LAYERS_SUFFIX,
+                                           QT_QUANTIZE_LAYERS_STATE_SUFFIX};
+    qt_status s = QT_OK;
+    for (size_t i = 0; s == QT_OK && i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        char *path = cat(out_path, suffixes[i]);
+        s = path ? clear_one(path, removed) : qt_error(QT_ERR_NOMEM, "out of memory");
+        free(path);
+    }
     return s;
 }
 

@@ -54,7 +54,8 @@ typedef struct cli_calib {
     long long n_samples;     /* 0: every window */
     long long seq_len;       /* 0: not given (QT_CALIB_DEFAULT_SEQLEN) */
     unsigned long long seed; /* 0: the first N windows */
-    bool tuned;              /* --nsamples, --seqlen or --seed was given */
+    bool tuned;              /* --nsamples, --seqlen, --seed or --allow-short-calib was given */
+    bool allow_short;        /* --allow-short-calib */
 } cli_calib;
 #define CLI_CALIB_HELP                                                                                  \
     "  --calib FILE         calibration text: UTF-8, or JSONL with {\"text\": ...} or {\"messages\": [...]}\n" \
@@ -63,7 +64,8 @@ typedef struct cli_calib {
     "                       with BOS\n"                                                                  \
     "  --nsamples N         use N windows (default: all of them)\n"                                     \
     "  --seqlen L           tokens per window (default 512)\n"                                           \
-    "  --seed S             0 (default): the first N windows; S > 0: N windows drawn with seed S\n"
+    "  --seed S             0 (default): the first N windows; S > 0: N windows drawn with seed S\n" \
+    "  --allow-short-calib  a text with fewer than N windows: use those there are (else refused)\n"
 /* 1: argv[*i] was a calibration option (*i advanced past its value); 0: not one; -1: usage error printed. */
 int cli_calib_arg(const char *verb, int argc, char **argv, int *i, cli_calib *c);
 /* The library's options for c (the defaults filled in). */

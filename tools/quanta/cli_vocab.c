@@ -27,6 +27,10 @@ int cli_json_arg(const char *verb, const char *a, cli_json *j) {
 
 int cli_calib_arg(const char *verb, int argc, char **argv, int *i, cli_calib *c) {
     const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (!strcmp(o, "--allow-short-calib")) {
+        c->allow_short = c->tuned = true;
+        return 1;
+    }
     if (strcmp(o, "--calib") && strcmp(o, "--nsamples") && strcmp(o, "--seqlen") && strcmp(o, "--seed")) return 0;
     if (!v || !*v) { cli_usage(verb, "%s needs a value", o); return -1; }
     if (!strcmp(o, "--calib")) c->file = v;
@@ -48,7 +52,8 @@ int cli_calib_arg(const char *verb, int argc, char **argv, int *i, cli_calib *c)
 
 qt_calib_opts cli_calib_lib(const cli_calib *c) {
     return (qt_calib_opts){.path = c->file, .n_samples = (int32_t)c->n_samples,
-                           .seq_len = c->seq_len > 0 ? (int32_t)c->seq_len : QT_CALIB_DEFAULT_SEQLEN, .seed = c->seed};
+                           .seq_len = c->seq_len > 0 ? (int32_t)c->seq_len : QT_CALIB_DEFAULT_SEQLEN, .seed = c->seed,
+                           .allow_short = c->allow_short};
 }
 
 bool cli_is_quiet(const char *a) { return !strcmp(a, "-q") || !strcmp(a, "--quiet"); }

@@ -11,9 +11,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "quantize_calib.h"
+#include "quantize_kv.h"
 
 #define VERB "quantize"
 #define MAX_PATTERNS 64
@@ -45,6 +47,8 @@ static void help(void) {
            "                             nvfp4, which becomes W4A4) observe each linear's input absmax.\n"
            "                             The file's SHA-256, token count, N, L, S and its fingerprint are\n"
            "                             recorded (quanta.calibration.*; quanta inspect prints them)\n"
+           "  --allow-short-calib        a --calib text with fewer than N windows of L tokens: use the ones\n"
+           "                             there are, with a warning (without it: refused, saying how many)\n"
            "  --algo rtn|gptq|awq|awq+gptq|smoothquant|smoothquant+gptq\n"
            "                             rtn (default): round to nearest, as llama-quantize; gptq: GPTQ\n"
            "                             (Frantar et al. 2023) layer by layer on the --calib samples, onto\n"
@@ -59,6 +63,7 @@ static void help(void) {
            "                             round to nearest after the scales; docs/awq.md\n"
            "  --act-order                GPTQ: columns by decreasing Hessian diagonal\n"
            "  --alpha A                  SmoothQuant's migration strength, 0..1 (default 0.5)\n"
+           QKV_HELP
            "  --tensor-type REGEX=TYPE   give tensors whose GGUF name (e.g. blk.3.ffn_down.weight)\n"
            "                             matches REGEX (PCRE2, searched, first match wins) the ggml\n"
            "                             type TYPE (q6_K, q8_0, f16, ...); repeatable\n"
@@ -73,10 +78,12 @@ static void help(void) {
            "  --force                    replace an existing OUT\n"
            "  --resumable                if the run is interrupted (Ctrl-C, SIGTERM, an error, kill -9),\n"
            "                             keep OUT.partial and OUT.partial.state and print the command\n"
-           "                             that continues it (GGUF schemes)\n"
+           "                             that continues it (GGUF schemes; with --algo gptq also each\n"
+           "                             finished layer, in OUT.partial.layers and its .state)\n"
            "  --resume                   continue an interrupted --resumable run from its last complete\n"
-           "                             tensor (same IN, OUT and options, else refused); the bytes equal\n"
-           "                             an uninterrupted run's\n"
+           "                             tensor, or GPTQ's last finished layer (same IN, OUT, options and\n"
+           "                             calibration text, else refused); the bytes equal an\n"
+           "                             uninterrupted run's\n"
            "  --json[=FILE]              a JSON report (output_bytes, bits_per_weight, peak_rss_bytes,\n"
            "                             tensors with name, type, bytes, and after a run rmse, snr_db)\n"
            "  -q, --quiet                no progress and no table on stderr\n"
@@ -108,6 +115,8 @@ typedef struct args {
     bool then_rtn;              /* awq, smoothquant: round to nearest after the scales */
     bool act_order;             /* --act-order */
     double alpha;               /* --alpha; < 0: not given */
+    qkv kv;                     /* --kv-dtype, --kv-calib, --kv-scale-gran */
+    qt_gptq_memory mem;         /* --algo: the GPTQ driver's peak estimated before the run */
 } args;
 
 static int parse_type(const char *opt, const char *v, qt_type *out) {
@@ -132,6 +141,8 @@ static int parse_override(args *a, const char *v) {
 }
 
 static int parse_value(args *a, const char *opt, const char *v) {
+    const int kv = qkv_arg(VERB, opt, v, &a->kv);
+    if (kv) return kv < 0 ? CLI_USAGE : CLI_OK;
     if (!strcmp(opt, "--scheme")) a->scheme = v;
     else if (!strcmp(opt, "--imatrix")) a->o.imatrix = v;
     else if (!strcmp(opt, "--tensor-type")) return parse_override(a, v);
@@ -167,7 +178,8 @@ static int parse_value(args *a, const char *opt, const char *v) {
 
 static int parse(int argc, char **argv, args *a) {
     static const char *with_value[] = {"--scheme", "--imatrix", "--tensor-type", "--keep", "--output-tensor-type",
-                                       "--token-embedding-type", "--threads", "--algo", "--alpha"};
+                                       "--token-embedding-type", "--threads", "--algo", "--alpha",
+                                       "--kv-dtype", "--kv-calib", "--kv-scale-gran"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int j = cli_json_arg(VERB, s, &a->json);
@@ -200,7 +212,9 @@ static int parse(int argc, char **argv, args *a) {
     if (!a->scheme) return cli_usage(VERB, "need --scheme (e.g. --scheme q4_k_m)");
     if (a->dry_run && (a->o.resumable || a->o.resume))
         return cli_usage(VERB, "--%s: a dry run writes nothing to resume", a->o.resume ? "resume" : "resumable");
-    if (a->calib.tuned && !a->calib.file) return cli_usage(VERB, "--nsamples, --seqlen and --seed apply to --calib FILE");
+    if (a->calib.tuned && !a->calib.file && !(a->kv.on && a->kv.mode == QT_KV_CALIB_RANDOM))
+        return cli_usage(VERB, "--nsamples, --seqlen, --seed and --allow-short-calib apply to --calib FILE (or to "
+                               "--kv-calib random)");
     if (a->calib.file && a->o.imatrix)
         return cli_usage(VERB, "--calib computes the importance matrix that --imatrix would give; use one of them");
     if (a->algo && !a->calib.file) return cli_usage(VERB, "--algo %s needs --calib FILE (calibration text)", a->algo);
@@ -210,10 +224,12 @@ static int parse(int argc, char **argv, args *a) {
         return cli_usage(VERB, "--act-order goes with --algo gptq (or awq+gptq, smoothquant+gptq)");
     if (a->alpha >= 0 && a->smoothing != QT_SMOOTH_SMOOTHQUANT)
         return cli_usage(VERB, "--alpha goes with --algo smoothquant or smoothquant+gptq");
-    if (a->algo && (a->o.resumable || a->o.resume))
-        return cli_usage(VERB, "--%s: an --algo %s run cannot be resumed yet (its layers would be computed again)",
-                         a->o.resume ? "resume" : "resumable", a->algo);
+    if (a->smoothing != QT_SMOOTH_NONE && (a->o.resumable || a->o.resume))
+        return cli_usage(VERB, "--%s: an --algo %s run cannot be resumed yet (its smoothing scales are not kept between "
+                               "runs; --algo gptq can)", a->o.resume ? "resume" : "resumable", a->algo);
     a->o.algorithm = a->algo;
+    int rc = qkv_check(VERB, &a->kv, a->calib.file != NULL);
+    if (rc != CLI_OK) return rc;
     a->o.overrides = a->over;
     a->o.keep = a->keep;
     return CLI_OK;
@@ -257,6 +273,13 @@ static void test_hook(void *ctx, int32_t n_done) {
     const char *stop = getenv("QUANTA_TEST_STOP_AFTER_TENSORS"), *pause = getenv("QUANTA_TEST_PAUSE_AFTER_TENSORS");
     if (stop && atoi(stop) == n_done) qt_request_cancel();
     if (pause && atoi(pause) == n_done) raise(SIGSTOP);
+}
+
+/* The same for GPTQ's layers: QUANTA_TEST_STOP_AFTER_LAYERS=N cancels once N layers are finished. */
+static void test_hook_layers(void *ctx, int32_t n_done) {
+    (void)ctx;
+    const char *stop = getenv("QUANTA_TEST_STOP_AFTER_LAYERS");
+    if (stop && atoi(stop) == n_done) qt_request_cancel();
 }
 
 /* Before a fresh run: what an interrupted one left is removed, and said so. */
@@ -334,10 +357,12 @@ static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     json_object_set_new(root, "bits_per_weight", json_real(p->bits_per_weight));
     json_object_set_new(root, "peak_rss_bytes", json_integer((json_int_t)(a->dry_run ? p->peak_rss_estimate : rss)));
     json_object_set_new(root, "peak_rss_measured", json_boolean(!a->dry_run));
+    if (a->algo) json_object_set_new(root, "peak_rss_estimate_bytes", json_integer((json_int_t)a->mem.total));
     json_object_set_new(root, "fallbacks", json_integer(p->n_fallbacks));
     if (!a->dry_run) json_object_set_new(root, "resumed_tensors", json_integer(p->n_resumed));
     if (p->imatrix_sha256[0]) json_object_set_new(root, "imatrix_sha256", json_string(p->imatrix_sha256));
     if (a->o.calib) json_object_set_new(root, "calibration", calib_json(a->o.calib));
+    if (a->kv.on) json_object_set_new(root, "kv_cache", qkv_json(&a->kv));
     for (int32_t i = 0; i < p->n_tensors; i++) {
         const qt_quantize_tensor *t = &p->tensors[i];
         json_t *o = json_object();
@@ -391,7 +416,36 @@ static qt_gptq_run_opts gptq_opts(args *a) {
     g.threads = a->o.threads;
     g.note = gptq_note;
     g.note_ctx = a;
+    if (a->kv.on && a->kv.mode == QT_KV_CALIB_DATA) g.kv_data = &a->kv.s;
+    g.layer_written = test_hook_layers;
     return g;
+}
+
+/* VmRSS of this process in bytes (0 where /proc is missing). */
+static uint64_t rss_now(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, res = 0;
+    if (f && fscanf(f, "%llu %llu", &size, &res) != 2) res = 0;
+    if (f) fclose(f);
+    return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* The GPTQ peak estimate from the shapes and what is resident now (quanta/quantize.h). */
+static qt_gptq_memory gptq_memory(const args *a, const qt_model *m, const qt_quantize_plan *p, int64_t ct_group) {
+    qt_gptq_memory mem;
+    qt_gptq_memory_estimate(m, p, ct_group, a->qc.set.tokens, a->qc.set.n_samples, a->qc.set.seq_len,
+                            a->o.threads > 0 ? a->o.threads : qt_default_threads(), rss_now(), qt_bench_peak_rss(), &mem);
+    return mem;
+}
+
+static void gptq_memory_print(const qt_gptq_memory *x, uint64_t measured) {
+    fprintf(stderr, "  gptq memory (estimated) %.1f MiB: resident before %.1f (peak so far %.1f), model %.1f, engine %.1f, hidden states "
+                    "%.1f, Hessians %.1f, largest linear %.1f, output %.1f, write %.1f, BLAS %.1f\n", mib(x->total),
+            mib(x->base), mib(x->peak_before), mib(x->model), mib(x->engine), mib(x->hidden), mib(x->hessians), mib(x->linear),
+            mib(x->output), mib(x->write), mib(x->blas));
+    if (measured)
+        fprintf(stderr, "  gptq memory measured (VmHWM) %.1f MiB: %+.1f %% against the estimate\n", mib(measured),
+                100.0 * ((double)measured / (double)x->total - 1.0));
 }
 
 static void gptq_summary(const args *a, const qt_gptq_report *r) {
@@ -412,10 +466,16 @@ static void gptq_summary(const args *a, const qt_gptq_report *r) {
 }
 
 static qt_status run_gptq(args *a, qt_model *m, qt_quantize_plan *p) {
+    a->mem = gptq_memory(a, m, p, 0);
     qt_gptq_run_opts g = gptq_opts(a);
     qt_gptq_report r;
     qt_status st = qt_gptq_quantize_gguf(m, a->out, &a->o, p, &g, &r);
     if (st == QT_OK) gptq_summary(a, &r);
+    if (st != QT_OK && r.n_layers_kept) {
+        fprintf(stderr, "quanta: kept %d finished GPTQ layers in %s%s and its state file; to continue:\n  %s\n",
+                r.n_layers_kept, a->out, QT_QUANTIZE_LAYERS_SUFFIX, a->resume_cmd ? a->resume_cmd : "(out of memory)");
+        p->partial_kept = false; /* said here */
+    }
     return st;
 }
 
@@ -436,10 +496,21 @@ static int gguf_calibrate(args *a, const qt_model *m) {
     return CLI_OK;
 }
 
+/* --kv-dtype: the scales, sized before the plan (they are in the file's size), fitted
+ * now unless GPTQ fits them on its way or this is a dry run. */
+static int kv_scales(args *a, const qt_model *m) {
+    if (!a->kv.on) return CLI_OK;
+    int rc = qkv_init(&a->kv, m);
+    if (rc == CLI_OK && !a->dry_run) rc = qkv_fit(&a->kv, m, &a->qc.set, &a->calib, a->algo != NULL, a->o.threads, a->quiet);
+    return rc;
+}
+
 static int run_gguf(args *a, qt_model *m) {
     qt_quantize_plan *p = NULL;
     int rc = gguf_calibrate(a, m);
+    if (rc == CLI_OK) rc = kv_scales(a, m);
     if (rc != CLI_OK) return rc;
+    if (a->kv.on) a->o.kv_scales = &a->kv.s;
     qt_status st = qt_quantize_plan_make(m, &a->o, &p);
     qcalib_drop_file(&a->qc); /* the plan has it mapped */
     if (st != QT_OK) return cli_fail(st);
@@ -448,6 +519,10 @@ static int run_gguf(args *a, qt_model *m) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (a->dry_run) {
         if (!a->quiet) print_plan(p);
+        if (a->algo) {
+            a->mem = gptq_memory(a, m, p, 0);
+            p->peak_rss_estimate = a->mem.total;
+        }
     } else {
         a->o.progress = cli_progress(a->quiet);
         a->o.tensor_written = test_hook;
@@ -465,6 +540,8 @@ static int run_gguf(args *a, qt_model *m) {
     const uint64_t rss = qt_bench_peak_rss(); /* VmHWM */
     if (rc == CLI_OK && !a->quiet)
         print_summary(a, p, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), rss);
+    if (rc == CLI_OK && !a->quiet && !a->dry_run) qkv_report(&a->kv);
+    if (rc == CLI_OK && !a->quiet && a->algo) gptq_memory_print(&a->mem, a->dry_run ? 0 : rss);
     if (rc == CLI_OK && a->json.on) rc = emit_json(a, p, rss);
     qt_quantize_plan_free(p);
     return rc;
@@ -501,7 +578,9 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
     json_object_set_new(root, "bits_per_weight", json_real(e->bits_per_weight));
     json_object_set_new(root, "peak_rss_bytes", a->dry_run ? json_null() : json_integer((json_int_t)rss));
     json_object_set_new(root, "kernel_warnings", json_integer(e->n_warnings));
+    if (a->algo) json_object_set_new(root, "peak_rss_estimate_bytes", json_integer((json_int_t)a->mem.total));
     if (a->calib.file) json_object_set_new(root, "calibration", calib_json(&a->qc.set));
+    if (a->kv.on) json_object_set_new(root, "kv_cache", qkv_json(&a->kv));
     for (int32_t i = 0; i < e->n_tensors; i++) {
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(e->tensors[i].name));
@@ -516,6 +595,7 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
 
 static int run_ct(args *a, const qt_model *m, const char *key) {
     int rc = ct_refuse_gguf_options(a);
+    if (rc == CLI_OK) rc = qkv_ct(VERB, &a->kv, NULL);
     if (rc != CLI_OK) return rc;
     if (a->o.resumable || a->o.resume)
         return cli_usage(VERB, "--%s applies to GGUF schemes only: a compressed-tensors directory (--scheme %s) is "
@@ -539,17 +619,26 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
         o.calibration = calib_kv;
         o.n_calibration = qt_calib_set_gguf_kv(&a->qc.set, calib_kv);
     } else if (a->calib.file) {
-        if (!qt_ct_scheme_uses_act_stats(key))
+        const bool kv_only = !qt_ct_scheme_uses_act_stats(key);
+        if (kv_only && !(a->kv.on && a->kv.mode == QT_KV_CALIB_DATA))
             return cli_usage(VERB, "--calib: scheme %s quantizes weights by round-to-nearest and its activations dynamically "
-                                   "or not at all; it takes no calibration (fp8-static and nvfp4 do)", key);
-        if ((rc = qcalib_amax(m, &a->calib, a->o.threads, a->quiet, &a->qc)) != CLI_OK) return rc;
-        o.input_amax = qcalib_amax_cb;
-        o.input_amax_ctx = &a->qc;
+                                   "or not at all; it takes no calibration (fp8-static and nvfp4 do, and --kv-calib data)", key);
+        if ((rc = kv_only ? qcalib_samples(m, &a->calib, &a->qc)
+                          : qcalib_amax(m, &a->calib, a->o.threads, a->quiet, &a->qc)) != CLI_OK)
+            return rc;
+        if (!kv_only) {
+            o.input_amax = qcalib_amax_cb;
+            o.input_amax_ctx = &a->qc;
+        }
         o.calibration = calib_kv;
         o.n_calibration = qt_calib_set_gguf_kv(&a->qc.set, calib_kv);
     }
+    if ((rc = kv_scales(a, m)) != CLI_OK || (rc = qkv_ct(VERB, &a->kv, &o)) != CLI_OK) return rc;
     qt_ct_export_estimate e = {0};
     qt_status st;
+    qt_ct_int_args ia;
+    if (a->algo && qt_ct_int_scheme(m, key, &ia) == QT_OK)
+        a->mem = gptq_memory(a, m, NULL, ia.strategy == QT_CT_GROUP ? (ia.group_size ? ia.group_size : QT_CT_DEFAULT_GROUP_SIZE) : 0);
     if (a->dry_run) {
         st = qt_ct_export_estimate_plan(m, key, &o, &e);
     } else if (a->algo) {
@@ -578,6 +667,8 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
             fprintf(stderr, "  algorithm %s, calibrated on %s (%d x %d tokens)\n", a->algo, a->qc.set.path,
                     a->qc.set.n_samples, a->qc.set.seq_len);
         if (!a->dry_run) fprintf(stderr, "  peak RSS %.1f MiB\n", mib(rss));
+        if (!a->dry_run) qkv_report(&a->kv);
+        if (a->algo) gptq_memory_print(&a->mem, a->dry_run ? 0 : rss);
     }
     if (a->json.on) rc = ct_emit_json(a, &e, rss);
     qt_ct_export_estimate_free(&e);
@@ -678,6 +769,7 @@ int cmd_quantize(int argc, char **argv) {
         free(cmd);
         free(a.resume_cmd);
         qcalib_free(&a.qc);
+        qkv_free(&a.kv);
     }
     for (int i = 0; i < a.o.n_overrides; i++) free(a.over_pat[i]);
     return rc < 0 ? CLI_OK : rc;

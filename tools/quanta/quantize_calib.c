@@ -11,7 +11,12 @@ int qcalib_samples(const qt_model *m, const cli_calib *c, qcalib *q) {
     memset(q, 0, sizeof *q);
     const qt_calib_opts co = cli_calib_lib(c);
     qt_status s = qt_calib_load(m, &co, &q->set);
-    return s == QT_OK ? CLI_OK : cli_fail(s);
+    if (s != QT_OK) return cli_fail(s);
+    if (q->set.n_requested > q->set.n_samples)
+        fprintf(stderr, "quanta: warning: %s: %lld tokens hold %d windows of %d; using those %d of the %d samples asked "
+                        "for (--allow-short-calib)\n", c->file, (long long)q->set.file_tokens, q->set.n_samples,
+                q->set.seq_len, q->set.n_samples, q->set.n_requested);
+    return CLI_OK;
 }
 
 static int load(const qt_model *m, const cli_calib *c, int threads, qcalib *q, qt_engine_ctx **e) {
