@@ -16,9 +16,9 @@ one() { # name, model, out, scheme, nsamples, seqlen
     ok has err "gptq memory (estimated)"
     ok within "$(num "$tmp/$3.json" peak_rss_bytes)" "$(num "$tmp/$3.json" peak_rss_estimate_bytes)"
 }
-one "stories260K q4_0" "$shared/models/stories260K.gguf" s.gguf q4_0 200 256
-one "tiny256 q4_k_m" "$shared/models/tiny256-random.gguf" t.gguf q4_k_m 128 128
-one "tiny256 w4a16" "$shared/models/tiny256-random.gguf" ct w4a16 128 128
+one "stories260K q4_0" "$shared/models/stories260K.gguf" s.gguf q4_0 64 256
+one "tiny256 q4_k_m" "$shared/models/tiny256-random.gguf" t.gguf q4_k_m 48 128
+one "tiny256 w4a16" "$shared/models/tiny256-random.gguf" ct w4a16 48 128
 check "dry run" 0 "$q" quantize "$shared/models/tiny256-random.gguf" "$tmp/d.gguf" --dry-run --scheme q4_k_m --algo gptq \
     --calib "$tmp/calib.txt" --nsamples 128 --seqlen 128 --json="$tmp/d.json"
 ok has err "gptq memory (estimated)"

@@ -23,6 +23,8 @@ is_json() { # file
 
 # verb | minimal valid arguments | families: c = -c/--ctx-size, k = --kv-dtype (p planner, e engine)
 n=0
+printf '%s' '{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}' >"$tmp/chat.jinja"
+printf '%s' '[{"role": "user", "content": "hi"}]' >"$tmp/chat.json"
 rows=(
     "formats||"
     "tokenize|-m $model -p hi|"
@@ -39,6 +41,7 @@ rows=(
     "serve|-m $model --port 0 --check|c ke"
     "loadtest|--compare $(dirname "$0")/../data/loadtest_a.json $(dirname "$0")/../data/loadtest_b.json|"
     "synth|--like qwen3-0.6b --layers 1 --vocab 400 --format q8_0 -o @OUT@.gguf|"
+    "template|-t $tmp/chat.jinja --messages $tmp/chat.json|"
     "bench|-m $model -p 8 -n 2 -r 1 --bw-size 16MiB|ke"
 )
 # the table covers every verb `quanta --help` lists

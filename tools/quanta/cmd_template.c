@@ -6,11 +6,14 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 
 static void help(void) {
     printf("usage: quanta template (-m MODEL | -t FILE) --messages FILE [--add-generation-prompt]\n"
-           "                      [--var JSON] [--bos TEXT] [--eos TEXT] [--now SECONDS] [-o FILE]\n\n"
+           "                      [--var JSON] [--bos TEXT] [--eos TEXT] [--now SECONDS] [-o FILE]\n"
+           "                      [--json[=FILE]] [-q]\n\n"
            "Render a conversation with a chat template (the Jinja subset of docs/serve.md) and print the text.\n\n"
            "  -m, --model MODEL          use MODEL's own template (GGUF tokenizer.chat_template, or\n"
            "                             tokenizer_config.json's chat_template; a bare tokenizer.json works),\n"
@@ -22,7 +25,9 @@ static void help(void) {
            "  --bos TEXT, --eos TEXT     the bos_token / eos_token the template sees\n"
            "  --now SECONDS              the time strftime_now() formats, seconds since the epoch\n"
            "                             (default: now; templates such as Llama 3.2's print the date)\n"
-           "  -o, --output FILE          write the text to FILE (default: standard output)\n");
+           "  -o, --output FILE          write the text to FILE (default: standard output)\n"
+           "  --json, --json=FILE        instead of the text: {\"text\": ..., \"bytes\": N} (to FILE: beside it)\n"
+           "  -q, --quiet                no messages (errors still print)\n");
 }
 
 static int read_all(const char *path, char **out) {
@@ -49,12 +54,16 @@ static int read_all(const char *path, char **out) {
 int cmd_template(int argc, char **argv) {
     const char *model = NULL, *tfile = NULL, *mfile = NULL, *output = NULL;
     qt_chat_opts o = {.now = (int64_t)time(NULL)};
+    cli_json json = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const bool has = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { help(); return CLI_OK; }
         if (!strcmp(a, "--add-generation-prompt")) { o.add_generation_prompt = true; continue; }
         if (cli_is_quiet(a)) continue;
+        const int j = cli_json_arg("template", a, &json);
+        if (j < 0) return CLI_USAGE;
+        if (j > 0) continue;
         const char **dst = !strcmp(a, "-m") || !strcmp(a, "--model") ? &model
                          : !strcmp(a, "-t") || !strcmp(a, "--template") ? &tfile
                          : !strcmp(a, "--messages") ? &mfile
@@ -87,7 +96,13 @@ int cmd_template(int argc, char **argv) {
         s = qt_chat_apply(tmpl, msgs, &o, &text);
     }
     if (rc == CLI_OK && s != QT_OK) rc = cli_fail(s);
-    if (rc == CLI_OK) {
+    if (rc == CLI_OK && json.on) {
+        json_t *root = json_object();
+        json_object_set_new(root, "text", json_string(text));
+        json_object_set_new(root, "bytes", json_integer((json_int_t)strlen(text)));
+        rc = cli_json_emit_tree(&json, root, 0, "template");
+    }
+    if (rc == CLI_OK && (!json.on || (json.file && strcmp(json.file, "-")))) {
         if (output && strcmp(output, "-")) rc = write_text_file(output, text);
         else if (fputs(text, stdout) < 0 || fflush(stdout) != 0) {
             fprintf(stderr, "quanta: error: writing the output failed\n");
