@@ -57,7 +57,7 @@ test-asan: asan
 # The unit and golden tests once more with the kernels capped at AVX2 (QUANTA_CPU, lib/core/cpu.c),
 # so an AVX-512 machine also checks the AVX2 code an AVX2-only machine runs.
 test-avx2: build
-	cd $(BUILD) && QUANTA_CPU=avx2 ctest --output-on-failure -j $(JOBS) -L '^(unit|golden)$$'
+	cd $(BUILD) && QUANTA_CPU=avx2 ctest --output-on-failure -j $(JOBS) -L '^(unit|golden)$$' -LE heavy
 
 # Fuzzers and the sanitizer build first, so the run ends with the full release ctest summary.
 test: fuzz test-asan test-avx2 test-release
@@ -65,7 +65,7 @@ test: fuzz test-asan test-avx2 test-release
 # libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang + ASan/UBSan and run
 # FUZZ_TIME seconds each from their seed corpus (tests/fuzz/corpus/<target>/,
 # read-only: new inputs go to $(FUZZ_BUILD)/corpus/<target>/).
-FUZZ_TIME ?= 20
+FUZZ_TIME ?= 6
 FUZZ_TARGETS := $(notdir $(basename $(wildcard tests/fuzz/fuzz_*.c)))
 fuzz: deps
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQT_FUZZ=ON >/dev/null

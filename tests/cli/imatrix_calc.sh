@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (heavy under sanitizers: minutes of calibration passes; the release run has it, and the unit tests
+# test_imatrix_calc / test_quantize_calib run the same code under ASan)
 # CLI tests for `quanta imatrix` (computing an importance matrix): options,
 # bad inputs (exit 2 for usage, 1 with one message for bad files), the output
 # rule (atomic, nothing left on failure or Ctrl-C), byte-identical output at 1

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (heavy under sanitizers: minutes of calibration passes; the release run has it, and the unit tests
+# test_imatrix_calc / test_quantize_calib run the same code under ASan)
 # CLI tests for `quanta quantize --calib FILE [--nsamples N] [--seqlen L] [--seed S]`:
 # - GGUF schemes compute the importance matrix on the fly: the tensors written
 #   are byte for byte those of `quanta imatrix --calib ...` then

@@ -21,7 +21,7 @@
  * F32, 0.5 % Q8_0/Q4_0) against llama.cpp's table.
  *
  * (heavy under sanitizers: minutes under ASan, so `make test-asan` leaves it out; test-release
- * and test-avx2 run it. CMakeLists.txt reads this line.)
+ * runs it; test-avx2 too leaves the heavy ones out, to keep CI under 30 min. CMakeLists.txt reads this line.)
  */
 #include <math.h>
 #include <time.h>

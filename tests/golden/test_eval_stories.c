@@ -1,4 +1,5 @@
 /* eval on the real stories260K model and llama.cpp's own quantized files
+ * (heavy under sanitizers: a minute of engine passes; the release run has it)
  * (../shared/reference/llamacpp): chunk 0 against llama.cpp's logits, the
  * ranking and verdicts of Q8_0 and Q4_0, the base perplexity against
  * `quanta perplexity`'s, FP8 KV caches with scales 1.0 vs computed ones,

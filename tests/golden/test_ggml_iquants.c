@@ -25,7 +25,7 @@
  * running the same files.
  *
  * (heavy under sanitizers: minutes under ASan, so `make test-asan` leaves it out; test-release
- * and test-avx2 run it. CMakeLists.txt reads this line.)
+ * runs it; test-avx2 too leaves the heavy ones out, to keep CI under 30 min. CMakeLists.txt reads this line.)
  */
 #include <dlfcn.h>
 #include <pthread.h>

@@ -16,7 +16,7 @@
  * (calibration: lines 4331-; evaluation: lines 1-4330); the samples are the
  * first N windows (seed 0), so the test is deterministic.
  * (heavy under sanitizers: GPTQ on 56 x 7 linears is minutes under ASan, so
- * `make test-asan` leaves it out; test-release and test-avx2 run it.) */
+ * `make test-asan` leaves it out; test-release runs it; test-avx2 leaves heavy tests out too.) */
 #include "fixtures.h"
 #include "qtest.h"
 #include "quanta.h"
