@@ -65,7 +65,7 @@ test: fuzz test-asan test-avx2 test-release
 # libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang + ASan/UBSan and run
 # FUZZ_TIME seconds each from their seed corpus (tests/fuzz/corpus/<target>/,
 # read-only: new inputs go to $(FUZZ_BUILD)/corpus/<target>/).
-FUZZ_TIME ?= 6
+FUZZ_TIME ?= 3
 FUZZ_TARGETS := $(notdir $(basename $(wildcard tests/fuzz/fuzz_*.c)))
 fuzz: deps
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQT_FUZZ=ON >/dev/null

@@ -1,4 +1,6 @@
 #!/bin/bash
+# (heavy under sanitizers: minutes of runs under ASan; the release run has it, and the fuzz
+# targets and unit tests cover its parsers and code under the sanitizers)
 # tests/cli/eval.sh QUANTA SHARED_DIR — `quanta eval`: usage errors (exit 2),
 # bad input (exit 1, one message, no report files), and real runs of
 # stories260K against llama.cpp's Q8_0 / Q4_0 files: verdicts, exit status

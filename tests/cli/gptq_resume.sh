@@ -1,4 +1,6 @@
 #!/bin/bash
+# (heavy under sanitizers: minutes of runs under ASan; the release run has it, and the fuzz
+# targets and unit tests cover its parsers and code under the sanitizers)
 # tests/cli/gptq_resume.sh QUANTA SHARED_DIR — `quanta quantize --algo gptq
 # --resumable / --resume` (docs/gptq.md "--resume"): a run stopped after its
 # second layer (QUANTA_TEST_STOP_AFTER_LAYERS, the test hook) keeps the

@@ -1,4 +1,6 @@
 #!/bin/bash
+# (heavy under sanitizers: minutes of runs under ASan; the release run has it, and the fuzz
+# targets and unit tests cover its parsers and code under the sanitizers)
 # tests/cli/quantize_resume.sh QUANTA SHARED_DIR — `quanta quantize` staging at
 # OUT.partial, --resumable and --resume, on stories260K and tiny256:
 # an interrupted run (the documented test hook, a real SIGINT / SIGTERM at a
