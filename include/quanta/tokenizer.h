@@ -51,6 +51,13 @@ QT_API int32_t qt_token_to_piece(const qt_tokenizer *tok, int32_t id, char *buf,
  * *text is malloc'd and NUL-terminated; len (may be NULL) excludes the NUL. */
 QT_API qt_status qt_detokenize(const qt_tokenizer *tok, const int32_t *ids, int32_t n_ids, char **text, size_t *len);
 
+/* Text as JSON and HTTP need it: ill-formed UTF-8 (a generation cut inside a
+ * character, byte tokens that never form one) replaced by U+FFFD, one per
+ * maximal subpart (Unicode §3.9, as the WHATWG decoder and llama-server do).
+ * *out is malloc'd and NUL-terminated (a copy even when nothing changed);
+ * out_len (may be NULL) excludes the NUL. */
+QT_API qt_status qt_utf8_repair(const char *text, size_t len, char **out, size_t *out_len);
+
 /* Opens a bare Hugging Face tokenizer.json (with the tokenizer_config.json
  * next to it, when present, for BOS/EOS/add_bos_token) as a model that has a
  * vocabulary and no tensors: for `quanta tokenize -m tokenizer.json`. */

@@ -350,3 +350,21 @@ qt_status qt_detokenize(const qt_tokenizer *t, const int32_t *ids, int32_t n_ids
     if (len) *len = o;
     return QT_OK;
 }
+
+qt_status qt_utf8_repair(const char *text, size_t len, char **out, size_t *out_len) {
+    *out = NULL;
+    if (out_len) *out_len = 0;
+    bool oom = false;
+    size_t n = len;
+    char *s = qt__utf8_repair(text, len, &n, &oom);
+    if (oom) return qt_error(QT_ERR_NOMEM, "utf8 repair: out of memory (%zu bytes)", len * 3 + 1);
+    if (!s) { /* well-formed already: the caller still gets its own copy */
+        s = malloc(len + 1);
+        if (!s) return qt_error(QT_ERR_NOMEM, "utf8 repair: out of memory (%zu bytes)", len + 1);
+        memcpy(s, text, len);
+        s[len] = 0;
+    }
+    *out = s;
+    if (out_len) *out_len = n;
+    return QT_OK;
+}

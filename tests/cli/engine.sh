@@ -52,6 +52,12 @@ for kv in f32 bf16 fp8-e4m3 fp8-e5m2 int8; do
 done
 check "int8 scales stated" 0 "computed on the fly" "$q" run -m "$model" -p "Once" -n 4 --kv-dtype int8 --kv-scale-gran head
 
+# --json is UTF-8 whatever the bytes: an ill-formed prompt (and any generation
+# cut inside a character) gets U+FFFD, as llama-server does, not an error
+check "run --json, ill-formed UTF-8" 0 "" "$q" run -m "$model" -p "$(printf 'caf\303')" -n 24 --temp 1.5 --seed 3 --json -q
+grep -qF "$(printf '"prompt": "caf\357\277\275"')" "$tmp/out" && grep -qF '"text": ' "$tmp/out" && pass=$((pass + 1)) ||
+    { echo "FAIL run --json: the prompt's ill-formed byte should be U+FFFD"; cat "$tmp/out"; fail=$((fail + 1)); }
+
 # bad input: one message, exit 1
 check "prompt longer than context" 1 "the prompt is" "$q" run -m "$model" -p "$(head -c 3000 "$text")" -c 64 -n 2
 check "unknown KV format" 2 "KV cache format 'q4_0' is not supported" "$q" run -m "$model" -p hi --kv-dtype q4_0 # a usage error

@@ -95,9 +95,21 @@ static void emit(FILE *out, const qt_tokenizer *tok, int32_t id) {
 
 static int report_json(const run_args *a, const qt_engine_ctx *e, const char *text, size_t len, int32_t n_prompt,
                        int64_t n_gen, double t_prefill, double t_decode, const char *why) {
-    json_t *o = json_pack("{s:s, s:s, s:s%, s:i, s:I, s:s, s:f, s:f, s:s}", "model", a->model, "prompt", a->prompt,
-                          "text", text, len, "n_prompt", n_prompt, "n_generated", (json_int_t)n_gen, "stopped", why,
+    /* JSON strings are UTF-8: a generation may stop inside a character, or
+     * sample byte tokens that never form one (U+FFFD, as llama-server does) */
+    char *clean = NULL, *prompt = NULL;
+    size_t clean_len = 0;
+    qt_status s = qt_utf8_repair(text, len, &clean, &clean_len);
+    if (s == QT_OK) s = qt_utf8_repair(a->prompt, strlen(a->prompt), &prompt, NULL);
+    if (s != QT_OK) {
+        free(clean);
+        return cli_fail(s);
+    }
+    json_t *o = json_pack("{s:s, s:s, s:s%, s:i, s:I, s:s, s:f, s:f, s:s}", "model", a->model, "prompt", prompt,
+                          "text", clean, clean_len, "n_prompt", n_prompt, "n_generated", (json_int_t)n_gen, "stopped", why,
                           "prompt_seconds", t_prefill, "decode_seconds", t_decode, "numerics", qt_engine_describe(e));
+    free(clean);
+    free(prompt);
     return cli_json_emit_tree(&a->json, o, 0, "run");
 }
 
