@@ -188,20 +188,39 @@ static qt_status make_prompts(const args *a, const qt_model *m, const qt_tokeniz
     return qt_lt_dataset_load(a->dataset, tok, n, a->output_len, p);
 }
 
-/* One measured run of n requests at concurrency c (0: the options' own). */
-static qt_status one_run(const args *a, const qt_model *m, const qt_tokenizer *tok, int32_t n, int32_t c, qt_lt_level *out) {
+/* The random prompts' seed for sweep level `level` (0 for a single run), and
+ * for its warm-up requests: every level and every warm-up gets prompts of its
+ * own, so a server's prompt cache never serves one level what an earlier
+ * level (or the warm-up) already sent. */
+static uint64_t level_seed(uint64_t seed, int32_t level, bool warmup) {
+    return seed + (uint64_t)level * 0x9E3779B97F4A7C15ull + (warmup ? 0xD1B54A32D192ED03ull : 0);
+}
+
+/* The warm-up: min(--warmup, n) requests one at a time, not counted. */
+static qt_status warm_up(const args *a, const qt_model *m, const qt_tokenizer *tok, int32_t n, int32_t level,
+                         const qt_lt_options *o) {
+    const int32_t k = a->warmup < n ? a->warmup : n;
     qt_lt_prompt *p = NULL;
-    qt_status s = make_prompts(a, m, tok, n, a->o.seed, &p);
+    qt_status s = make_prompts(a, m, tok, k, level_seed(a->o.seed, level, true), &p);
     if (s) return s;
+    qt_lt_options w = *o;
+    w.max_concurrency = 1, w.request_rate = 0, w.scrape_metrics = false;
+    qt_lt_run wr;
+    s = qt_lt_run_requests(&w, p, k, &wr);
+    qt_lt_run_free(&wr);
+    qt_lt_prompts_free(p, k);
+    return s;
+}
+
+/* One measured run of n requests at concurrency c (0: the options' own): sweep level `level`. */
+static qt_status one_run(const args *a, const qt_model *m, const qt_tokenizer *tok, int32_t n, int32_t c, int32_t level,
+                         qt_lt_level *out) {
     qt_lt_options o = a->o;
     if (c > 0) o.max_concurrency = c;
-    if (a->warmup > 0) {
-        qt_lt_options w = o;
-        w.max_concurrency = 1, w.request_rate = 0, w.scrape_metrics = false;
-        qt_lt_run wr;
-        s = qt_lt_run_requests(&w, p, a->warmup < n ? a->warmup : n, &wr);
-        qt_lt_run_free(&wr);
-    }
+    qt_status s = a->warmup > 0 ? warm_up(a, m, tok, n, level, &o) : QT_OK;
+    qt_lt_prompt *p = NULL;
+    if (!s) s = make_prompts(a, m, tok, n, level_seed(a->o.seed, level, false), &p);
+    if (s) return s;
     qt_lt_run run = {0};
     if (!s) s = qt_lt_run_requests(&o, p, n, &run);
     if (!s) s = qt_lt_metrics_compute(run.results, run.n_sent, run.duration_s, &a->slo, &out->m);
@@ -281,7 +300,7 @@ static int run_all(const args *a, const qt_model *m, const qt_tokenizer *tok) {
         int32_t c = a->sweep ? lv[i] : 0;
         int32_t n = a->sweep && !a->num_prompts_set ? (4 * c > 16 ? (4 * c < 512 ? 4 * c : 512) : 16) : a->num_prompts;
         if (!a->quiet && a->sweep) fprintf(stderr, "quanta loadtest: concurrency %d, %d requests\n", c, n);
-        qt_status s = one_run(a, m, tok, n, c, &levels[i]);
+        qt_status s = one_run(a, m, tok, n, c, i, &levels[i]);
         if (s) return cli_fail(s);
         r.n_levels = i + 1;
         if (a->sweep && !strcmp(a->sweep, "auto") && !qt_lt_level_ok(&levels[i].m, a->max_error_rate)) break;
