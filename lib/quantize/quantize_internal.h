@@ -55,6 +55,9 @@ qt_status qt__resume_begin(qt__resume *r, const qt_model *m, const char *out, co
  * tensors and bytes complete, and p->tensors[].rmse/snr_db of those tensors. */
 qt_status qt__resume_state_check(const char *path, const char *text, size_t len, json_t *now, qt_quantize_plan *p,
                                  int32_t *tensors, uint64_t *bytes);
+/* The identity of an input file or directory (path, size, time, a hash of its
+ * head or of its listing): what a resumed run must find unchanged. */
+qt_status qt__resume_input(const char *path, json_t **out);
 /* The state of a run before any progress (input identity, options, size). */
 qt_status qt__resume_identity(const qt_model *m, const qt_quantize_opts *o, const qt_quantize_plan *p, json_t **out);
 /* QT_ERR_ARG naming the first input or option where saved and now differ. */
