@@ -45,10 +45,13 @@ static qt_status progress_load(const char *path, json_t *st, int32_t n_shards, q
     json_t *td = json_object_get(st, "tensors_done");
     if (!json_is_integer(sd) || json_integer_value(sd) < 0 || json_integer_value(sd) > n_shards) return bad(path, "shards_done");
     if (!json_is_array(sb) || json_array_size(sb) != (size_t)json_integer_value(sd)) return bad(path, "shard_bytes");
-    if (!json_is_integer(stt) || json_integer_value(stt) < 0) return bad(path, "shard_tensors");
+    json_t *ns = json_object_get(st, "stored_tensors");
+    if (!json_is_integer(ns) || json_integer_value(ns) < 1 || json_integer_value(ns) > INT32_MAX) return bad(path, "stored_tensors");
+    if (!json_is_integer(stt) || json_integer_value(stt) < 0 || json_integer_value(stt) > json_integer_value(ns) ||
+        (json_integer_value(sd) == n_shards && json_integer_value(stt) != 0))
+        return bad(path, "shard_tensors");
     if (!json_is_integer(sa) || json_integer_value(sa) < 0 || (json_integer_value(sa) == 0) != (json_integer_value(stt) == 0))
         return bad(path, "shard_at");
-    json_t *ns = json_object_get(st, "stored_tensors");
     if (!json_is_integer(td) || json_integer_value(td) < json_integer_value(stt) || !json_is_integer(ns) ||
         json_integer_value(td) > json_integer_value(ns))
         return bad(path, "tensors_done");
@@ -64,6 +67,22 @@ static qt_status progress_load(const char *path, json_t *st, int32_t n_shards, q
     return QT_OK;
 }
 
+qt_status qt__ct_resume_state_check(const char *path, const char *text, size_t len, json_t *now, int32_t n_shards,
+                                    qt__ct_progress *at) {
+    json_error_t err;
+    json_t *st = json_loadb(text, len, 0, &err);
+    if (!st) return qt_error(QT_ERR_FORMAT, "%s: line %d: %s", path, err.line, err.text);
+    qt_status s = json_is_object(st) ? state_format(path, st) : qt_error(QT_ERR_FORMAT, "%s: not a JSON object", path);
+    if (s == QT_OK) s = qt__resume_match(path, st, now);
+    if (s == QT_OK && (!json_equal(json_object_get(st, "shards"), json_object_get(now, "shards")) ||
+                       !json_equal(json_object_get(st, "stored_tensors"), json_object_get(now, "stored_tensors"))))
+        s = qt_error(QT_ERR_ARG, "--resume: %s: the interrupted run planned other shards or stored tensors (another "
+                     "quanta version?): run without --resume to start again", path);
+    if (s == QT_OK) s = progress_load(path, st, n_shards, at);
+    json_decref(st);
+    return s;
+}
+
 static qt_status load(qt__ct_resume *r, json_t *now) {
     if (access(r->state_path, F_OK) != 0)
         return qt_error(QT_ERR_ARG, "--resume: %s: no state file, so nothing to resume (run without --resume to start "
@@ -71,15 +90,8 @@ static qt_status load(qt__ct_resume *r, json_t *now) {
     char *text = NULL;
     size_t len = 0;
     qt_status s = qt_read_file(r->state_path, &text, &len);
-    if (s != QT_OK) return s;
-    json_error_t err;
-    json_t *st = json_loadb(text, len, 0, &err);
+    if (s == QT_OK) s = qt__ct_resume_state_check(r->state_path, text, len, now, r->n_shards, &r->at);
     free(text);
-    if (!st) return qt_error(QT_ERR_FORMAT, "%s: line %d: %s", r->state_path, err.line, err.text);
-    s = json_is_object(st) ? state_format(r->state_path, st) : qt_error(QT_ERR_FORMAT, "%s: not a JSON object", r->state_path);
-    if (s == QT_OK) s = qt__resume_match(r->state_path, st, now);
-    if (s == QT_OK) s = progress_load(r->state_path, st, r->n_shards, &r->at);
-    json_decref(st);
     return s;
 }
 

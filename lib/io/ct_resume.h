@@ -40,6 +40,12 @@ typedef struct qt__ct_resume {
  * option that differs; QT_ERR_FORMAT when malformed), and its progress in r->at. */
 qt_status qt__ct_resume_begin(qt__ct_resume *r, const qt_model *m, const char *out, bool resume, json_t *options,
                               uint64_t output_bytes, int32_t n_shards, int32_t n_stored);
+/* A saved state (text, len bytes; path names it in messages) against this
+ * run's (`now`: what begin made): QT_ERR_FORMAT when malformed, QT_ERR_ARG
+ * naming the first input or option that differs; on success the progress in
+ * *at (shard_bytes: room for n_shards values), inside this run's n_shards. */
+qt_status qt__ct_resume_state_check(const char *path, const char *text, size_t len, json_t *now, int32_t n_shards,
+                                    qt__ct_progress *at);
 /* r->at is on disk (synced): record it, atomically. */
 qt_status qt__ct_resume_checkpoint(qt__ct_resume *r);
 /* After the run with status s: the state removed on success; on failure kept

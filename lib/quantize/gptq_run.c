@@ -14,9 +14,10 @@
  *
  * Memory: the engine's buffers and the hidden states of the calibration batch
  * (n_seq x n_tok x n_embd floats), one linear in f32 and its grid state, the
- * layer's Hessians (double), and the quantized output so far (written at the
- * end: GGUF through the pipeline's writer, compressed-tensors through
- * qt_ct_export with the codes given).
+ * layer's Hessians (double), and the quantized output: onto GGUF one layer's
+ * (each finished layer goes to OUT.partial.layers, gptq_state.c, and the
+ * pipeline's writer reads every tensor back when it reaches it), onto
+ * compressed-tensors all of it so far (handed to qt_ct_export at the end).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -214,7 +215,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
         qt__smooth_layer_free(&sl);
         if (s == QT_OK) s = qt_layerwise_run_layer(lw, NULL, NULL);
         if (s == QT_OK && tg->layer_done) s = tg->layer_done(tg->ctx, m, lw, il);
-        if (s == QT_OK && tg->save_layer) s = tg->save_layer(tg->ctx, il, r);
+        if (s == QT_OK && tg->save_layer) s = tg->save_layer(tg->ctx, m, lw, il, r);
         if (s != QT_OK) break;
         const double el = now() - t0;
         qt__calib_note(g, "layer %d/%d quantized: %.1f s elapsed, ETA %.1f s", il + 1, n_layer, el,
@@ -301,7 +302,7 @@ void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p, int64
     }
     static const char *const lin[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
     for (int32_t il = 0; il < hp->n_layer; il++) {
-        uint64_t hess = 0;
+        uint64_t hess = 0, layer_out = 0;
         for (int k = 0; k < QT__N_LINEARS; k++) {
             char name[QT_MAX_NAME];
             snprintf(name, sizeof name, "blk.%d.%s.weight", il, lin[k]);
@@ -317,17 +318,20 @@ void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p, int64
             const uint64_t lb = linear_bytes(R, C, p != NULL, rb, ct_group);
             if (lb > out->linear) out->linear = lb;
             const uint64_t G = (uint64_t)(ct_group > 0 ? ct_group : (int64_t)C);
-            out->output += p ? p->tensors[pi].bytes : R * C + R * (C / G) * 5;
+            layer_out += p ? p->tensors[pi].bytes : R * C + R * (C / G) * 5;
             const uint64_t io = (uint64_t)t->nbytes + (p ? p->tensors[pi].bytes : R * C);
             if (io > biggest) biggest = io;
         }
         if (hess > out->hessians) out->hessians = hess;
+        /* GGUF: one layer's output at a time (then on disk); compressed-tensors: all of it */
+        if (!p) out->output += layer_out;
+        else if (layer_out > out->output) out->output = layer_out;
     }
     for (int32_t i = 0; p && i < p->n_tensors; i++)
         if (p->tensors[i].src_bytes + p->tensors[i].bytes > biggest) biggest = p->tensors[i].src_bytes + p->tensors[i].bytes;
     out->write = biggest + ((uint64_t)1 << 20);
     const uint64_t loop = out->model + out->engine + out->hidden + out->hessians + out->linear + out->output + out->blas;
-    const uint64_t write = out->model + out->output + out->write + out->blas;
+    const uint64_t write = out->model + (p ? 0 : out->output) + out->write + out->blas;
     out->total = base + (loop > write ? loop : write);
     if (peak_before > out->total) out->total = peak_before;
 }
@@ -347,7 +351,9 @@ typedef struct gguf_target {
     bool *transformed;        /* (p->n_tensors) smoothed: not measured against the input */
     float *importance;        /* (largest cols) diag(H) */
     int32_t n_rtn;
-    qt__gptq_state *state;    /* --resumable / --resume: the finished layers on disk, or NULL */
+    qt__gptq_state *state;    /* the finished layers on disk (OUT.partial.layers) */
+    int32_t held_layer;       /* a replayed layer whose bytes are bound to the engine, -1: none */
+    uint8_t *held[QT__N_LINEARS]; /* its tensors read back from disk */
 } gguf_target;
 
 static int32_t plan_find(const qt_quantize_plan *p, const char *name) {
@@ -454,31 +460,71 @@ static int32_t layer_given(const gguf_target *x, int32_t il, int32_t idx[QT__N_L
     return n;
 }
 
+/* Layer il's linear k bound to t (t->name "blk.N.<linear>.weight"). */
+static qt_status bind_linear(qt_layerwise *lw, int32_t il, const qt_tensor *t) {
+    const char *linear = strchr(t->name + 4, '.') + 1; /* "blk.N." */
+    char base[QT_MAX_NAME];
+    snprintf(base, sizeof base, "%.*s", (int)(strrchr(linear, '.') - linear), linear);
+    return qt_layerwise_set_weight(lw, il, base, t);
+}
+
+/* The held replayed layer's linears bound to the model's tensors again, and its bytes freed. */
+static qt_status release_held(gguf_target *x, const qt_model *m, qt_layerwise *lw) {
+    qt_status s = QT_OK;
+    for (int k = 0; x->held_layer >= 0 && k < QT__N_LINEARS; k++) {
+        if (!x->held[k]) continue;
+        char name[QT_MAX_NAME];
+        snprintf(name, sizeof name, "blk.%d.%s.weight", x->held_layer, qt__layer_linears[k].linear);
+        if (s == QT_OK) s = bind_linear(lw, x->held_layer, qt_model_find_tensor(m, name));
+        free(x->held[k]);
+        x->held[k] = NULL;
+    }
+    x->held_layer = -1;
+    return s;
+}
+
+/* --resume: layer il's tensors read back from OUT.partial.layers and bound (the layer
+ * replayed before stays bound until this one replaces it). */
 static qt_status gguf_restore_layer(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il) {
     gguf_target *x = ctx;
-    int32_t idx[QT__N_LINEARS];
-    const int32_t n = layer_given(x, il, idx);
-    qt_status s = QT_OK;
-    for (int32_t j = 0; j < n && s == QT_OK; j++) {
-        qt_tensor bind = *qt_model_find_tensor(m, x->p->tensors[idx[j]].name);
-        bind.type = x->p->tensors[idx[j]].type;
-        bind.nbytes = (size_t)x->p->tensors[idx[j]].bytes;
-        bind.data = x->given[idx[j]];
-        const char *linear = strchr(bind.name + 4, '.') + 1; /* "blk.N." */
-        char base[QT_MAX_NAME];
-        snprintf(base, sizeof base, "%.*s", (int)(strrchr(linear, '.') - linear), linear);
-        s = qt_layerwise_set_weight(lw, il, base, &bind);
+    qt_status s = release_held(x, m, lw);
+    x->held_layer = il;
+    for (int k = 0; s == QT_OK && k < QT__N_LINEARS; k++) {
+        char name[QT_MAX_NAME];
+        snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
+        const int32_t i = plan_find(x->p, name);
+        if (i < 0 || !qt__gptq_state_has(x->state, i)) continue;
+        if ((s = qt__gptq_state_read(x->state, i, &x->held[k])) != QT_OK) break;
+        qt_tensor bind = *qt_model_find_tensor(m, name);
+        bind.type = x->p->tensors[i].type;
+        bind.nbytes = (size_t)x->p->tensors[i].bytes;
+        bind.data = x->held[k];
+        s = bind_linear(lw, il, &bind);
     }
     return s;
 }
 
-static qt_status gguf_save_layer(void *ctx, int32_t il, const qt_gptq_report *r) {
+/* Layer il on disk; then out of memory: its linears bound to the model's tensors again. */
+static qt_status gguf_save_layer(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il, const qt_gptq_report *r) {
     gguf_target *x = ctx;
     int32_t idx[QT__N_LINEARS];
     const int32_t n = layer_given(x, il, idx);
     const qt_kv_scales *kv = x->g->kv_data;
-    return qt__gptq_state_save_layer(x->state, x->p, idx, n, x->given, kv ? kv->k : NULL, kv ? kv->v : NULL,
-                                     kv ? (il + 1) * kv->n_per_layer : 0, kv ? kv->n_tokens : 0, r, x->n_rtn);
+    qt_status s = qt__gptq_state_save_layer(x->state, x->p, idx, n, x->given, kv ? kv->k : NULL, kv ? kv->v : NULL,
+                                            kv ? (il + 1) * kv->n_per_layer : 0, kv ? kv->n_tokens : 0, r, x->n_rtn);
+    if (s == QT_OK) s = release_held(x, m, lw);
+    for (int32_t j = 0; s == QT_OK && j < n; j++) {
+        s = bind_linear(lw, il, qt_model_find_tensor(m, x->p->tensors[idx[j]].name));
+        free(x->given[idx[j]]);
+        x->given[idx[j]] = NULL;
+    }
+    return s;
+}
+
+/* The writer's reader of the spilled tensors. */
+static qt_status gguf_load(void *ctx, int32_t i, uint8_t **bytes) {
+    gguf_target *x = ctx;
+    return qt__gptq_state_read(x->state, i, bytes);
 }
 
 /* --resume: the finished layers back from OUT.partial.layers; then the loop, or (all
@@ -492,7 +538,7 @@ static qt_status gguf_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__c
     resume_point rp = {.start = start > n_layer ? n_layer : start, .k_amax = amax, .v_amax = amax + n_amax};
     qt_status s = amax ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
     if (s == QT_OK && start)
-        s = qt__gptq_state_restore(x->state, x->p, x->given, amax, amax + n_amax, n_amax, &rp.kv_tokens, r, &x->n_rtn);
+        s = qt__gptq_state_restore(x->state, amax, amax + n_amax, n_amax, &rp.kv_tokens, r, &x->n_rtn);
     if (s == QT_OK && rp.start < n_layer) {
         s = run_layers(m, g, tg, r, &rp);
     } else if (s == QT_OK && kv) { /* every layer was finished: nothing to run */
@@ -519,7 +565,7 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
         const qt_tensor *t = qt_model_find_tensor(m, p->tensors[i].name);
         if (t && t->ne[0] > max_cols) max_cols = t->ne[0];
     }
-    gguf_target x = {.p = p, .m = m, .g = g};
+    gguf_target x = {.p = p, .m = m, .g = g, .held_layer = -1};
     x.given = calloc((size_t)p->n_tensors + 1, sizeof *x.given);
     x.transformed = calloc((size_t)p->n_tensors + 1, sizeof *x.transformed);
     x.importance = malloc((size_t)max_cols * sizeof *x.importance);
@@ -527,7 +573,7 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
     qt__calib_target tg = {&x, gguf_linear, NULL, gguf_group, gguf_fake_quant, gguf_vector, gguf_restore_layer, NULL};
     const int32_t n_amax = g->kv_data ? qt_model_hparams(m)->n_layer * g->kv_data->n_per_layer : 0;
     if (s == QT_OK) s = qt__gptq_state_open(m, out_path, o, p, n_amax, &x.state);
-    if (x.state) tg.save_layer = gguf_save_layer;
+    tg.save_layer = gguf_save_layer;
     if (s == QT_OK) s = gguf_layers(m, g, &tg, &x, r);
     r->n_rtn = x.n_rtn;
     if (s == QT_OK) {
@@ -538,7 +584,7 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
         wo.resume = o->resume && st && access(st, F_OK) == 0;
         wo.resumable = o->resumable || o->resume;
         free(st);
-        const qt__quantize_given given = {(const uint8_t *const *)x.given, x.transformed};
+        const qt__quantize_given given = {(const uint8_t *const *)x.given, gguf_load, &x, x.transformed};
         s = qt__quantize_write_staged(m, out_path, &wo, p, &given);
     }
     bool kept = false;
@@ -546,6 +592,7 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
     qt__gptq_state_close(x.state, s, &kept);
     r->n_layers_kept = kept ? done : 0;
     for (int32_t i = 0; x.given && i < p->n_tensors; i++) free(x.given[i]);
+    for (int k = 0; k < QT__N_LINEARS; k++) free(x.held[k]);
     free(x.given);
     free(x.transformed);
     free(x.importance);
