@@ -14,16 +14,18 @@
  *
  * Memory: the engine's buffers and the hidden states of the calibration batch
  * (n_seq x n_tok x n_embd floats), one linear in f32 and its grid state, the
- * layer's Hessians (double), and the quantized output: onto GGUF one layer's
- * (each finished layer goes to OUT.partial.layers, gptq_state.c, and the
- * pipeline's writer reads every tensor back when it reaches it), onto
- * compressed-tensors all of it so far (handed to qt_ct_export at the end).
+ * layer's Hessians (double), and one layer's quantized output: each finished
+ * layer goes to disk (GGUF: OUT.partial.layers, gptq_state.c, and the
+ * pipeline's writer reads every tensor back when it reaches it;
+ * compressed-tensors: an unlinked spill file the writer's callbacks read).
  */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -323,15 +325,14 @@ void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p, int64
             if (io > biggest) biggest = io;
         }
         if (hess > out->hessians) out->hessians = hess;
-        /* GGUF: one layer's output at a time (then on disk); compressed-tensors: all of it */
-        if (!p) out->output += layer_out;
-        else if (layer_out > out->output) out->output = layer_out;
+        /* one layer's output at a time: each finished layer goes to disk */
+        if (layer_out > out->output) out->output = layer_out;
     }
     for (int32_t i = 0; p && i < p->n_tensors; i++)
         if (p->tensors[i].src_bytes + p->tensors[i].bytes > biggest) biggest = p->tensors[i].src_bytes + p->tensors[i].bytes;
     out->write = biggest + ((uint64_t)1 << 20);
     const uint64_t loop = out->model + out->engine + out->hidden + out->hessians + out->linear + out->output + out->blas;
-    const uint64_t write = out->model + (p ? 0 : out->output) + out->write + out->blas;
+    const uint64_t write = out->model + out->write + out->blas;
     out->total = base + (loop > write ? loop : write);
     if (peak_before > out->total) out->total = peak_before;
 }
@@ -606,6 +607,8 @@ typedef struct ct_codes {
     int64_t rows, cols;
     qt_gptq_ct_int g;         /* integer schemes: codes, scales, zero points */
     qt_gptq_ct_float f;       /* float schemes: codes, scales or scale codes, the shared scale */
+    bool spilled;             /* the arrays are in the spill file at `off` (and freed here) */
+    uint64_t off;
 } ct_codes;
 
 typedef struct ct_vector {
@@ -628,6 +631,14 @@ typedef struct ct_target {
     float *bound[QT__N_LINEARS];  /* the current layer's quantized weights in f32, bound to the engine */
     qt_tensor bound_t[QT__N_LINEARS];
     int n_bound;
+    /* Each finished layer's codes go to an unlinked spill file beside OUT (nothing is left
+     * however the run ends) and leave memory; the writer's callbacks read them back. */
+    int spill_fd;
+    uint64_t spill_bytes;
+    int32_t n_spilled;        /* t[0..n_spilled) are on disk */
+    ct_codes cur;             /* the arrays last read back (what ct_given returns) */
+    qt_status err;            /* a failed read back, reported after the write */
+    char err_msg[512];
 } ct_target;
 
 static int64_t ct_group(void *ctx, const qt_tensor *src) {
@@ -766,10 +777,92 @@ static qt_status ct_linear(void *ctx, const qt_tensor *src, float *W, const doub
     return QT_OK;
 }
 
-/* The layer is done: back to the model's own tensors, the f32 copies freed. */
+/* The arrays of c the writer needs (n[k] bytes at p[k]; 0 bytes: none). */
+static int ct_arrays(ct_codes *c, void **p[3], size_t n[3]) {
+    const size_t rc = (size_t)(c->rows * c->cols);
+    if (c->g.group) {
+        const size_t n_sc = (size_t)(c->rows * (c->cols / c->g.group));
+        p[0] = (void **)&c->g.q, n[0] = rc;
+        p[1] = (void **)&c->g.scales, n[1] = n_sc * sizeof(float);
+        p[2] = (void **)&c->g.zero_points, n[2] = c->g.symmetric ? 0 : n_sc;
+        return 3;
+    }
+    const int64_t ng = c->cols / c->f.group;
+    const qt_gptq_float_kind k = c->f.kind;
+    const size_t n_sc = k == QT_GPTQ_FP8_TENSOR ? 1 : k == QT_GPTQ_FP8_CHANNEL ? (size_t)c->rows
+                        : k == QT_GPTQ_FP8_BLOCK ? (size_t)(((c->rows + 127) / 128) * ng) : 0;
+    p[0] = (void **)&c->f.q, n[0] = rc;
+    p[1] = (void **)&c->f.scales, n[1] = n_sc * sizeof(float);
+    p[2] = (void **)&c->f.scale_codes, n[2] = n_sc ? 0 : (size_t)(c->rows * ng);
+    return 3;
+}
+
+static qt_status spill_io(int fd, void *buf, size_t n, uint64_t off, bool write_it) {
+    for (size_t done = 0; done < n;) {
+        const ssize_t r = write_it ? pwrite(fd, (uint8_t *)buf + done, n - done, (off_t)(off + done))
+                                   : pread(fd, (uint8_t *)buf + done, n - done, (off_t)(off + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return qt_error(QT_ERR_IO, "gptq: the spill file of finished layers: cannot %s %zu bytes: %s",
+                                    write_it ? "write" : "read", n - done, r < 0 ? strerror(errno) : "short file");
+        done += (size_t)r;
+    }
+    return QT_OK;
+}
+
+/* The finished layers' codes (t[n_spilled..n)) to the spill file, out of memory. */
+static qt_status spill(ct_target *x) {
+    qt_status s = QT_OK;
+    for (; s == QT_OK && x->n_spilled < x->n; x->n_spilled++) {
+        ct_codes *c = &x->t[x->n_spilled];
+        void **p[3];
+        size_t n[3];
+        c->off = x->spill_bytes;
+        for (int k = 0; k < ct_arrays(c, p, n) && s == QT_OK; k++) {
+            if (!n[k]) continue;
+            s = spill_io(x->spill_fd, *p[k], n[k], x->spill_bytes, true);
+            x->spill_bytes += n[k];
+            free(*p[k]);
+            *p[k] = NULL;
+        }
+        free(c->f.eff); /* the grid's own state, not written */
+        c->f.eff = NULL;
+        c->spilled = true;
+    }
+    return s;
+}
+
+static void cur_free(ct_target *x) {
+    qt_gptq_ct_int_free(&x->cur.g);
+    qt_gptq_ct_float_free(&x->cur.f);
+}
+
+/* A spilled tensor's arrays back into x->cur (valid until the next call). The
+ * writer's callbacks cannot fail, so a failed read cancels the write (no output
+ * appears) and the error is reported after it (x->err). */
+static const ct_codes *read_back(ct_target *x, const ct_codes *c) {
+    cur_free(x);
+    x->cur = *c; /* shapes, group, kind, shared; the arrays are NULL */
+    void **p[3];
+    size_t n[3];
+    uint64_t off = c->off;
+    qt_status s = QT_OK;
+    for (int k = 0; k < ct_arrays(&x->cur, p, n) && s == QT_OK; k++) {
+        if (!n[k]) continue;
+        s = (*p[k] = malloc(n[k])) ? spill_io(x->spill_fd, *p[k], n[k], off, false)
+                                   : qt_error(QT_ERR_NOMEM, "gptq: out of memory reading %s back", c->name);
+        off += n[k];
+    }
+    if (s == QT_OK) return &x->cur;
+    x->err = s;
+    snprintf(x->err_msg, sizeof x->err_msg, "%s", qt_last_error());
+    qt_request_cancel();
+    return NULL;
+}
+
+/* The layer is done: back to the model's own tensors, the f32 copies freed, its codes spilled. */
 static qt_status ct_layer_done(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il) {
     ct_target *x = ctx;
-    qt_status s = QT_OK;
+    qt_status s = spill(x);
     for (int k = 0; k < QT__N_LINEARS; k++) {
         char name[QT_MAX_NAME];
         snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
@@ -781,16 +874,17 @@ static qt_status ct_layer_done(void *ctx, const qt_model *m, qt_layerwise *lw, i
     return s;
 }
 
-static const ct_codes *codes_of(const ct_target *x, const char *name, int64_t rows, int64_t cols) {
+static const ct_codes *codes_of(ct_target *x, const char *name, int64_t rows, int64_t cols) {
     for (int32_t i = 0; i < x->n; i++)
-        if (!strcmp(x->t[i].name, name) && x->t[i].rows == rows && x->t[i].cols == cols) return &x->t[i];
+        if (!strcmp(x->t[i].name, name) && x->t[i].rows == rows && x->t[i].cols == cols)
+            return x->t[i].spilled ? read_back(x, &x->t[i]) : &x->t[i];
     return NULL;
 }
 
 static bool ct_given(void *ctx, const char *name, int64_t rows, int64_t cols, const int8_t **q, const float **scales,
                      const int8_t **zero_points) {
     const ct_codes *c = codes_of(ctx, name, rows, cols);
-    if (!c || !c->g.q) return false;
+    if (!c || !c->g.q) return false; /* not a GPTQ linear, or a failed read (the write is cancelled) */
     *q = c->g.q;
     *scales = c->g.scales;
     *zero_points = c->g.zero_points;
@@ -808,10 +902,23 @@ static bool ct_given_float(void *ctx, const char *name, int64_t rows, int64_t co
     return true;
 }
 
+/* OUT.partial.layers beside OUT, unlinked at once: only this process can reach it, and the
+ * space goes back however it ends. */
+static qt_status spill_open(const char *out_dir, int *fd) {
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s%s", out_dir, QT_QUANTIZE_LAYERS_SUFFIX) >= sizeof path)
+        return qt_error(QT_ERR_ARG, "%s: path too long", out_dir);
+    *fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (*fd < 0) return qt_error(QT_ERR_IO, "%s: cannot create (the spill file of GPTQ's finished layers): %s", path,
+                                 strerror(errno));
+    unlink(path);
+    return QT_OK;
+}
+
 qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char *out_dir, const qt_ct_export_opts *o,
                               const qt_gptq_run_opts *g, qt_ct_export_estimate *est, qt_gptq_report *r) {
     *r = (qt_gptq_report){0};
-    ct_target x = {.m = m, .g = g};
+    ct_target x = {.m = m, .g = g, .spill_fd = -1};
     qt_status s = qt_ct_int_scheme(m, scheme, &x.a);
     if (s == QT_ERR_UNSUPPORTED) {
         x.is_float = true;
@@ -822,7 +929,8 @@ qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char 
         return qt_error(QT_ERR_UNSUPPORTED, "gptq: --keep with a compressed-tensors scheme is not supported yet");
     qt__calib_target tg = {&x, ct_linear, ct_layer_done, ct_group, ct_fake_quant, ct_vector_keep, NULL, NULL};
     const resume_point from_start = {0};
-    s = run_layers(m, g, &tg, r, &from_start);
+    s = spill_open(out_dir, &x.spill_fd);
+    if (s == QT_OK) s = run_layers(m, g, &tg, r, &from_start);
     for (int k = 0; k < x.n_bound; k++) free(x.bound[k]);
     if (s == QT_OK) {
         qt_ct_export_opts eo = *o;
@@ -833,7 +941,13 @@ qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char 
         eo.vector_values = ct_vector_values;
         eo.vector_values_ctx = &x;
         s = qt_ct_export(m, scheme, out_dir, &eo, est);
+        if (x.err != QT_OK) { /* the cancel was ours */
+            qt_cancel_reset();
+            s = qt_error(x.err, "%s", x.err_msg);
+        }
     }
+    if (x.spill_fd >= 0) close(x.spill_fd);
+    cur_free(&x);
     for (int32_t i = 0; i < x.n; i++) {
         qt_gptq_ct_int_free(&x.t[i].g);
         qt_gptq_ct_float_free(&x.t[i].f);
