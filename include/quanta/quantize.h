@@ -450,7 +450,8 @@ typedef struct qt_gptq_memory {
     uint64_t hidden;         /* n_seq x n_tok x n_embd floats, every sequence between layers */
     uint64_t hessians;       /* the layer's Hessians (double, one per distinct linear input) */
     uint64_t linear;         /* the largest linear's working set: W, H, its factor, GPTQ's and the grid's state */
-    uint64_t output;         /* the quantized linears held until the file is written */
+    uint64_t output;         /* the quantized linears held: onto GGUF the largest layer's (each finished
+                                layer goes to disk), onto compressed-tensors all, until the write */
     uint64_t write;          /* the final write's own peak: the largest tensor in and out, buffers */
     uint64_t blas;           /* OpenBLAS's pages (an allowance: its buffer, touched by the larger GEMMs) */
     uint64_t total;          /* max(peak_before, base + max(loop phase, write phase)) */

@@ -101,6 +101,16 @@ typedef struct qt_ct_export_opts {
     int32_t kv_per_layer;                  /* 1 or n_head_kv */
     const char *kv_type;                   /* "float" (fp8-e4m3) or "int" (int8) */
     const char *kv_calib;                  /* recorded as quantization_config.quanta.kv_calib */
+    /* Resumable runs (docs/quantize.md, "Staging and resume"). resumable: an
+     * interrupted run keeps OUT.partial and its state file OUT.partial.state
+     * (beside OUT), rewritten after every stored tensor is synced; resume:
+     * continue such a run from its last complete stored tensor, giving the
+     * bytes of an uninterrupted run (QT_ERR_ARG naming the input or option that
+     * changed). Rounding to nearest only: refused with int_codes, float_codes
+     * or vector_values. */
+    bool resumable, resume;
+    void (*tensor_written)(void *ctx, int32_t n_done); /* after each checkpoint: stored tensors complete */
+    void *tensor_written_ctx;
 } qt_ct_export_opts;
 
 /* One tensor of the source as it will be written. */
@@ -123,6 +133,11 @@ typedef struct qt_ct_export_estimate {
     double bits_per_weight;        /* tensor bytes * 8 / elements of the source tensors */
     int32_t n_tensors;
     qt_ct_export_tensor *tensors;  /* (n_tensors); qt_ct_export_estimate_free */
+    /* qt_ct_export with resumable / resume, also set on failure: */
+    int32_t n_stored;              /* stored tensors (safetensors entries) */
+    int32_t n_stored_done;         /* complete on disk */
+    int32_t n_resumed;             /* complete when this run began (resume) */
+    bool partial_kept;             /* OUT.partial and its state kept for --resume */
 } qt_ct_export_estimate;
 
 /* The scheme key for a name or alias (case-insensitive), NULL if unknown. */

@@ -115,6 +115,19 @@ typedef struct qt_st_writer qt_st_writer;
  * length and header to a temporary file next to `path`. meta may be NULL. */
 QT_API qt_status qt_st_writer_open(const char *path, const qt_st_entry *entries, int32_t n,
                             const qt_st_kv *meta, int32_t n_meta, qt_st_writer **out);
+/* The same through a staging file (qt_afile_open_staged: resumable runs). With
+ * stage->resume_at > 0 the staging file is reopened, must begin with the header
+ * this call would write (QT_ERR_FORMAT otherwise: another run's file) and is
+ * kept up to resume_at, a boundary between tensors the caller recorded; the
+ * caller then writes the tensors after it (qt_st_writer_data_written says how
+ * many data bytes are already there). */
+QT_API qt_status qt_st_writer_open_staged(const char *path, const qt_st_entry *entries, int32_t n,
+                                          const qt_st_kv *meta, int32_t n_meta, const qt_afile_stage *stage,
+                                          qt_st_writer **out);
+/* Bytes in the file so far (header included), data bytes so far, and an fdatasync of them. */
+QT_API uint64_t qt_st_writer_tell(const qt_st_writer *w);
+QT_API uint64_t qt_st_writer_data_written(const qt_st_writer *w);
+QT_API qt_status qt_st_writer_sync(qt_st_writer *w);
 /* Index into `entries` of the k-th tensor in file order: the caller writes data in that order. */
 QT_API int32_t qt_st_writer_order(const qt_st_writer *w, int32_t k);
 QT_API uint64_t qt_st_entry_nbytes(const qt_st_entry *e); /* prod(shape) * bits / 8; 0 on overflow */

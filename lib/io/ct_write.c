@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ct_resume.h"
 #include "hf_internal.h"
 #include "io_internal.h"
 #include "model/model_internal.h"
@@ -38,6 +39,7 @@
 #include "quanta/formats.h"
 #include "quanta/gptq.h"
 #include "quanta/num.h"
+#include "quanta/quantize.h"
 #include "quanta/quantize_ct.h"
 #include "quanta/safetensors.h"
 
@@ -166,9 +168,11 @@ typedef struct ct_writer {
     int32_t n_warn;
     int32_t n_quant, n_kept;
     int32_t n_done;              /* quantized tensors written (progress) */
+    int32_t n_written;           /* stored tensors written (o.tensor_written), unless resumable */
     qt_afile **files;
     int32_t n_files, cap_files;
     qt_tensor *kv_t;             /* (2 * n_layer) the KV scales as tensors, data in o.kv_*_scale */
+    qt__ct_resume *res;          /* resumable run: its state; NULL otherwise */
 } ct_writer;
 
 static bool is_linear(const qt_tn_info *ti, int *fuse) {
@@ -710,20 +714,82 @@ static qt_status push_file(ct_writer *w, qt_afile *f) {
     return QT_OK;
 }
 
+static const qt_st_kv st_meta[] = {{"format", "pt"}};
+
 static qt_status write_st(ct_writer *w, const char *path, int32_t first, int32_t count) {
-    static const qt_st_kv meta[] = {{"format", "pt"}};
     qt_st_writer *sw;
     qt_status s = qt__refuse_input(w->m, path);
-    if (s == QT_OK) s = qt_st_writer_open(path, w->entries + first, count, meta, 1, &sw);
+    if (s == QT_OK) s = qt_st_writer_open(path, w->entries + first, count, st_meta, 1, &sw);
     if (s != QT_OK) return s;
     for (int32_t k = 0; k < count && s == QT_OK; k++) {
         if (qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: cancelled", w->dir);
         else s = write_piece(w, sw, first + qt_st_writer_order(sw, k));
+        if (s == QT_OK && w->o.tensor_written) w->o.tensor_written(w->o.tensor_written_ctx, ++w->n_written);
     }
     if (s != QT_OK) { qt_st_writer_abort(sw); return s; }
     qt_afile *f;
     s = qt_st_writer_finish(sw, &f);
     return s == QT_OK ? push_file(w, f) : s;
+}
+
+/* A piece an earlier run wrote: its bookkeeping as if written now. */
+static void skip_piece(ct_writer *w, int32_t k) {
+    const pentry *e = &w->pe[k];
+    if (e->p == P_WEIGHT) qt_progress_report(&w->o.progress, "quantizing", ++w->n_done, w->n_quant);
+    if (e->p == P_SCALE || e->p == P_ZP) w->t[e->t].r.pending_small--;
+}
+
+/* tensor: a stored tensor was completed (the callback hears of it); else a shard was renamed. */
+static qt_status checkpoint(ct_writer *w, bool tensor) {
+    qt_status s = qt__ct_resume_checkpoint(w->res);
+    if (s == QT_OK && tensor && w->o.tensor_written) w->o.tensor_written(w->o.tensor_written_ctx, w->res->at.tensors_done);
+    return s;
+}
+
+/* A resumable run's shard: written through PATH.partial (kept on failure),
+ * synced and recorded after every stored tensor, renamed to PATH when
+ * complete; a shard an earlier run completed is kept, one it began is
+ * continued after its last complete tensor. */
+static qt_status write_st_resumable(ct_writer *w, const char *path, int32_t shard, int32_t first, int32_t count) {
+    qt__ct_progress *at = &w->res->at;
+    struct stat sb;
+    if (shard < at->shards_done) {
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != at->shard_bytes[shard])
+            return qt_error(QT_ERR_FORMAT, "--resume: %s: missing, or not the %llu bytes the state file records: run "
+                            "without --resume to start again", path, (unsigned long long)at->shard_bytes[shard]);
+        for (int32_t k = 0; k < count; k++) skip_piece(w, first + k);
+        return QT_OK;
+    }
+    char part[4200];
+    snprintf(part, sizeof part, "%s%s", path, QT_CT_PARTIAL_SUFFIX);
+    const int32_t k0 = shard == at->shards_done ? at->shard_tensors : 0;
+    if (k0 > count)
+        return qt_error(QT_ERR_FORMAT, "%s: field 'shard_tensors': %d, but %s holds %d tensors", w->res->state_path, k0,
+                        path, count);
+    qt_afile_stage st = {.path = part, .keep = true, .resume_at = k0 ? at->shard_at : 0};
+    qt_st_writer *sw;
+    qt_status s = qt__refuse_input(w->m, path);
+    if (s == QT_OK) s = qt_st_writer_open_staged(path, w->entries + first, count, st_meta, 1, &st, &sw);
+    if (s != QT_OK) return s;
+    for (int32_t k = 0; k < k0; k++) skip_piece(w, first + qt_st_writer_order(sw, k));
+    for (int32_t k = k0; k < count && s == QT_OK; k++) {
+        if (qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: cancelled", w->dir);
+        if (s == QT_OK) s = write_piece(w, sw, first + qt_st_writer_order(sw, k));
+        if (s == QT_OK) s = qt_st_writer_sync(sw);
+        if (s != QT_OK) break;
+        at->shard_tensors = k + 1;
+        at->shard_at = qt_st_writer_tell(sw);
+        at->tensors_done++;
+        s = checkpoint(w, true);
+    }
+    if (s != QT_OK) { qt_st_writer_abort(sw); return s; }
+    const uint64_t bytes = qt_st_writer_tell(sw);
+    if ((s = qt_st_writer_commit(sw)) != QT_OK) return s;
+    at->shard_bytes[shard] = bytes;
+    at->shards_done = shard + 1;
+    at->shard_tensors = 0;
+    at->shard_at = 0;
+    return checkpoint(w, false);
 }
 
 static qt_status stage_text(ct_writer *w, const char *name, const char *text, size_t len) {
@@ -755,6 +821,12 @@ static int32_t shard_plan(const ct_writer *w, int32_t *shard_of, uint64_t *total
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* The file name of shard k of n (transformers' names). */
+static void shard_name(char *buf, size_t size, int32_t k, int32_t n) {
+    if (n == 1) snprintf(buf, size, "%s", QT_ST_SINGLE_NAME);
+    else snprintf(buf, size, "model-%05d-of-%05d.safetensors", k + 1, n);
+}
+
 static qt_status write_weights(ct_writer *w) {
     int32_t *shard_of = calloc((size_t)w->n_e, sizeof *shard_of);
     if (!shard_of) return qt_error(QT_ERR_NOMEM, "%s: out of memory", w->dir);
@@ -764,16 +836,16 @@ static qt_status write_weights(ct_writer *w) {
     qt_status s = QT_OK;
     if (n == 1) {
         snprintf(path, sizeof path, "%s/%s", w->dir, QT_ST_SINGLE_NAME);
-        s = write_st(w, path, 0, w->n_e);
+        s = w->res ? write_st_resumable(w, path, 0, 0, w->n_e) : write_st(w, path, 0, w->n_e);
     } else {
         json_t *map = json_object();
         for (int32_t k = 0, first = 0; s == QT_OK && k < n; k++) {
             int32_t count = 0;
             while (first + count < w->n_e && shard_of[first + count] == k) count++;
             char file[64];
-            snprintf(file, sizeof file, "model-%05d-of-%05d.safetensors", k + 1, n);
+            shard_name(file, sizeof file, k, n);
             snprintf(path, sizeof path, "%s/%s", w->dir, file);
-            s = write_st(w, path, first, count);
+            s = w->res ? write_st_resumable(w, path, k, first, count) : write_st(w, path, first, count);
             for (int32_t j = first; s == QT_OK && j < first + count; j++) json_object_set_new(map, w->pe[j].name, json_string(file));
             first += count;
         }
@@ -1131,13 +1203,18 @@ qt_status qt__remove_stage_dir(const char *dir) {
 
 /* OUT is checked (an existing one must be an empty directory, or --force), then every file is
  * written in a new directory OUT.partial beside it. */
-static qt_status stage_open(const ct_writer *w, const char *out, char *stage, size_t n, bool *existed) {
+static qt_status stage_open(const ct_writer *w, const char *out, char *stage, size_t n, bool *existed, bool resume) {
     struct stat sb;
     bool created = false;
     *existed = stat(out, &sb) == 0;
     qt_status s = *existed ? qt__hf_prepare_dir(w->m, out, w->o.force, &created) : qt__refuse_input(w->m, out);
     if (s != QT_OK) return s;
     if ((size_t)snprintf(stage, n, "%s%s", out, QT_CT_PARTIAL_SUFFIX) >= n) return qt_error(QT_ERR_ARG, "%s: path too long", out);
+    if (resume)
+        return stat(stage, &sb) == 0 && S_ISDIR(sb.st_mode)
+                   ? QT_OK
+                   : qt_error(QT_ERR_ARG, "--resume: %s: missing, so nothing to resume (run without --resume to start "
+                              "again)", stage);
     if (mkdir(stage, 0755) == 0) return QT_OK;
     if (errno == EEXIST)
         return qt_error(QT_ERR_IO, "%s: exists (left by an interrupted run? `quanta quantize` removes it, with a message)",
@@ -1171,6 +1248,81 @@ static qt_status stage_publish(const qt_model *m, const char *stage, const char 
     return s;
 }
 
+/* ---- resumable runs (ct_resume.c) ------------------------------------------------------- */
+
+static json_t *sha_json(const void *data, size_t n) {
+    char hex[65];
+    if (!data) return json_null();
+    qt_sha256_hex(data, n, hex);
+    return json_string(hex);
+}
+
+/* Every option that shapes the directory's bytes: by name where the command
+ * line has one, and the hashes of what calibration decided and of the text files. */
+static json_t *resume_options(const ct_writer *w, const char *config, const char *recipe) {
+    json_t *keep = json_array();
+    for (const char *const *k = w->o.keep; k && *k; k++) json_array_append_new(keep, json_string(*k));
+    float *amax = w->o.input_amax ? calloc((size_t)w->n_t + 1, sizeof *amax) : NULL;
+    for (int32_t i = 0; amax && i < w->n_t; i++) amax[i] = w->t[i].quant ? w->t[i].in_amax : 0.0f;
+    const size_t n_kv = (size_t)w->m->hp.n_layer * (size_t)w->o.kv_per_layer * sizeof(float);
+    json_t *o = json_pack("{s:s, s:o, s:I, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "scheme", w->sc->key, "keep", keep,
+                          "max-shard-size", (json_int_t)(w->o.max_shard_bytes ? w->o.max_shard_bytes : QT_CT_DEFAULT_SHARD_BYTES),
+                          "algo", w->o.method ? w->o.method : "rtn", "command_line", w->o.command ? w->o.command : "",
+                          "input activation absmax (sha256)", sha_json(amax, (size_t)w->n_t * sizeof *amax),
+                          "KV-cache k_scale (sha256)", sha_json(w->o.kv_k_scale, n_kv),
+                          "KV-cache v_scale (sha256)", sha_json(w->o.kv_v_scale, n_kv),
+                          "config.json (sha256)", sha_json(config, strlen(config)),
+                          "recipe.yaml (sha256)", sha_json(recipe, strlen(recipe)));
+    free(amax);
+    return o;
+}
+
+/* A resumed OUT.partial keeps the shards the state records and the staging
+ * file of the one it began; anything else (a text file or temporary a kill
+ * left) goes, so that only this run's files are published. */
+static qt_status resume_clean(const ct_writer *w, const char *stage) {
+    const qt__ct_progress *at = &w->res->at;
+    DIR *d = opendir(stage);
+    if (!d) return qt_error(QT_ERR_IO, "%s: cannot read directory: %s", stage, strerror(errno));
+    const struct dirent *e;
+    qt_status s = QT_OK;
+    while (s == QT_OK && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        bool keep = false;
+        for (int32_t k = 0; k <= at->shards_done && k < w->res->n_shards && !keep; k++) {
+            char name[80];
+            shard_name(name, sizeof name, k, w->res->n_shards);
+            if (k < at->shards_done) keep = !strcmp(e->d_name, name);
+            else keep = at->shard_tensors > 0 && !strncmp(e->d_name, name, strlen(name)) &&
+                        !strcmp(e->d_name + strlen(name), QT_CT_PARTIAL_SUFFIX);
+        }
+        char path[4096];
+        if (!keep && join_path(path, sizeof path, stage, e->d_name) && unlink(path) != 0)
+            s = qt_error(QT_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
+    }
+    closedir(d);
+    return s;
+}
+
+static qt_status resume_begin(ct_writer *w, const char *out, const char *config, const char *recipe, qt__ct_resume *res) {
+    if (w->o.int_codes || w->o.float_codes || w->o.vector_values)
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: a compressed-tensors run with codes an algorithm computed cannot be "
+                        "resumed yet (round to nearest can)", out);
+    uint64_t total;
+    const int32_t n = shard_plan(w, NULL, &total);
+    qt_status s = qt__ct_resume_begin(res, w->m, out, w->o.resume, resume_options(w, config, recipe), total, n, w->n_e);
+    if (s == QT_OK) w->res = res;
+    return s;
+}
+
+static void resume_report(const ct_writer *w, qt_ct_export_estimate *est, bool kept) {
+    if (!est) return;
+    est->n_stored = w->n_e;
+    est->n_stored_done = w->res ? w->res->at.tensors_done : 0;
+    est->n_resumed = w->res ? w->res->resumed : 0;
+    est->partial_kept = kept;
+}
+
 qt_status qt_ct_export(const qt_model *m, const char *scheme, const char *out_dir, const qt_ct_export_opts *o,
                        qt_ct_export_estimate *est) {
     ct_writer w;
@@ -1182,11 +1334,15 @@ qt_status qt_ct_export(const qt_model *m, const char *scheme, const char *out_di
     if (s == QT_OK && !(recipe = recipe_yaml(&w))) s = qt_error(QT_ERR_NOMEM, "%s: out of memory", out_dir);
     if (s == QT_OK) s = writer_threads(&w);
     if (s == QT_OK) s = shared_scales(&w);
-    if (s == QT_OK) s = stage_open(&w, out_dir, stage, sizeof stage, &existed);
+    qt__ct_resume res = {0};
+    const bool resumable = s == QT_OK && (w.o.resumable || w.o.resume);
+    if (resumable) s = resume_begin(&w, out_dir, config, recipe, &res);
+    if (s == QT_OK) s = stage_open(&w, out_dir, stage, sizeof stage, &existed, w.o.resume);
     if (s == QT_OK) {
         staged = true;
         w.dir = stage;
     }
+    if (s == QT_OK && w.o.resume) s = resume_clean(&w, stage);
     if (s == QT_OK) s = write_weights(&w);
     if (s == QT_OK) s = stage_text(&w, "config.json", config, strlen(config));
     if (s == QT_OK) s = stage_text(&w, "recipe.yaml", recipe, strlen(recipe));
@@ -1197,9 +1353,20 @@ qt_status qt_ct_export(const qt_model *m, const char *scheme, const char *out_di
     }
     if (s == QT_OK && qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: cancelled", out_dir);
     if (s == QT_OK) s = stage_publish(m, stage, out_dir, existed);
-    if (s != QT_OK && staged) qt__remove_stage_dir(stage); /* what was committed there, then the directory */
+    bool kept = false;
+    if (s != QT_OK && est) memset(est, 0, sizeof *est);
+    resume_report(&w, est, false);
+    if (w.res) qt__ct_resume_end(&res, s, &kept);
+    if (s != QT_OK && staged && !kept) qt__remove_stage_dir(stage); /* what was committed there, then the directory */
+    if (est) est->partial_kept = kept;
     w.dir = out_dir;
-    if (s == QT_OK && est) s = fill_estimate(&w, est);
+    if (s == QT_OK && est) {
+        qt_ct_export_estimate r = *est;
+        s = fill_estimate(&w, est);
+        est->n_stored = r.n_stored;
+        est->n_stored_done = r.n_stored_done;
+        est->n_resumed = r.n_resumed;
+    }
     free(config);
     free(recipe);
     writer_free(&w);

@@ -709,6 +709,25 @@ static json_t *build_header(const qt_st_entry *e, int32_t n, const int32_t *orde
 
 qt_status qt_st_writer_open(const char *path, const qt_st_entry *entries, int32_t n, const qt_st_kv *meta, int32_t n_meta,
                             qt_st_writer **out) {
+    return qt_st_writer_open_staged(path, entries, n, meta, n_meta, NULL, out);
+}
+
+/* A resumed staging file must start with the header this run writes: else it is another run's. */
+static qt_status same_header(qt_st_writer *w, const uint8_t *lenbuf, const char *text, size_t len, size_t padded) {
+    uint8_t *have = malloc(8 + padded);
+    if (!have) return qt_error(QT_ERR_NOMEM, "%s: out of memory", w->path);
+    qt_status s = qt_afile_read_at(w->f, 0, have, 8 + padded);
+    bool same = s == QT_OK && !memcmp(have, lenbuf, 8) && !memcmp(have + 8, text, len);
+    for (size_t i = len; same && i < padded; i++) same = have[8 + i] == ' ';
+    free(have);
+    if (s == QT_OK && !same)
+        s = qt_error(QT_ERR_FORMAT, "%s: the partial file's header differs from the one this run writes: it is not this "
+                     "run's (run without --resume to start again)", w->path);
+    return s;
+}
+
+qt_status qt_st_writer_open_staged(const char *path, const qt_st_entry *entries, int32_t n, const qt_st_kv *meta,
+                                   int32_t n_meta, const qt_afile_stage *stage, qt_st_writer **out) {
     *out = NULL;
     if (n < 0 || n_meta < 0) return qt_error(QT_ERR_ARG, "%s: negative tensor or metadata count", path);
     for (int32_t i = 0; i < n_meta; i++)
@@ -732,10 +751,22 @@ qt_status qt_st_writer_open(const char *path, const qt_st_entry *entries, int32_
     size_t padded = (len + 7) / 8 * 8; /* spaces up to a multiple of 8 (§1.4) */
     uint8_t lenbuf[8];
     for (int i = 0; i < 8; i++) lenbuf[i] = (uint8_t)((uint64_t)padded >> (8 * i));
-    s = qt_afile_open(path, &w->f);
-    if (s == QT_OK) s = qt_afile_write(w->f, lenbuf, 8);
-    if (s == QT_OK) s = qt_afile_write(w->f, text, len);
-    if (s == QT_OK) s = qt_afile_pad(w->f, padded - len, ' ');
+    const uint64_t head = 8 + (uint64_t)padded, at = stage ? stage->resume_at : 0;
+    if (at && (at < head || at > head + w->total)) {
+        free(text);
+        qt_st_writer_abort(w);
+        return qt_error(QT_ERR_FORMAT, "%s: %llu bytes recorded as complete, outside this file's %llu header and %llu data "
+                        "bytes", path, (unsigned long long)at, (unsigned long long)head, (unsigned long long)w->total);
+    }
+    s = stage ? qt_afile_open_staged(path, stage, &w->f) : qt_afile_open(path, &w->f);
+    if (s == QT_OK && at) {
+        s = same_header(w, lenbuf, text, len, padded);
+        w->written = at - head;
+    } else {
+        if (s == QT_OK) s = qt_afile_write(w->f, lenbuf, 8);
+        if (s == QT_OK) s = qt_afile_write(w->f, text, len);
+        if (s == QT_OK) s = qt_afile_pad(w->f, padded - len, ' ');
+    }
     free(text);
     if (s != QT_OK) { qt_st_writer_abort(w); return s; }
     *out = w;
@@ -743,6 +774,10 @@ qt_status qt_st_writer_open(const char *path, const qt_st_entry *entries, int32_
 }
 
 int32_t qt_st_writer_order(const qt_st_writer *w, int32_t k) { return (k >= 0 && k < w->n) ? w->order[k] : -1; }
+
+uint64_t qt_st_writer_tell(const qt_st_writer *w) { return qt_afile_tell(w->f); }
+uint64_t qt_st_writer_data_written(const qt_st_writer *w) { return w->written; }
+qt_status qt_st_writer_sync(qt_st_writer *w) { return qt_afile_sync(w->f); }
 
 qt_status qt_st_writer_write(qt_st_writer *w, const void *buf, size_t n) {
     if (w->written + n > w->total)

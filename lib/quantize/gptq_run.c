@@ -14,15 +14,18 @@
  *
  * Memory: the engine's buffers and the hidden states of the calibration batch
  * (n_seq x n_tok x n_embd floats), one linear in f32 and its grid state, the
- * layer's Hessians (double), and the quantized output so far (written at the
- * end: GGUF through the pipeline's writer, compressed-tensors through
- * qt_ct_export with the codes given).
+ * layer's Hessians (double), and one layer's quantized output: each finished
+ * layer goes to disk (GGUF: OUT.partial.layers, gptq_state.c, and the
+ * pipeline's writer reads every tensor back when it reaches it;
+ * compressed-tensors: an unlinked spill file the writer's callbacks read).
  */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -214,7 +217,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
         qt__smooth_layer_free(&sl);
         if (s == QT_OK) s = qt_layerwise_run_layer(lw, NULL, NULL);
         if (s == QT_OK && tg->layer_done) s = tg->layer_done(tg->ctx, m, lw, il);
-        if (s == QT_OK && tg->save_layer) s = tg->save_layer(tg->ctx, il, r);
+        if (s == QT_OK && tg->save_layer) s = tg->save_layer(tg->ctx, m, lw, il, r);
         if (s != QT_OK) break;
         const double el = now() - t0;
         qt__calib_note(g, "layer %d/%d quantized: %.1f s elapsed, ETA %.1f s", il + 1, n_layer, el,
@@ -301,7 +304,7 @@ void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p, int64
     }
     static const char *const lin[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
     for (int32_t il = 0; il < hp->n_layer; il++) {
-        uint64_t hess = 0;
+        uint64_t hess = 0, layer_out = 0;
         for (int k = 0; k < QT__N_LINEARS; k++) {
             char name[QT_MAX_NAME];
             snprintf(name, sizeof name, "blk.%d.%s.weight", il, lin[k]);
@@ -317,17 +320,19 @@ void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p, int64
             const uint64_t lb = linear_bytes(R, C, p != NULL, rb, ct_group);
             if (lb > out->linear) out->linear = lb;
             const uint64_t G = (uint64_t)(ct_group > 0 ? ct_group : (int64_t)C);
-            out->output += p ? p->tensors[pi].bytes : R * C + R * (C / G) * 5;
+            layer_out += p ? p->tensors[pi].bytes : R * C + R * (C / G) * 5;
             const uint64_t io = (uint64_t)t->nbytes + (p ? p->tensors[pi].bytes : R * C);
             if (io > biggest) biggest = io;
         }
         if (hess > out->hessians) out->hessians = hess;
+        /* one layer's output at a time: each finished layer goes to disk */
+        if (layer_out > out->output) out->output = layer_out;
     }
     for (int32_t i = 0; p && i < p->n_tensors; i++)
         if (p->tensors[i].src_bytes + p->tensors[i].bytes > biggest) biggest = p->tensors[i].src_bytes + p->tensors[i].bytes;
     out->write = biggest + ((uint64_t)1 << 20);
     const uint64_t loop = out->model + out->engine + out->hidden + out->hessians + out->linear + out->output + out->blas;
-    const uint64_t write = out->model + out->output + out->write + out->blas;
+    const uint64_t write = out->model + out->write + out->blas;
     out->total = base + (loop > write ? loop : write);
     if (peak_before > out->total) out->total = peak_before;
 }
@@ -347,7 +352,9 @@ typedef struct gguf_target {
     bool *transformed;        /* (p->n_tensors) smoothed: not measured against the input */
     float *importance;        /* (largest cols) diag(H) */
     int32_t n_rtn;
-    qt__gptq_state *state;    /* --resumable / --resume: the finished layers on disk, or NULL */
+    qt__gptq_state *state;    /* the finished layers on disk (OUT.partial.layers) */
+    int32_t held_layer;       /* a replayed layer whose bytes are bound to the engine, -1: none */
+    uint8_t *held[QT__N_LINEARS]; /* its tensors read back from disk */
 } gguf_target;
 
 static int32_t plan_find(const qt_quantize_plan *p, const char *name) {
@@ -454,31 +461,71 @@ static int32_t layer_given(const gguf_target *x, int32_t il, int32_t idx[QT__N_L
     return n;
 }
 
+/* Layer il's linear k bound to t (t->name "blk.N.<linear>.weight"). */
+static qt_status bind_linear(qt_layerwise *lw, int32_t il, const qt_tensor *t) {
+    const char *linear = strchr(t->name + 4, '.') + 1; /* "blk.N." */
+    char base[QT_MAX_NAME];
+    snprintf(base, sizeof base, "%.*s", (int)(strrchr(linear, '.') - linear), linear);
+    return qt_layerwise_set_weight(lw, il, base, t);
+}
+
+/* The held replayed layer's linears bound to the model's tensors again, and its bytes freed. */
+static qt_status release_held(gguf_target *x, const qt_model *m, qt_layerwise *lw) {
+    qt_status s = QT_OK;
+    for (int k = 0; x->held_layer >= 0 && k < QT__N_LINEARS; k++) {
+        if (!x->held[k]) continue;
+        char name[QT_MAX_NAME];
+        snprintf(name, sizeof name, "blk.%d.%s.weight", x->held_layer, qt__layer_linears[k].linear);
+        if (s == QT_OK) s = bind_linear(lw, x->held_layer, qt_model_find_tensor(m, name));
+        free(x->held[k]);
+        x->held[k] = NULL;
+    }
+    x->held_layer = -1;
+    return s;
+}
+
+/* --resume: layer il's tensors read back from OUT.partial.layers and bound (the layer
+ * replayed before stays bound until this one replaces it). */
 static qt_status gguf_restore_layer(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il) {
     gguf_target *x = ctx;
-    int32_t idx[QT__N_LINEARS];
-    const int32_t n = layer_given(x, il, idx);
-    qt_status s = QT_OK;
-    for (int32_t j = 0; j < n && s == QT_OK; j++) {
-        qt_tensor bind = *qt_model_find_tensor(m, x->p->tensors[idx[j]].name);
-        bind.type = x->p->tensors[idx[j]].type;
-        bind.nbytes = (size_t)x->p->tensors[idx[j]].bytes;
-        bind.data = x->given[idx[j]];
-        const char *linear = strchr(bind.name + 4, '.') + 1; /* "blk.N." */
-        char base[QT_MAX_NAME];
-        snprintf(base, sizeof base, "%.*s", (int)(strrchr(linear, '.') - linear), linear);
-        s = qt_layerwise_set_weight(lw, il, base, &bind);
+    qt_status s = release_held(x, m, lw);
+    x->held_layer = il;
+    for (int k = 0; s == QT_OK && k < QT__N_LINEARS; k++) {
+        char name[QT_MAX_NAME];
+        snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
+        const int32_t i = plan_find(x->p, name);
+        if (i < 0 || !qt__gptq_state_has(x->state, i)) continue;
+        if ((s = qt__gptq_state_read(x->state, i, &x->held[k])) != QT_OK) break;
+        qt_tensor bind = *qt_model_find_tensor(m, name);
+        bind.type = x->p->tensors[i].type;
+        bind.nbytes = (size_t)x->p->tensors[i].bytes;
+        bind.data = x->held[k];
+        s = bind_linear(lw, il, &bind);
     }
     return s;
 }
 
-static qt_status gguf_save_layer(void *ctx, int32_t il, const qt_gptq_report *r) {
+/* Layer il on disk; then out of memory: its linears bound to the model's tensors again. */
+static qt_status gguf_save_layer(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il, const qt_gptq_report *r) {
     gguf_target *x = ctx;
     int32_t idx[QT__N_LINEARS];
     const int32_t n = layer_given(x, il, idx);
     const qt_kv_scales *kv = x->g->kv_data;
-    return qt__gptq_state_save_layer(x->state, x->p, idx, n, x->given, kv ? kv->k : NULL, kv ? kv->v : NULL,
-                                     kv ? (il + 1) * kv->n_per_layer : 0, kv ? kv->n_tokens : 0, r, x->n_rtn);
+    qt_status s = qt__gptq_state_save_layer(x->state, x->p, idx, n, x->given, kv ? kv->k : NULL, kv ? kv->v : NULL,
+                                            kv ? (il + 1) * kv->n_per_layer : 0, kv ? kv->n_tokens : 0, r, x->n_rtn);
+    if (s == QT_OK) s = release_held(x, m, lw);
+    for (int32_t j = 0; s == QT_OK && j < n; j++) {
+        s = bind_linear(lw, il, qt_model_find_tensor(m, x->p->tensors[idx[j]].name));
+        free(x->given[idx[j]]);
+        x->given[idx[j]] = NULL;
+    }
+    return s;
+}
+
+/* The writer's reader of the spilled tensors. */
+static qt_status gguf_load(void *ctx, int32_t i, uint8_t **bytes) {
+    gguf_target *x = ctx;
+    return qt__gptq_state_read(x->state, i, bytes);
 }
 
 /* --resume: the finished layers back from OUT.partial.layers; then the loop, or (all
@@ -492,7 +539,7 @@ static qt_status gguf_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__c
     resume_point rp = {.start = start > n_layer ? n_layer : start, .k_amax = amax, .v_amax = amax + n_amax};
     qt_status s = amax ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
     if (s == QT_OK && start)
-        s = qt__gptq_state_restore(x->state, x->p, x->given, amax, amax + n_amax, n_amax, &rp.kv_tokens, r, &x->n_rtn);
+        s = qt__gptq_state_restore(x->state, amax, amax + n_amax, n_amax, &rp.kv_tokens, r, &x->n_rtn);
     if (s == QT_OK && rp.start < n_layer) {
         s = run_layers(m, g, tg, r, &rp);
     } else if (s == QT_OK && kv) { /* every layer was finished: nothing to run */
@@ -519,7 +566,7 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
         const qt_tensor *t = qt_model_find_tensor(m, p->tensors[i].name);
         if (t && t->ne[0] > max_cols) max_cols = t->ne[0];
     }
-    gguf_target x = {.p = p, .m = m, .g = g};
+    gguf_target x = {.p = p, .m = m, .g = g, .held_layer = -1};
     x.given = calloc((size_t)p->n_tensors + 1, sizeof *x.given);
     x.transformed = calloc((size_t)p->n_tensors + 1, sizeof *x.transformed);
     x.importance = malloc((size_t)max_cols * sizeof *x.importance);
@@ -527,7 +574,7 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
     qt__calib_target tg = {&x, gguf_linear, NULL, gguf_group, gguf_fake_quant, gguf_vector, gguf_restore_layer, NULL};
     const int32_t n_amax = g->kv_data ? qt_model_hparams(m)->n_layer * g->kv_data->n_per_layer : 0;
     if (s == QT_OK) s = qt__gptq_state_open(m, out_path, o, p, n_amax, &x.state);
-    if (x.state) tg.save_layer = gguf_save_layer;
+    tg.save_layer = gguf_save_layer;
     if (s == QT_OK) s = gguf_layers(m, g, &tg, &x, r);
     r->n_rtn = x.n_rtn;
     if (s == QT_OK) {
@@ -538,7 +585,7 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
         wo.resume = o->resume && st && access(st, F_OK) == 0;
         wo.resumable = o->resumable || o->resume;
         free(st);
-        const qt__quantize_given given = {(const uint8_t *const *)x.given, x.transformed};
+        const qt__quantize_given given = {(const uint8_t *const *)x.given, gguf_load, &x, x.transformed};
         s = qt__quantize_write_staged(m, out_path, &wo, p, &given);
     }
     bool kept = false;
@@ -546,6 +593,7 @@ qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, const q
     qt__gptq_state_close(x.state, s, &kept);
     r->n_layers_kept = kept ? done : 0;
     for (int32_t i = 0; x.given && i < p->n_tensors; i++) free(x.given[i]);
+    for (int k = 0; k < QT__N_LINEARS; k++) free(x.held[k]);
     free(x.given);
     free(x.transformed);
     free(x.importance);
@@ -559,6 +607,8 @@ typedef struct ct_codes {
     int64_t rows, cols;
     qt_gptq_ct_int g;         /* integer schemes: codes, scales, zero points */
     qt_gptq_ct_float f;       /* float schemes: codes, scales or scale codes, the shared scale */
+    bool spilled;             /* the arrays are in the spill file at `off` (and freed here) */
+    uint64_t off;
 } ct_codes;
 
 typedef struct ct_vector {
@@ -581,6 +631,14 @@ typedef struct ct_target {
     float *bound[QT__N_LINEARS];  /* the current layer's quantized weights in f32, bound to the engine */
     qt_tensor bound_t[QT__N_LINEARS];
     int n_bound;
+    /* Each finished layer's codes go to an unlinked spill file beside OUT (nothing is left
+     * however the run ends) and leave memory; the writer's callbacks read them back. */
+    int spill_fd;
+    uint64_t spill_bytes;
+    int32_t n_spilled;        /* t[0..n_spilled) are on disk */
+    ct_codes cur;             /* the arrays last read back (what ct_given returns) */
+    qt_status err;            /* a failed read back, reported after the write */
+    char err_msg[512];
 } ct_target;
 
 static int64_t ct_group(void *ctx, const qt_tensor *src) {
@@ -719,10 +777,92 @@ static qt_status ct_linear(void *ctx, const qt_tensor *src, float *W, const doub
     return QT_OK;
 }
 
-/* The layer is done: back to the model's own tensors, the f32 copies freed. */
+/* The arrays of c the writer needs (n[k] bytes at p[k]; 0 bytes: none). */
+static int ct_arrays(ct_codes *c, void **p[3], size_t n[3]) {
+    const size_t rc = (size_t)(c->rows * c->cols);
+    if (c->g.group) {
+        const size_t n_sc = (size_t)(c->rows * (c->cols / c->g.group));
+        p[0] = (void **)&c->g.q, n[0] = rc;
+        p[1] = (void **)&c->g.scales, n[1] = n_sc * sizeof(float);
+        p[2] = (void **)&c->g.zero_points, n[2] = c->g.symmetric ? 0 : n_sc;
+        return 3;
+    }
+    const int64_t ng = c->cols / c->f.group;
+    const qt_gptq_float_kind k = c->f.kind;
+    const size_t n_sc = k == QT_GPTQ_FP8_TENSOR ? 1 : k == QT_GPTQ_FP8_CHANNEL ? (size_t)c->rows
+                        : k == QT_GPTQ_FP8_BLOCK ? (size_t)(((c->rows + 127) / 128) * ng) : 0;
+    p[0] = (void **)&c->f.q, n[0] = rc;
+    p[1] = (void **)&c->f.scales, n[1] = n_sc * sizeof(float);
+    p[2] = (void **)&c->f.scale_codes, n[2] = n_sc ? 0 : (size_t)(c->rows * ng);
+    return 3;
+}
+
+static qt_status spill_io(int fd, void *buf, size_t n, uint64_t off, bool write_it) {
+    for (size_t done = 0; done < n;) {
+        const ssize_t r = write_it ? pwrite(fd, (uint8_t *)buf + done, n - done, (off_t)(off + done))
+                                   : pread(fd, (uint8_t *)buf + done, n - done, (off_t)(off + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return qt_error(QT_ERR_IO, "gptq: the spill file of finished layers: cannot %s %zu bytes: %s",
+                                    write_it ? "write" : "read", n - done, r < 0 ? strerror(errno) : "short file");
+        done += (size_t)r;
+    }
+    return QT_OK;
+}
+
+/* The finished layers' codes (t[n_spilled..n)) to the spill file, out of memory. */
+static qt_status spill(ct_target *x) {
+    qt_status s = QT_OK;
+    for (; s == QT_OK && x->n_spilled < x->n; x->n_spilled++) {
+        ct_codes *c = &x->t[x->n_spilled];
+        void **p[3];
+        size_t n[3];
+        c->off = x->spill_bytes;
+        for (int k = 0; k < ct_arrays(c, p, n) && s == QT_OK; k++) {
+            if (!n[k]) continue;
+            s = spill_io(x->spill_fd, *p[k], n[k], x->spill_bytes, true);
+            x->spill_bytes += n[k];
+            free(*p[k]);
+            *p[k] = NULL;
+        }
+        free(c->f.eff); /* the grid's own state, not written */
+        c->f.eff = NULL;
+        c->spilled = true;
+    }
+    return s;
+}
+
+static void cur_free(ct_target *x) {
+    qt_gptq_ct_int_free(&x->cur.g);
+    qt_gptq_ct_float_free(&x->cur.f);
+}
+
+/* A spilled tensor's arrays back into x->cur (valid until the next call). The
+ * writer's callbacks cannot fail, so a failed read cancels the write (no output
+ * appears) and the error is reported after it (x->err). */
+static const ct_codes *read_back(ct_target *x, const ct_codes *c) {
+    cur_free(x);
+    x->cur = *c; /* shapes, group, kind, shared; the arrays are NULL */
+    void **p[3];
+    size_t n[3];
+    uint64_t off = c->off;
+    qt_status s = QT_OK;
+    for (int k = 0; k < ct_arrays(&x->cur, p, n) && s == QT_OK; k++) {
+        if (!n[k]) continue;
+        s = (*p[k] = malloc(n[k])) ? spill_io(x->spill_fd, *p[k], n[k], off, false)
+                                   : qt_error(QT_ERR_NOMEM, "gptq: out of memory reading %s back", c->name);
+        off += n[k];
+    }
+    if (s == QT_OK) return &x->cur;
+    x->err = s;
+    snprintf(x->err_msg, sizeof x->err_msg, "%s", qt_last_error());
+    qt_request_cancel();
+    return NULL;
+}
+
+/* The layer is done: back to the model's own tensors, the f32 copies freed, its codes spilled. */
 static qt_status ct_layer_done(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il) {
     ct_target *x = ctx;
-    qt_status s = QT_OK;
+    qt_status s = spill(x);
     for (int k = 0; k < QT__N_LINEARS; k++) {
         char name[QT_MAX_NAME];
         snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
@@ -734,16 +874,17 @@ static qt_status ct_layer_done(void *ctx, const qt_model *m, qt_layerwise *lw, i
     return s;
 }
 
-static const ct_codes *codes_of(const ct_target *x, const char *name, int64_t rows, int64_t cols) {
+static const ct_codes *codes_of(ct_target *x, const char *name, int64_t rows, int64_t cols) {
     for (int32_t i = 0; i < x->n; i++)
-        if (!strcmp(x->t[i].name, name) && x->t[i].rows == rows && x->t[i].cols == cols) return &x->t[i];
+        if (!strcmp(x->t[i].name, name) && x->t[i].rows == rows && x->t[i].cols == cols)
+            return x->t[i].spilled ? read_back(x, &x->t[i]) : &x->t[i];
     return NULL;
 }
 
 static bool ct_given(void *ctx, const char *name, int64_t rows, int64_t cols, const int8_t **q, const float **scales,
                      const int8_t **zero_points) {
     const ct_codes *c = codes_of(ctx, name, rows, cols);
-    if (!c || !c->g.q) return false;
+    if (!c || !c->g.q) return false; /* not a GPTQ linear, or a failed read (the write is cancelled) */
     *q = c->g.q;
     *scales = c->g.scales;
     *zero_points = c->g.zero_points;
@@ -761,10 +902,23 @@ static bool ct_given_float(void *ctx, const char *name, int64_t rows, int64_t co
     return true;
 }
 
+/* OUT.partial.layers beside OUT, unlinked at once: only this process can reach it, and the
+ * space goes back however it ends. */
+static qt_status spill_open(const char *out_dir, int *fd) {
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s%s", out_dir, QT_QUANTIZE_LAYERS_SUFFIX) >= sizeof path)
+        return qt_error(QT_ERR_ARG, "%s: path too long", out_dir);
+    *fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (*fd < 0) return qt_error(QT_ERR_IO, "%s: cannot create (the spill file of GPTQ's finished layers): %s", path,
+                                 strerror(errno));
+    unlink(path);
+    return QT_OK;
+}
+
 qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char *out_dir, const qt_ct_export_opts *o,
                               const qt_gptq_run_opts *g, qt_ct_export_estimate *est, qt_gptq_report *r) {
     *r = (qt_gptq_report){0};
-    ct_target x = {.m = m, .g = g};
+    ct_target x = {.m = m, .g = g, .spill_fd = -1};
     qt_status s = qt_ct_int_scheme(m, scheme, &x.a);
     if (s == QT_ERR_UNSUPPORTED) {
         x.is_float = true;
@@ -775,7 +929,8 @@ qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char 
         return qt_error(QT_ERR_UNSUPPORTED, "gptq: --keep with a compressed-tensors scheme is not supported yet");
     qt__calib_target tg = {&x, ct_linear, ct_layer_done, ct_group, ct_fake_quant, ct_vector_keep, NULL, NULL};
     const resume_point from_start = {0};
-    s = run_layers(m, g, &tg, r, &from_start);
+    s = spill_open(out_dir, &x.spill_fd);
+    if (s == QT_OK) s = run_layers(m, g, &tg, r, &from_start);
     for (int k = 0; k < x.n_bound; k++) free(x.bound[k]);
     if (s == QT_OK) {
         qt_ct_export_opts eo = *o;
@@ -786,7 +941,13 @@ qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char 
         eo.vector_values = ct_vector_values;
         eo.vector_values_ctx = &x;
         s = qt_ct_export(m, scheme, out_dir, &eo, est);
+        if (x.err != QT_OK) { /* the cancel was ours */
+            qt_cancel_reset();
+            s = qt_error(x.err, "%s", x.err_msg);
+        }
     }
+    if (x.spill_fd >= 0) close(x.spill_fd);
+    cur_free(&x);
     for (int32_t i = 0; i < x.n; i++) {
         qt_gptq_ct_int_free(&x.t[i].g);
         qt_gptq_ct_float_free(&x.t[i].f);

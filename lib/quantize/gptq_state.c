@@ -13,6 +13,12 @@
  * forward through the engine with those bytes bound (their outputs are the
  * next layer's inputs, as in the first run: the same bits), and goes on. The
  * final file is then written through OUT.partial as before, itself resumable.
+ *
+ * Every GPTQ run onto GGUF spills its layers this way, resumable or not, so
+ * that its memory does not grow with depth: a layer's bytes leave memory once
+ * they are on disk, and the final write reads each tensor back when the
+ * writer reaches it (qt__gptq_state_read). Without --resumable both files are
+ * removed however the run ends.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,6 +41,7 @@ struct qt__gptq_state {
     int32_t layers_done;
     uint64_t bytes_done;
     bool owned;               /* the files are this run's (opened and checked): close may remove them */
+    bool keep;                /* --resumable / --resume: kept on failure */
 };
 
 static char *cat(const char *a, const char *b) {
@@ -140,10 +147,10 @@ static qt_status load_state(qt__gptq_state *g, json_t *now, const qt_quantize_pl
 qt_status qt__gptq_state_open(const qt_model *m, const char *out, const qt_quantize_opts *o, const qt_quantize_plan *p,
                               int32_t n_amax, qt__gptq_state **res) {
     *res = NULL;
-    if (!o->resumable && !o->resume) return QT_OK;
     qt__gptq_state *g = calloc(1, sizeof *g);
     if (!g) return qt_error(QT_ERR_NOMEM, "out of memory");
     g->fd = -1;
+    g->keep = o->resumable || o->resume;
     g->data_path = cat(out, QT_QUANTIZE_LAYERS_SUFFIX);
     g->state_path = cat(out, QT_QUANTIZE_LAYERS_STATE_SUFFIX);
     qt_status s = g->data_path && g->state_path ? fresh_state(m, o, p, &g->state) : qt_error(QT_ERR_NOMEM, "out of memory");
@@ -192,19 +199,34 @@ static qt_status pread_all(int fd, void *dst, size_t n, uint64_t off, const char
     return QT_OK;
 }
 
-qt_status qt__gptq_state_restore(qt__gptq_state *g, const qt_quantize_plan *p, uint8_t **given, float *k_amax,
-                                 float *v_amax, int32_t n_amax, int64_t *kv_tokens, qt_gptq_report *r, int32_t *n_rtn) {
-    json_t *ts = json_object_get(g->state, "tensors"), *e;
-    size_t i;
+bool qt__gptq_state_has(const qt__gptq_state *g, int32_t i) {
+    json_t *ts = g ? json_object_get(g->state, "tensors") : NULL, *e;
+    size_t k;
+    json_array_foreach(ts, k, e) if (json_integer_value(json_array_get(e, 0)) == i) return true;
+    return false;
+}
+
+qt_status qt__gptq_state_read(qt__gptq_state *g, int32_t i, uint8_t **data) {
+    *data = NULL;
+    json_t *ts = g ? json_object_get(g->state, "tensors") : NULL, *e;
+    size_t k;
     uint64_t off = 0;
-    json_array_foreach(ts, i, e) {
-        const json_int_t k = json_integer_value(json_array_get(e, 0)), nb = json_integer_value(json_array_get(e, 1));
-        if (given[k]) return qt_error(QT_ERR_INTERNAL, "%s: tensor %lld restored twice", g->state_path, (long long)k);
-        if (!(given[k] = malloc((size_t)nb))) return qt_error(QT_ERR_NOMEM, "out of memory");
-        qt_status s = pread_all(g->fd, given[k], (size_t)nb, off, g->data_path);
-        if (s != QT_OK) return s;
+    json_array_foreach(ts, k, e) {
+        const json_int_t nb = json_integer_value(json_array_get(e, 1));
+        if (json_integer_value(json_array_get(e, 0)) == i) {
+            if (!(*data = malloc((size_t)nb + 1))) return qt_error(QT_ERR_NOMEM, "out of memory");
+            qt_status s = pread_all(g->fd, *data, (size_t)nb, off, g->data_path);
+            if (s != QT_OK) { free(*data); *data = NULL; }
+            return s;
+        }
         off += (uint64_t)nb;
     }
+    return QT_OK;
+}
+
+qt_status qt__gptq_state_restore(qt__gptq_state *g, float *k_amax, float *v_amax, int32_t n_amax, int64_t *kv_tokens,
+                                 qt_gptq_report *r, int32_t *n_rtn) {
+    size_t i;
     json_t *kv = json_object_get(g->state, "kv_amax"), *ka = json_object_get(kv, "k"), *va = json_object_get(kv, "v");
     for (i = 0; n_amax && i < json_array_size(ka); i++) {
         k_amax[i] = (float)json_number_value(json_array_get(ka, i));
@@ -275,7 +297,7 @@ void qt__gptq_state_close(qt__gptq_state *g, qt_status s, bool *kept) {
     if (kept) *kept = false;
     if (!g) return;
     if (g->fd >= 0) close(g->fd);
-    const bool keep = s != QT_OK && g->layers_done > 0;
+    const bool keep = g->keep && s != QT_OK && g->layers_done > 0;
     if (!keep && g->owned) {
         if (g->state_path) unlink(g->state_path);
         if (g->data_path) unlink(g->data_path);

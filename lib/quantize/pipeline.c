@@ -173,9 +173,14 @@ static qt_status hook_data(void *user, const qt_tensor *t, qt_type type, void *d
     int32_t i = plan_index(c->p, t);
     qt_status s = QT_OK;
     if (qt_cancelled()) return qt_error(QT_ERR_INTERRUPTED, "%s: interrupted", qt_model_path(c->m));
-    if (i >= 0 && c->given && c->given->data && c->given->data[i] && t->ne[0] <= c->scratch_row) {
-        s = copy_given(c, &c->p->tensors[i], t, type, c->given->data[i], dst, nbytes,
-                       c->given->transformed && c->given->transformed[i]);
+    uint8_t *loaded = NULL;
+    const uint8_t *given = i >= 0 && c->given && c->given->data ? c->given->data[i] : NULL;
+    if (i >= 0 && !given && c->given && c->given->load) {
+        if ((s = c->given->load(c->given->load_ctx, i, &loaded)) != QT_OK) return s;
+        given = loaded;
+    }
+    if (given && t->ne[0] <= c->scratch_row) {
+        s = copy_given(c, &c->p->tensors[i], t, type, given, dst, nbytes, c->given->transformed && c->given->transformed[i]);
     } else if (type == t->type) {
         if (nbytes != t->nbytes) return qt_error(QT_ERR_INTERNAL, "%s: tensor '%s': size mismatch", qt_model_path(c->m), t->name);
         memcpy(dst, t->data, nbytes);
@@ -185,6 +190,7 @@ static qt_status hook_data(void *user, const qt_tensor *t, qt_type type, void *d
         /* not in the plan (a generated tensor): one thread */
         s = qt_error(QT_ERR_INTERNAL, "%s: tensor '%s' is not in the plan", qt_model_path(c->m), t->name);
     }
+    free(loaded);
     if (c->drop) drop_pages(t);
     return s;
 }

@@ -55,6 +55,9 @@ qt_status qt__resume_begin(qt__resume *r, const qt_model *m, const char *out, co
  * tensors and bytes complete, and p->tensors[].rmse/snr_db of those tensors. */
 qt_status qt__resume_state_check(const char *path, const char *text, size_t len, json_t *now, qt_quantize_plan *p,
                                  int32_t *tensors, uint64_t *bytes);
+/* The identity of an input file or directory (path, size, time, a hash of its
+ * head or of its listing): what a resumed run must find unchanged. */
+qt_status qt__resume_input(const char *path, json_t **out);
 /* The state of a run before any progress (input identity, options, size). */
 qt_status qt__resume_identity(const qt_model *m, const qt_quantize_opts *o, const qt_quantize_plan *p, json_t **out);
 /* QT_ERR_ARG naming the first input or option where saved and now differ. */
@@ -66,12 +69,15 @@ qt_status qt__resume_checkpoint(qt__resume *r, const qt_quantize_plan *p, int32_
 void qt__resume_end(qt__resume *r, qt_status s, qt_quantize_plan *p);
 
 /* GPTQ's finished layers on disk (gptq_state.c): OUT.partial.layers and its
- * state. open: NULL (*g) unless o->resumable or o->resume; a resume loads and
- * checks the state (QT_ERR_ARG naming what differs). restore: the finished
- * layers' tensors into given[] (malloc'd), the KV maxima (n_amax values each)
- * and the report so far. save_layer: appends a layer's tensors idx[0..n) and
- * syncs, then records the layer. close: on success (s == QT_OK) both files are
- * removed; on failure they are kept when a layer is recorded (*kept). */
+ * state, opened by every GPTQ run onto GGUF (its layers leave memory once
+ * there); kept on failure only with o->resumable or o->resume. A resume loads
+ * and checks the state (QT_ERR_ARG naming what differs). restore: the KV
+ * maxima (n_amax values each) and the report so far. has / read: whether plan
+ * tensor i is on disk, and its bytes (*data malloc'd; NULL when it is not).
+ * save_layer: appends a layer's tensors idx[0..n) and syncs, then records the
+ * layer. close: on success (s == QT_OK), or on any failure without
+ * --resumable, both files are removed; else they are kept when a layer is
+ * recorded (*kept). */
 typedef struct qt__gptq_state qt__gptq_state;
 qt_status qt__gptq_state_open(const qt_model *m, const char *out, const qt_quantize_opts *o, const qt_quantize_plan *p,
                               int32_t n_amax, qt__gptq_state **g);
@@ -83,8 +89,10 @@ qt_status qt__gptq_state_open(const qt_model *m, const char *out, const qt_quant
 qt_status qt__gptq_state_check(const char *path, const char *text, size_t len, json_t *now, const qt_quantize_plan *p,
                                int32_t n_amax, json_t **out, int32_t *layers, uint64_t *bytes);
 int32_t qt__gptq_state_layers_done(const qt__gptq_state *g);
-qt_status qt__gptq_state_restore(qt__gptq_state *g, const qt_quantize_plan *p, uint8_t **given, float *k_amax,
-                                 float *v_amax, int32_t n_amax, int64_t *kv_tokens, qt_gptq_report *r, int32_t *n_rtn);
+qt_status qt__gptq_state_restore(qt__gptq_state *g, float *k_amax, float *v_amax, int32_t n_amax, int64_t *kv_tokens,
+                                 qt_gptq_report *r, int32_t *n_rtn);
+bool qt__gptq_state_has(const qt__gptq_state *g, int32_t i);
+qt_status qt__gptq_state_read(qt__gptq_state *g, int32_t i, uint8_t **data);
 qt_status qt__gptq_state_save_layer(qt__gptq_state *g, const qt_quantize_plan *p, const int32_t *idx, int32_t n,
                                     uint8_t *const *given, const float *k_amax, const float *v_amax, int32_t n_amax,
                                     int64_t kv_tokens, const qt_gptq_report *r, int32_t n_rtn);
@@ -95,6 +103,10 @@ void qt__gptq_state_close(qt__gptq_state *g, qt_status s, bool *kept);
  * that absorbed smoothing scales). */
 typedef struct qt__quantize_given {
     const uint8_t *const *data;  /* (p->n_tensors) in the planned type, or NULL: quantize as usual */
+    /* Tensors not in data[] but on disk (GPTQ's spilled layers): *bytes malloc'd, NULL when tensor
+     * i has none. NULL: none. */
+    qt_status (*load)(void *ctx, int32_t i, uint8_t **bytes);
+    void *load_ctx;
     const bool *transformed;     /* (p->n_tensors) or NULL: the values were rescaled (AWQ, SmoothQuant), so
                                     an error against the input means nothing and is not measured */
 } qt__quantize_given;
@@ -130,8 +142,9 @@ typedef struct qt__calib_target {
     qt_status (*vector)(void *ctx, const qt_tensor *src, const float *v);
     /* --resume: bind a layer an earlier run finished (NULL: never resumed). */
     qt_status (*restore_layer)(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il);
-    /* --resumable: the layer is finished; keep it on disk (NULL: not kept). */
-    qt_status (*save_layer)(void *ctx, int32_t il, const qt_gptq_report *r);
+    /* The layer is finished (it ran on its quantized linears): put it on disk, and it may
+     * leave memory (its linears bound to the model's own tensors again). NULL: kept in memory. */
+    qt_status (*save_layer)(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il, const qt_gptq_report *r);
 } qt__calib_target;
 
 /* One layer's smoothing: the scales of each input (NULL: not smoothed) and

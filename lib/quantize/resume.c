@@ -94,7 +94,7 @@ static qt_status dir_listing_sha256(const char *dir, json_int_t *bytes, char hex
 }
 
 /* What the input is: a changed file (size, time or first MiB) is another input. */
-static qt_status input_identity(const char *path, json_t **out) {
+qt_status qt__resume_input(const char *path, json_t **out) {
     struct stat st;
     if (stat(path, &st) != 0) return qt_error(QT_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
     char hex[65];
@@ -131,7 +131,7 @@ static json_t *options_json(const qt_quantize_opts *o, const qt_quantize_plan *p
 /* The state of a run before any progress: what a resume must match. */
 qt_status qt__resume_identity(const qt_model *m, const qt_quantize_opts *o, const qt_quantize_plan *p, json_t **out) {
     json_t *in;
-    qt_status s = input_identity(qt_model_path(m), &in);
+    qt_status s = qt__resume_input(qt_model_path(m), &in);
     if (s != QT_OK) return s;
     *out = json_pack("{s:i, s:s, s:o, s:o, s:I, s:i, s:I, s:[]}", "quanta_quantize_state", STATE_FORMAT, "quanta_version",
                      qt_version(), "input", in, "options", options_json(o, p), "output_bytes",

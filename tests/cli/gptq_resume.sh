@@ -8,7 +8,8 @@
 # in the final write (QUANTA_TEST_STOP_AFTER_TENSORS) continues from its last
 # tensor; both give the uninterrupted run's bytes (KV scales included, at
 # another thread count); other options or another calibration text are refused;
-# a fresh run removes what an interrupted one left.
+# a fresh run removes what an interrupted one left, and a run without --resumable
+# leaves nothing (its layers spill to OUT.partial.layers all the same).
 source "$(dirname "$0")/lib/harness.sh"
 stories="$shared/models/stories260K.gguf"
 text="$shared/data/tinystories-valid-first1000.txt"
@@ -49,6 +50,14 @@ expect "changed calibration refused" 1 "calibration text is not the interrupted 
 check "a fresh run clears it" 0 run d -q
 ok has err "removed g.gguf.partial left by an interrupted run"
 ok test ! -e "$tmp/d/g.gguf.partial.layers"
+
+# without --resumable the finished layers also go to OUT.partial.layers (GPTQ's output is not held
+# in memory: docs/gptq.md "Memory"), and an interrupted run removes them with the rest
+mkdir -p "$tmp/e" && cp "$tmp/a/calib.txt" "$tmp/e/"
+QUANTA_TEST_STOP_AFTER_LAYERS=3 check "stopped after layer 3, not resumable" 1 run e -q
+ok test -z "$(ls "$tmp/e" | grep -v '^calib.txt$')"
+QUANTA_TEST_STOP_AFTER_TENSORS=5 check "stopped in the write, not resumable" 1 run e -q
+ok test -z "$(ls "$tmp/e" | grep -v '^calib.txt$')"
 
 echo "gptq_resume.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]

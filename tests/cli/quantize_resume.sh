@@ -40,9 +40,7 @@ ok has out "--resumable"
 ok has out "--resume"
 ok sh -c "! grep -q 'not written by this build' '$tmp/out'"
 expect "resume: dry run" 2 "writes nothing to resume" "$q" quantize "$tiny" "$tmp/x.gguf" --scheme q8_0 --dry-run --resume
-expect "resumable: compressed-tensors" 2 "applies to GGUF schemes only" "$q" quantize "$tiny" "$tmp/ct" --scheme w4a16 --resumable
-ok test ! -e "$tmp/ct"
-expect "resume: compressed-tensors" 2 "cannot be resumed" "$q" quantize "$tiny" "$tmp/ct" --scheme fp8 --resume
+# (compressed-tensors OUT directories: tests/cli/ct_resume.sh)
 expect "resumable: stdout" 1 "need OUT to be a file" "$q" quantize "$tiny" - --scheme q8_0 --resumable -q
 expect "resume: nothing to resume" 1 "nothing to resume" "$q" quantize "$tiny" "$tmp/x.gguf" --scheme q8_0 --resume -q
 ok test ! -e "$tmp/x.gguf"

@@ -356,6 +356,51 @@ static void test_writer_refuses(void) {
     CHECK(access(p, F_OK) != 0);
 }
 
+/* A staged writer (qt_st_writer_open_staged) interrupted after its first tensor, reopened at
+ * that boundary with garbage past it: the same bytes as one uninterrupted write; another
+ * header is refused, and so is a boundary outside the file. */
+static void test_writer_staged_resume(void) {
+    uint8_t a[6] = {1, 2, 3, 4, 5, 6}, b[8] = {9, 8, 7, 6, 5, 4, 3, 2};
+    qt_st_entry e[2] = {{.name = "a", .dtype = QT_ST_U8, .n_dims = 1, .shape = {6}, .data = a},
+                        {.name = "b", .dtype = QT_ST_U8, .n_dims = 1, .shape = {8}, .data = b}};
+    const char *ref = tmp_path("ref.safetensors");
+    CHECK_OK(qt_st_write(ref, e, 2, NULL, 0));
+    char out[1024], part[1040];
+    snprintf(out, sizeof out, "%s", tmp_path("staged.safetensors"));
+    snprintf(part, sizeof part, "%s.partial", out);
+    qt_afile_stage st = {.path = part, .keep = true};
+    qt_st_writer *w;
+    CHECK_OK(qt_st_writer_open_staged(out, e, 2, NULL, 0, &st, &w));
+    const int32_t first = qt_st_writer_order(w, 0);
+    CHECK_OK(qt_st_writer_write(w, e[first].data, 6 + 2 * (size_t)(first == 1)));
+    CHECK_OK(qt_st_writer_sync(w));
+    const uint64_t at = qt_st_writer_tell(w);
+    qt_st_writer_abort(w); /* kept: a resumable run's staging file */
+    CHECK(access(part, F_OK) == 0 && access(out, F_OK) != 0);
+    FILE *f = fopen(part, "ab");
+    fputs("garbage past the boundary", f);
+    fclose(f);
+    st.resume_at = at;
+    CHECK_OK(qt_st_writer_open_staged(out, e, 2, NULL, 0, &st, &w));
+    CHECK(qt_st_writer_data_written(w) == (first == 1 ? 8u : 6u));
+    const int32_t second = qt_st_writer_order(w, 1);
+    CHECK_OK(qt_st_writer_write(w, e[second].data, second == 1 ? 8 : 6));
+    CHECK_OK(qt_st_writer_commit(w));
+    char *x, *y;
+    size_t nx, ny;
+    CHECK_OK(qt_read_file(ref, &x, &nx));
+    CHECK_OK(qt_read_file(out, &y, &ny));
+    CHECK(nx == ny && !memcmp(x, y, nx));
+    free(x);
+    free(y);
+    /* a staging file whose header is another's, and a boundary inside the header */
+    CHECK(fx_write_file(part, "01234567xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 158) == 0);
+    CHECK_ERR_HAS(qt_st_writer_open_staged(out, e, 2, NULL, 0, &st, &w), QT_ERR_FORMAT, "header differs");
+    st.resume_at = 3;
+    CHECK_ERR_HAS(qt_st_writer_open_staged(out, e, 2, NULL, 0, &st, &w), QT_ERR_FORMAT, "outside this file's");
+}
+
 /* ---- sharded checkpoints ---------------------------------------------------------- */
 
 static const char *mkdir_tmp(const char *name) {
@@ -482,6 +527,7 @@ int main(void) {
     QT_RUN(test_metadata_read);
     QT_RUN(test_random_byte_flips);
     QT_RUN(test_writer_refuses);
+    QT_RUN(test_writer_staged_resume);
     QT_RUN(test_sharded_ok);
     QT_RUN(test_sharded_missing_shard);
     QT_RUN(test_sharded_tensor_not_in_shard);

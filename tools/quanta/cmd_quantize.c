@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <errno.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,12 +80,17 @@ static void help(void) {
            "  --force                    replace an existing OUT\n"
            "  --resumable                if the run is interrupted (Ctrl-C, SIGTERM, an error, kill -9),\n"
            "                             keep OUT.partial and OUT.partial.state and print the command\n"
-           "                             that continues it (GGUF schemes; with --algo gptq also each\n"
-           "                             finished layer, in OUT.partial.layers and its .state)\n"
+           "                             that continues it (with --algo gptq onto GGUF also each finished\n"
+           "                             layer, in OUT.partial.layers and its .state); a compressed-\n"
+           "                             tensors OUT keeps the directory OUT.partial (round to nearest\n"
+           "                             only: its --algo runs cannot be resumed yet)\n"
            "  --resume                   continue an interrupted --resumable run from its last complete\n"
            "                             tensor, or GPTQ's last finished layer (same IN, OUT, options and\n"
            "                             calibration text, else refused); the bytes equal an\n"
-           "                             uninterrupted run's\n"
+           "                             uninterrupted run's (every file of a compressed-tensors OUT)\n"
+           "  --max-shard-size BYTES     compressed-tensors: safetensors shards of at most BYTES (suffix\n"
+           "                             KB, MB, GB: powers of 1000; default 5GB, as transformers), with\n"
+           "                             model.safetensors.index.json when there is more than one\n"
            "  --json[=FILE]              a JSON report (output_bytes, bits_per_weight, peak_rss_bytes,\n"
            "                             tensors with name, type, bytes, and after a run rmse, snr_db)\n"
            "  -q, --quiet                no progress and no table on stderr\n"
@@ -94,7 +101,7 @@ static void help(void) {
            "an error, Ctrl-C or SIGTERM leaves nothing (unless --resumable); an OUT.partial left by an\n"
            "interrupted run is removed (with a message) unless --resume. A compressed-tensors OUT\n"
            "directory is written as the directory OUT.partial and renamed when every file is complete\n"
-           "(no resume yet). A second run for the same OUT is refused while one holds OUT.partial.lock.\n\n"
+           "(resumable as above). A second run for the same OUT is refused while one holds OUT.partial.lock.\n\n"
            "exit status: 0 ok, 1 failed (nothing written), 2 usage error\n");
 }
 
@@ -117,6 +124,7 @@ typedef struct args {
     double alpha;               /* --alpha; < 0: not given */
     qkv kv;                     /* --kv-dtype, --kv-calib, --kv-scale-gran */
     qt_gptq_memory mem;         /* --algo: the GPTQ driver's peak estimated before the run */
+    uint64_t max_shard;         /* --max-shard-size; 0: the default */
 } args;
 
 static int parse_type(const char *opt, const char *v, qt_type *out) {
@@ -138,6 +146,20 @@ static int parse_override(args *a, const char *v) {
     a->over_pat[a->o.n_overrides] = pat;
     a->over[a->o.n_overrides++].pattern = pat;
     return CLI_OK;
+}
+
+/* --max-shard-size: bytes, or a number with KB / MB / GB (powers of 1000, as transformers' "5GB"). */
+static int parse_shard_size(args *a, const char *v) {
+    static const struct { const char *suffix; uint64_t mul; } units[] = {{"", 1}, {"KB", 1000}, {"MB", 1000000}, {"GB", 1000000000}};
+    char *end;
+    errno = 0;
+    const unsigned long long n = strtoull(v, &end, 10);
+    for (size_t k = 0; end != v && v[0] != '-' && !errno && k < sizeof units / sizeof units[0]; k++)
+        if (!strcasecmp(end, units[k].suffix) && n > 0 && n <= UINT64_MAX / units[k].mul) {
+            a->max_shard = n * units[k].mul;
+            return CLI_OK;
+        }
+    return cli_usage(VERB, "--max-shard-size '%s': expected a positive number of bytes, optionally with KB, MB or GB", v);
 }
 
 static int parse_value(args *a, const char *opt, const char *v) {
@@ -167,6 +189,8 @@ static int parse_value(args *a, const char *opt, const char *v) {
             if (!strcmp(v, algos[k].name)) a->algo = algos[k].name, a->smoothing = algos[k].smoothing, a->then_rtn = algos[k].then_rtn;
         if (!a->algo && strcmp(v, "rtn"))
             return cli_usage(VERB, "--algo '%s': expected rtn, gptq, awq, awq+gptq, smoothquant or smoothquant+gptq", v);
+    } else if (!strcmp(opt, "--max-shard-size")) {
+        return parse_shard_size(a, v);
     } else if (!strcmp(opt, "--alpha")) {
         char *end;
         a->alpha = strtod(v, &end);
@@ -179,7 +203,7 @@ static int parse_value(args *a, const char *opt, const char *v) {
 static int parse(int argc, char **argv, args *a) {
     static const char *with_value[] = {"--scheme", "--imatrix", "--tensor-type", "--keep", "--output-tensor-type",
                                        "--token-embedding-type", "--threads", "--algo", "--alpha",
-                                       "--kv-dtype", "--kv-calib", "--kv-scale-gran"};
+                                       "--kv-dtype", "--kv-calib", "--kv-scale-gran", "--max-shard-size"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int j = cli_json_arg(VERB, s, &a->json);
@@ -578,6 +602,7 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
     json_object_set_new(root, "bits_per_weight", json_real(e->bits_per_weight));
     json_object_set_new(root, "peak_rss_bytes", a->dry_run ? json_null() : json_integer((json_int_t)rss));
     json_object_set_new(root, "kernel_warnings", json_integer(e->n_warnings));
+    if (!a->dry_run) json_object_set_new(root, "resumed_tensors", json_integer(e->n_resumed));
     if (a->algo) json_object_set_new(root, "peak_rss_estimate_bytes", json_integer((json_int_t)a->mem.total));
     if (a->calib.file) json_object_set_new(root, "calibration", calib_json(&a->qc.set));
     if (a->kv.on) json_object_set_new(root, "kv_cache", qkv_json(&a->kv));
@@ -593,18 +618,31 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
     return cli_json_emit_tree(&a->json, root, 0, a->in);
 }
 
+/* A resumable compressed-tensors run: what was kept and how to continue, or what a resume reused. */
+static void ct_resume_notes(const args *a, const qt_ct_export_estimate *e, qt_status st) {
+    if (st != QT_OK && e->partial_kept) {
+        fprintf(stderr, "quanta: kept %s%s (%d of %d stored tensors complete) and its state file; to continue:\n  %s\n",
+                a->out, QT_CT_PARTIAL_SUFFIX, e->n_stored_done, e->n_stored, a->resume_cmd ? a->resume_cmd : "(out of memory)");
+    }
+    if (st == QT_OK && e->n_resumed && !a->quiet)
+        fprintf(stderr, "quanta: resumed: %d of %d stored tensors were already complete in %s%s\n", e->n_resumed,
+                e->n_stored, a->out, QT_CT_PARTIAL_SUFFIX);
+}
+
 static int run_ct(args *a, const qt_model *m, const char *key) {
     int rc = ct_refuse_gguf_options(a);
     if (rc == CLI_OK) rc = qkv_ct(VERB, &a->kv, NULL);
     if (rc != CLI_OK) return rc;
-    if (a->o.resumable || a->o.resume)
-        return cli_usage(VERB, "--%s applies to GGUF schemes only: a compressed-tensors directory (--scheme %s) is "
-                         "staged at OUT.partial and cannot be resumed yet", a->o.resume ? "resume" : "resumable", a->scheme);
+    if ((a->o.resumable || a->o.resume) && a->algo)
+        return cli_usage(VERB, "--%s: an --algo %s run onto compressed-tensors (--scheme %s) cannot be resumed yet (round "
+                         "to nearest can, and --algo gptq onto GGUF)", a->o.resume ? "resume" : "resumable", a->algo,
+                         a->scheme);
     const char *keep[MAX_PATTERNS + 1];
     for (int32_t i = 0; i < a->o.n_keep; i++) keep[i] = a->o.keep[i];
     keep[a->o.n_keep] = NULL;
     qt_ct_export_opts o = {.force = a->force, .n_threads = a->o.threads, .keep = keep, .command = a->o.command_line,
-                           .warn = ct_warn, .warn_ctx = &a->quiet, .method = a->algo};
+                           .warn = ct_warn, .warn_ctx = &a->quiet, .method = a->algo, .max_shard_bytes = a->max_shard,
+                           .resumable = a->o.resumable, .resume = a->o.resume, .tensor_written = test_hook};
     qt_gguf_kv calib_kv[QT_CALIB_MAX_KV];
     if (a->calib.file && a->algo) {
         /* fp8-static and nvfp4 also take the activations' absmax (observed on the unquantized model, as for rtn) */
@@ -653,7 +691,12 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
         st = qt_ct_export(m, key, a->out, &o, &e);
         cli_progress_end();
     }
-    if (st != QT_OK) return cli_fail(st);
+    if (st != QT_OK) {
+        rc = cli_fail(st);
+        ct_resume_notes(a, &e, st);
+        return rc;
+    }
+    ct_resume_notes(a, &e, st);
     const uint64_t rss = qt_bench_peak_rss(); /* VmHWM */
     if (!a->quiet) {
         for (int32_t i = 0; a->dry_run && i < e.n_tensors; i++)
@@ -723,7 +766,7 @@ static int run_scheme(args *a) {
 }
 
 static int run_ct_open(args *a, const char *ct_key) {
-    if (!a->dry_run && !a->o.resumable && !a->o.resume) {
+    if (!a->dry_run && !a->o.resume) {
         int rc = clear_stale(a);
         if (rc != CLI_OK) return rc;
     }
@@ -737,6 +780,9 @@ static int run_ct_open(args *a, const char *ct_key) {
 
 static int run_gguf_open(args *a, const qt_gguf_ftype_info *ft) {
     struct stat sb;
+    if (a->max_shard)
+        return cli_usage(VERB, "--max-shard-size applies to compressed-tensors schemes only; --scheme %s writes one GGUF file",
+                         a->scheme);
     a->o.scheme = ft->name;
     if (!a->dry_run && !a->force && strcmp(a->out, "-") && stat(a->out, &sb) == 0 && S_ISREG(sb.st_mode)) {
         fprintf(stderr, "quanta: error: %s exists; pass --force to replace it\n", a->out);
