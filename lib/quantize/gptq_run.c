@@ -55,6 +55,7 @@ typedef struct observer_ctx {
     qt_gptq_hessian h[QT__N_INPUTS];
     qt_act_stats act[QT__N_INPUTS]; /* smoothing only: channel statistics of each input */
     bool smoothing;
+    qt_threadpool *pool;      /* the Hessians' and the column loops' threads (a fixed split: the same bits at any count) */
     qt_status err;
 } observer_ctx;
 
@@ -67,6 +68,7 @@ static void observe(void *user, int32_t layer, const char *linear, const float *
         qt_gptq_hessian *h = &c->h[qt__layer_linears[k].input];
         if (k > 0 && qt__layer_linears[k - 1].input == qt__layer_linears[k].input) return; /* the same rows again */
         if (!h->s && (c->err = qt_gptq_hessian_init(h, n_in)) != QT_OK) return;
+        h->pool = c->pool;
         if (h->n != n_in) { c->err = qt_error(QT_ERR_SHAPE, "gptq: %s: %d inputs, then %lld", linear, n_in, (long long)h->n); return; }
         c->err = qt_gptq_hessian_add(h, x, n_tokens);
         qt_act_stats *a = &c->act[qt__layer_linears[k].input];
@@ -140,7 +142,9 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
     bind.data = NULL;
     bool done = false;
     qt_gptq_stats st = {0};
-    if (s == QT_OK) s = tg->linear(tg->ctx, t, W, H, &g->gptq, &st, &bind, &done);
+    qt_gptq_opts go = g->gptq;
+    go.pool = oc->pool;
+    if (s == QT_OK) s = tg->linear(tg->ctx, t, W, H, &go, &st, &bind, &done);
     if (s == QT_OK && bind.data) s = qt_layerwise_set_weight(lw, il, qt__layer_linears[k].linear, &bind);
     free(W);
     free(H);
@@ -195,13 +199,15 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     eo.kv_type = QT_KV_TYPE_F32;
     qt_engine_ctx *e = NULL;
     qt_layerwise *lw = NULL;
+    qt_threadpool *pool = NULL;
     qt_status s = qt_engine_new(m, &eo, &e);
+    if (s == QT_OK) s = qt_threadpool_create(g->threads, &pool);
     if (s == QT_OK) s = qt_layerwise_new(e, g->tokens, g->n_seq, g->n_tok, &lw);
     if (g->kv_data) qt_kv_scales_begin(g->kv_data);
     if (s == QT_OK) s = replay(m, g, tg, lw, rp);
     const double t0 = now();
     for (int32_t il = rp->start; s == QT_OK && il < n_layer; il++) {
-        observer_ctx oc = {.smoothing = g->smoothing != QT_SMOOTH_NONE, .err = QT_OK};
+        observer_ctx oc = {.smoothing = g->smoothing != QT_SMOOTH_NONE, .pool = pool, .err = QT_OK};
         qt__smooth_layer sl = {0};
         if (g->kv_data) qt_layerwise_set_kv_observer(lw, qt_kv_scales_observe, g->kv_data);
         s = qt_layerwise_observe_layer(lw, observe, &oc);
@@ -227,6 +233,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     r->seconds = now() - t0;
     qt_layerwise_free(lw);
     qt_engine_free(e);
+    qt_threadpool_free(pool);
     return s;
 }
 
@@ -268,9 +275,10 @@ static uint64_t hessian_resident(uint64_t n) {
 /* One linear's working set (one_linear, qt_gptq_quantize, the grid), rows x cols. */
 static uint64_t linear_bytes(uint64_t R, uint64_t C, bool gguf, size_t row_bytes, int64_t group) {
     const uint64_t block = 128, G = gguf ? 256 : (uint64_t)(group > 0 ? group : (int64_t)C);
-    uint64_t b = R * C * 4 + C * C * 8                      /* W (f32), H */
-               + 2 * C * C * 8 + C * C * 4 + R * C * 4      /* Hp, A, U, W permuted */
-               + R * (block + G + 2) * 4 + 16 * C;          /* err, wg, col, q; perm, pos */
+    uint64_t b = R * C * 4 + C * C * 8                      /* W (f32, also the loop's working copy), H */
+               + C * C * 8 + C * C * 4                      /* A (the factorization's workspace), U; --act-order
+                                                               adds W permuted, R * C * 4 */
+               + R * (block + G + 2) * 4 + 24 * C;          /* err, wg, col, q; perm, pos, diag */
     b += gguf ? R * C * 14 + R * row_bytes : R * C + R * (C / G) * 5 + R * C * 4; /* grid (+ CT's bound f32 copy) */
     return b;
 }
