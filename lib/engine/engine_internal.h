@@ -140,6 +140,8 @@ struct qt_engine_ctx {
     qt_linear_observer observer;
     void *observer_user;
     bool observe_output;             /* qt_layerwise_logits_observed: the output projection too */
+    bool observe_only;               /* qt_layerwise_observe_layer: the layer's outputs are not kept, so it
+                                        stops once the observer has seen ffn_down's input */
     qt_kv_observer kv_observer;      /* K (after RoPE) and V rows before the cache stores them, or NULL */
     void *kv_observer_user;
 

@@ -265,6 +265,7 @@ void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B) {
     add_bias(e->hb2, L->b_up, B, e->hp.n_ff);
     swiglu(e->hb, e->hb2, B, e->hp.n_ff);
     observe(e, il, "ffn_down", e->hb, B, e->hp.n_ff);
+    if (e->observe_only) return; /* e->x is not this layer's output: nobody reads it */
     qt__matmul(e, e->xb2, e->hb, B, &L->w_down);
     add_bias(e->xb2, L->b_down, B, n_embd);
     residual_add(e->x, e->xb2, (int64_t)B * n_embd);
