@@ -182,4 +182,10 @@ void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B);
 void qt__engine_rows_single(qt_engine_ctx *e, int32_t B);
 void qt__engine_logits(qt_engine_ctx *e, const float *x, int32_t n, float *logits);
 
+/* The attention's value update, acc[d] = fmaf(v[d], w, acc[d]) for d < n
+ * (forward.c): the scalar reference, and the AVX2 + FMA kernel (attn_avx2.c),
+ * equal bit for bit (one rounding per element either way). */
+void qt__attn_axpy_ref(float *acc, const float *v, float w, int32_t n);
+void qt__attn_axpy_avx2(float *acc, const float *v, float w, int32_t n);
+
 #endif
