@@ -170,6 +170,7 @@ typedef struct qt_gptq_stats {
     int retries;             /* Cholesky failures before success */
     int64_t dead_cols;       /* columns with H_ii == 0 */
     double loss;             /* sum over rows and columns of err^2 (GPTQ's objective / 2) */
+    double cpu_factor;       /* process CPU seconds in the inverse Cholesky factorization (profiling only) */
 } qt_gptq_stats;
 
 /* W (rows, cols) in place: on return, its values on the grid (the grid holds

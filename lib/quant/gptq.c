@@ -15,12 +15,19 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "quanta/gptq.h"
 
 /* OpenBLAS's own threads would split its reductions differently per thread
  * count; one thread makes H and U the same bits whatever --threads is. */
 static void blas_pin(void) { openblas_set_num_threads(1); }
+
+static double cpu_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 qt_gptq_opts qt_gptq_opts_default(void) { return (qt_gptq_opts){.damp_frac = 0.01, .block = 128, .max_retries = 6}; }
 
@@ -102,8 +109,9 @@ void qt_gptq_hessian_free(qt_gptq_hessian *h) {
 
 /* U (n, n) upper, with U^T U = (Hd + damp I)^-1. Hd is H in processing order
  * (Hd_ab = H[perm a][perm b]) with its diagonal replaced by diag (the dead
- * columns fixed): read from H as it is, so no copy of H is held. With P the exchange matrix (P_ij = 1 where i + j = n - 1)
- * and P (Hd + damp I) P = L L^T (lower Cholesky), (Hd + damp I)^-1 =
+ * columns fixed): read from H as it is, so no copy of H is held. With P the
+ * exchange matrix (P_ij = 1 where i + j = n - 1) and
+ * P (Hd + damp I) P = L L^T (lower Cholesky), (Hd + damp I)^-1 =
  * (P L^-1 P)^T (P L^-1 P) and P L^-1 P is upper with a positive diagonal: the
  * factor itself. One dpotrf and one dtrtri (2n^3/3 flops) instead of
  * dpotrf, dpotri, dpotrf (4n^3/3). Returns false when a factorization fails. */
@@ -115,8 +123,11 @@ static bool inverse_cholesky(const double *H, const double *diag, const int64_t 
         for (int64_t j = 0; j < i; j++) dst[j] = src[perm[n - 1 - j]]; /* the lower triangle is all LAPACK reads */
         dst[i] = diag[perm[n - 1 - i]] + damp;
     }
-    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n) != 0) return false;
-    if (LAPACKE_dtrtri(LAPACK_ROW_MAJOR, 'L', 'N', (lapack_int)n, A, (lapack_int)n) != 0) return false;
+    /* A's row-major lower triangle is the column-major upper one: LAPACK's own
+     * layout, so LAPACKE transposes nothing (its row-major path would copy A
+     * into a transposed n x n buffer and back, per call). */
+    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)n, A, (lapack_int)n) != 0) return false;
+    if (LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'U', 'N', (lapack_int)n, A, (lapack_int)n) != 0) return false;
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < n; j++) {
             const double u = j >= i ? A[(n - 1 - i) * n + (n - 1 - j)] : 0.0;
@@ -292,6 +303,7 @@ qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H
     if ((s = order(diag, n, o.act_order, perm, pos)) != QT_OK) goto done;
     mean /= (double)n;
     st.damp = o.damp_frac * mean;
+    const double c0 = cpu_seconds();
     while (!inverse_cholesky(H, diag, perm, n, st.damp, A, U)) {
         if (st.retries == o.max_retries) {
             s = qt_error(QT_ERR_RANGE, "gptq: the Hessian is not positive definite even with damping %g "
@@ -301,6 +313,7 @@ qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H
         st.retries++;
         st.damp *= 10.0;
     }
+    st.cpu_factor = cpu_seconds() - c0;
     for (int64_t row = 0; Wp && row < rows; row++)
         for (int64_t j = 0; j < n; j++) Wp[row * n + j] = W[row * n + perm[j]];
     r.W = Wp ? Wp : W;
