@@ -240,7 +240,9 @@ QT_API qt_status qt_layerwise_run_layer(qt_layerwise *lw, qt_linear_observer obs
 /* Runs the next layer on every sequence for its observer only: the hidden
  * states stay as they were and the next layer is still this one (observe,
  * change the layer's weights, then run_layer feeds the changed layer's
- * outputs on: GPTQ's sequential order). */
+ * outputs on: GPTQ's sequential order). The layer stops once the observer
+ * has seen ffn_down's input: its own product, a quarter of the layer's
+ * multiply-adds on Llama shapes, would not be kept. */
 QT_API qt_status qt_layerwise_observe_layer(qt_layerwise *lw, qt_linear_observer observer, void *user);
 /* Binds layer `layer`'s linear (attn_q ... ffn_down) to tensor t (same shape,
  * any type with a dot kernel or a dequantizer) for every later evaluation by

@@ -9,7 +9,8 @@
  *   Damping: H_ii += damp_frac * mean(diag H) (llm-compressor's dampening_frac 0.01).
  *   Dead columns (H_ii == 0: an input that never saw a non-zero value): H_ii = 1
  *   and W[:, i] = 0, as llm-compressor does.
- *   U = upper Cholesky factor of H^-1 (LAPACKE dpotrf, dpotri, dpotrf upper).
+ *   U = upper Cholesky factor of H^-1 (LAPACKE dpotrf and dtrtri of H with its
+ *   order reversed: P L^-1 P, P the exchange matrix).
  *   Columns in order (or by decreasing H_ii with act_order): q = grid(w),
  *   err = (w - q) / U_jj, the later columns of the block of 128 updated at
  *   once, the columns after the block lazily with one GEMM per block.
@@ -18,8 +19,11 @@
  * max_retries it is an error. It never falls back to round-to-nearest.
  *
  * Determinism: OpenBLAS is pinned to one thread (openblas_set_num_threads(1))
- * and the column loop is sequential, so results do not depend on any thread
- * count. Across CPUs OpenBLAS may pick other kernels (its own run-time
+ * in every call; the Hessian's panels and the lazy updates' row panels are
+ * split over the caller's pool (qt_gptq_hessian.pool, qt_gptq_opts.pool) in
+ * fixed units, each one BLAS call whose result does not depend on which thread
+ * runs it, and the rest of the column loop is sequential, so results do not
+ * depend on any thread count. Across CPUs OpenBLAS may pick other kernels (its own run-time
  * dispatch), so the last bits of H and U, and rarely a rounding decision,
  * can differ between CPU models (docs/gptq.md).
  */
@@ -138,6 +142,8 @@ typedef struct qt_gptq_hessian {
     int64_t n;               /* columns (in features) */
     double *s;               /* (n, n) sum of x x^T, upper triangle filled */
     int64_t n_rows;          /* calibration rows added */
+    qt_threadpool *pool;     /* set after init, or NULL: the threads that add rows (the work is split the
+                                same way at any thread count, so S has the same bits) */
 } qt_gptq_hessian;
 
 QT_API qt_status qt_gptq_hessian_init(qt_gptq_hessian *h, int64_t n);
@@ -153,6 +159,8 @@ typedef struct qt_gptq_opts {
     int64_t block;           /* 128: columns per lazy-update block */
     bool act_order;          /* columns by decreasing H_ii (groups stay contiguous: no g_idx) */
     int max_retries;         /* 6: damping x10 per retry */
+    qt_threadpool *pool;     /* or NULL: the threads of the lazy updates (a fixed split of rows: the same
+                                bits at any thread count) */
 } qt_gptq_opts;
 
 QT_API qt_gptq_opts qt_gptq_opts_default(void);
@@ -162,10 +170,13 @@ typedef struct qt_gptq_stats {
     int retries;             /* Cholesky failures before success */
     int64_t dead_cols;       /* columns with H_ii == 0 */
     double loss;             /* sum over rows and columns of err^2 (GPTQ's objective / 2) */
+    double cpu_factor;       /* process CPU seconds in the inverse Cholesky factorization (profiling only) */
 } qt_gptq_stats;
 
 /* W (rows, cols) in place: on return, its values on the grid (the grid holds
- * the codes). H: (cols, cols) symmetric, not modified. */
+ * the codes; after an error W's values are unspecified). H: (cols, cols)
+ * symmetric, not modified. Holds cols^2 x 12 bytes (the factorization's
+ * workspace in double, U in float) and, with act_order, a permuted copy of W. */
 QT_API qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H, const qt_gptq_grid *grid,
                                   const qt_gptq_opts *o, qt_gptq_stats *stats);
 

@@ -391,6 +391,9 @@ typedef struct qt_gptq_run_opts {
     void *layer_written_ctx;
     void (*note)(void *ctx, const char *message); /* per layer (time, ETA), retries, RTN tensors */
     void *note_ctx;
+    bool profile;                 /* a note per layer splitting its process CPU seconds into the phases
+                                     (docs/gptq.md "Where the time goes"); the CLI sets it from
+                                     QUANTA_GPTQ_PROFILE=1 */
 } qt_gptq_run_opts;
 
 typedef struct qt_gptq_report {

@@ -78,6 +78,8 @@ typedef struct qt_awq_problem {
     bool duo;                /* duo scaling (activation and weight magnitudes; llm-compressor's default) */
     qt_awq_fake_quant quant;
     void *quant_ctx;
+    qt_threadpool *pool;     /* or NULL: the output errors' threads (fixed units of rows, summed in
+                                order: the same bits at any thread count) */
 } qt_awq_problem;
 
 typedef struct qt_awq_result {

@@ -140,6 +140,8 @@ struct qt_engine_ctx {
     qt_linear_observer observer;
     void *observer_user;
     bool observe_output;             /* qt_layerwise_logits_observed: the output projection too */
+    bool observe_only;               /* qt_layerwise_observe_layer: the layer's outputs are not kept, so it
+                                        stops once the observer has seen ffn_down's input */
     qt_kv_observer kv_observer;      /* K (after RoPE) and V rows before the cache stores them, or NULL */
     void *kv_observer_user;
 
@@ -179,5 +181,11 @@ void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B);
 /* Rows [0, B) are one sequence in slot 0 at positions n_past.. (the single-sequence API). */
 void qt__engine_rows_single(qt_engine_ctx *e, int32_t B);
 void qt__engine_logits(qt_engine_ctx *e, const float *x, int32_t n, float *logits);
+
+/* The attention's value update, acc[d] = fmaf(v[d], w, acc[d]) for d < n
+ * (forward.c): the scalar reference, and the AVX2 + FMA kernel (attn_axpy_avx2.c),
+ * equal bit for bit (one rounding per element either way). */
+void qt__attn_axpy_ref(float *acc, const float *v, float w, int32_t n);
+void qt__attn_axpy_avx2(float *acc, const float *v, float w, int32_t n);
 
 #endif

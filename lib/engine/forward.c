@@ -27,6 +27,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/cpu_level.h"
 #include "quant/dot.h"
 #include "engine_internal.h"
 #include "quanta/num.h"
@@ -100,6 +101,12 @@ static inline float round_to_f16(float x) {
     return r;
 }
 
+void qt__attn_axpy_ref(float *acc, const float *v, float w, int32_t n) {
+    for (int32_t d = 0; d < n; d++) acc[d] = fmaf(v[d], w, acc[d]);
+}
+
+typedef void (*attn_axpy_fn)(float *acc, const float *v, float w, int32_t n);
+
 typedef struct attn_job {
     qt_engine_ctx *e;
     int il;
@@ -131,6 +138,11 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
     const bool k_in_place = f->ggml_type != QT_TYPE_COUNT && (llama_numerics || f->ggml_type == QT_TYPE_F32);
     const qt_vec_dot_fn kdot = qt_type_get(k_in_place ? f->ggml_type : QT_TYPE_F32)->vec_dot;
     const bool acc_f16 = llama_numerics && f->dtype == QT_KV_TYPE_F16;
+#if QT_ARCH_X86
+    const attn_axpy_fn axpy = qt__cpu_level_get() >= QT__CPU_AVX2 ? qt__attn_axpy_avx2 : qt__attn_axpy_ref;
+#else
+    const attn_axpy_fn axpy = qt__attn_axpy_ref;
+#endif
 
     for (int64_t it = i0; it < i1; it++) {
         const int32_t b = (int32_t)(it / n_head), h = (int32_t)(it % n_head), kvh = h / e->n_rep;
@@ -173,7 +185,7 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
                 if (ms != 1.0f)
                     for (int32_t d = 0; d < hd; d++) sc->acc[d] *= ms;
                 f->load(vrow, sc->kv_row, hd, vs);
-                for (int32_t d = 0; d < hd; d++) sc->acc[d] = fmaf(sc->kv_row[d], w, sc->acc[d]);
+                axpy(sc->acc, sc->kv_row, w, hd);
             }
             S = fmaf(S, ms, w); /* `S = S*ms + vs`, contracted to an FMA by the compiler */
         }
@@ -265,6 +277,7 @@ void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B) {
     add_bias(e->hb2, L->b_up, B, e->hp.n_ff);
     swiglu(e->hb, e->hb2, B, e->hp.n_ff);
     observe(e, il, "ffn_down", e->hb, B, e->hp.n_ff);
+    if (e->observe_only) return; /* e->x is not this layer's output: nobody reads it */
     qt__matmul(e, e->xb2, e->hb, B, &L->w_down);
     add_bias(e->xb2, L->b_down, B, n_embd);
     residual_add(e->x, e->xb2, (int64_t)B * n_embd);

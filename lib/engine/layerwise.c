@@ -52,9 +52,11 @@ static qt_status run_next(qt_layerwise *lw, qt_linear_observer observer, void *u
     const size_t seq_floats = (size_t)lw->n_tok * e->hp.n_embd;
     e->observer = observer;
     e->observer_user = user;
+    e->observe_only = !keep;
     for (int32_t s = 0; s < lw->n_seq; s++) {
         if (qt_cancelled()) {
             e->observer = NULL;
+            e->observe_only = false;
             return qt_error(QT_ERR_INTERRUPTED, "layerwise: interrupted");
         }
         float *h = lw->hidden + s * seq_floats;
@@ -66,6 +68,7 @@ static qt_status run_next(qt_layerwise *lw, qt_linear_observer observer, void *u
     }
     e->observer = NULL;
     e->observer_user = NULL;
+    e->observe_only = false;
     e->n_past = 0; /* the cache holds no whole sequence: the engine starts afresh */
     if (keep) lw->next++;
     return QT_OK;

@@ -75,22 +75,52 @@ void qt_awq_scales(const float *x, const float *w, int64_t n, double ratio, floa
     for (int64_t j = 0; j < n; j++) s[j] /= norm;
 }
 
-double qt_awq_output_error(const float *W, const float *Q, int64_t rows, int64_t cols, const double *H) {
-    double *d = malloc((size_t)(rows * cols) * sizeof *d), *dh = malloc((size_t)(rows * cols) * sizeof *dh);
-    if (!d || !dh) {
-        free(d);
-        free(dh);
-        return NAN;
+#define ERR_ROWS 64 /* rows per unit of the output error: a fixed split (the same bits at any thread count) */
+
+typedef struct err_job {
+    const float *W, *Q;
+    int64_t rows, cols;
+    const double *H;
+    double *d, *dh, *part;    /* (rows, cols), (rows, cols), (units) */
+} err_job;
+
+/* Units [begin, end): each its rows' (w - q) H (w - q)^T, one dsymm, summed into part[unit]. */
+static void err_units(void *ctx, int64_t begin, int64_t end, int thread) {
+    const err_job *j = ctx;
+    const int64_t C = j->cols;
+    (void)thread;
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t r0 = u * ERR_ROWS, m = j->rows - r0 < ERR_ROWS ? j->rows - r0 : ERR_ROWS;
+        double *d = j->d + r0 * C, *dh = j->dh + r0 * C;
+        for (int64_t i = 0; i < m * C; i++) d[i] = (double)j->W[r0 * C + i] - (double)j->Q[r0 * C + i];
+        cblas_dsymm(CblasRowMajor, CblasRight, CblasUpper, (int)m, (int)C, 1.0, j->H, (int)C, d, (int)C, 0.0, dh, (int)C);
+        double e = 0;
+        for (int64_t i = 0; i < m * C; i++) e += d[i] * dh[i];
+        j->part[u] = e;
     }
-    for (int64_t i = 0; i < rows * cols; i++) d[i] = (double)W[i] - (double)Q[i];
-    openblas_set_num_threads(1); /* the same bits at any --threads (quanta/gptq.h) */
-    cblas_dsymm(CblasRowMajor, CblasRight, CblasUpper, (int)rows, (int)cols, 1.0, H, (int)cols, d, (int)cols, 0.0, dh,
-                (int)cols);
-    double e = 0;
-    for (int64_t i = 0; i < rows * cols; i++) e += d[i] * dh[i];
-    free(d);
-    free(dh);
-    return e / 2;
+}
+
+static double output_error(const float *W, const float *Q, int64_t rows, int64_t cols, const double *H,
+                           qt_threadpool *pool) {
+    const int64_t units = (rows + ERR_ROWS - 1) / ERR_ROWS;
+    err_job j = {W, Q, rows, cols, H, malloc((size_t)(rows * cols) * sizeof(double)),
+                 malloc((size_t)(rows * cols) * sizeof(double)), malloc((size_t)(units + 1) * sizeof(double))};
+    double e = NAN;
+    if (j.d && j.dh && j.part) {
+        openblas_set_num_threads(1); /* the same bits at any --threads (quanta/gptq.h) */
+        qt_parallel_for(pool, units, err_units, &j);
+        e = 0;
+        for (int64_t u = 0; u < units; u++) e += j.part[u]; /* in unit order, whatever thread made each */
+        e /= 2;
+    }
+    free(j.d);
+    free(j.dh);
+    free(j.part);
+    return e;
+}
+
+double qt_awq_output_error(const float *W, const float *Q, int64_t rows, int64_t cols, const double *H) {
+    return output_error(W, Q, rows, cols, H, NULL);
 }
 
 /* The summed output error of every linear quantized with scales s (NULL: 1). */
@@ -105,7 +135,7 @@ static qt_status loss_at(const qt_awq_problem *p, const float *s, float *buf, do
         if (s) /* back to the unscaled input's coordinates: Q(W s) / s */
             for (int64_t i = 0; i < rows; i++)
                 for (int64_t j = 0; j < cols; j++) buf[i * cols + j] /= s[j];
-        const double e = qt_awq_output_error(p->W[k], buf, rows, cols, p->H);
+        const double e = output_error(p->W[k], buf, rows, cols, p->H, p->pool);
         if (isnan(e)) return qt_error(QT_ERR_NOMEM, "awq: out of memory for the output error");
         *loss += e;
     }

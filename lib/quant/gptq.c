@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "quanta/gptq.h"
 
@@ -22,11 +23,18 @@
  * count; one thread makes H and U the same bits whatever --threads is. */
 static void blas_pin(void) { openblas_set_num_threads(1); }
 
+static double cpu_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 qt_gptq_opts qt_gptq_opts_default(void) { return (qt_gptq_opts){.damp_frac = 0.01, .block = 128, .max_retries = 6}; }
 
 /* ---- the Hessian ------------------------------------------------------------------ */
 
-#define HESS_CHUNK 256 /* rows converted to double per syrk call */
+#define HESS_CHUNK 256 /* rows converted to double per pass over the panels */
+#define HESS_PANEL 256 /* rows of S per unit of work: a fixed split, so the sums never depend on the thread count */
 
 qt_status qt_gptq_hessian_init(qt_gptq_hessian *h, int64_t n) {
     *h = (qt_gptq_hessian){0};
@@ -37,15 +45,46 @@ qt_status qt_gptq_hessian_init(qt_gptq_hessian *h, int64_t n) {
     return QT_OK;
 }
 
+typedef struct hess_job {
+    qt_gptq_hessian *h;
+    const double *xd;         /* (k, n) the chunk's rows in double */
+    int64_t k, n_panel;
+} hess_job;
+
+/* Panel p: rows p0..p1-1 of S, upper triangle only (the diagonal block by
+ * dsyrk, the rest of the rows by dgemm), so only the pages the memory
+ * estimate counts are ever written. */
+static void hess_panel(const hess_job *j, int64_t p) {
+    const int64_t n = j->h->n, p0 = p * HESS_PANEL, p1 = p0 + HESS_PANEL < n ? p0 + HESS_PANEL : n;
+    double *s = j->h->s;
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)(p1 - p0), (int)j->k, 1.0, j->xd + p0, (int)n, 1.0,
+                s + p0 * n + p0, (int)n);
+    if (p1 < n)
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(p1 - p0), (int)(n - p1), (int)j->k, 1.0, j->xd + p0,
+                    (int)n, j->xd + p1, (int)n, 1.0, s + p0 * n + p1, (int)n);
+}
+
+/* Unit u: panels u and n_panel-1-u, one long and one short row of the
+ * triangle, so contiguous ranges of units carry about equal work. */
+static void hess_units(void *ctx, int64_t begin, int64_t end, int thread) {
+    const hess_job *j = ctx;
+    (void)thread;
+    for (int64_t u = begin; u < end; u++) {
+        hess_panel(j, u);
+        if (j->n_panel - 1 - u != u) hess_panel(j, j->n_panel - 1 - u);
+    }
+}
+
 qt_status qt_gptq_hessian_add(qt_gptq_hessian *h, const float *x, int64_t n_rows) {
     const int64_t n = h->n;
     double *xd = malloc((size_t)(HESS_CHUNK * n) * sizeof *xd);
     if (!xd) return qt_error(QT_ERR_NOMEM, "gptq: out of memory for calibration rows");
     blas_pin();
+    hess_job j = {.h = h, .xd = xd, .n_panel = (n + HESS_PANEL - 1) / HESS_PANEL};
     for (int64_t r0 = 0; r0 < n_rows; r0 += HESS_CHUNK) {
-        const int64_t k = n_rows - r0 < HESS_CHUNK ? n_rows - r0 : HESS_CHUNK;
-        for (int64_t i = 0; i < k * n; i++) xd[i] = x[r0 * n + i];
-        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)n, (int)k, 1.0, xd, (int)n, 1.0, h->s, (int)n);
+        j.k = n_rows - r0 < HESS_CHUNK ? n_rows - r0 : HESS_CHUNK;
+        for (int64_t i = 0; i < j.k * n; i++) xd[i] = x[r0 * n + i];
+        qt_parallel_for(h->pool, (j.n_panel + 1) / 2, hess_units, &j);
     }
     free(xd);
     h->n_rows += n_rows;
@@ -68,19 +107,30 @@ void qt_gptq_hessian_free(qt_gptq_hessian *h) {
 
 /* ---- the inverse Cholesky factor ---------------------------------------------------- */
 
-/* U (n, n) upper, with U^T U = (Hd + damp I)^-1. Hd is H with the dead columns
- * fixed (and permuted). Returns false when a factorization fails. */
-static bool inverse_cholesky(const double *Hd, int64_t n, double damp, double *A, float *U) {
-    memcpy(A, Hd, (size_t)(n * n) * sizeof *A);
-    for (int64_t i = 0; i < n; i++) A[i * n + i] += damp;
-    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n) != 0) return false;
-    if (LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n) != 0) return false;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = i + 1; j < n; j++) A[i * n + j] = A[j * n + i];
-    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, A, (lapack_int)n) != 0) return false;
+/* U (n, n) upper, with U^T U = (Hd + damp I)^-1. Hd is H in processing order
+ * (Hd_ab = H[perm a][perm b]) with its diagonal replaced by diag (the dead
+ * columns fixed): read from H as it is, so no copy of H is held. With P the
+ * exchange matrix (P_ij = 1 where i + j = n - 1) and
+ * P (Hd + damp I) P = L L^T (lower Cholesky), (Hd + damp I)^-1 =
+ * (P L^-1 P)^T (P L^-1 P) and P L^-1 P is upper with a positive diagonal: the
+ * factor itself. One dpotrf and one dtrtri (2n^3/3 flops) instead of
+ * dpotrf, dpotri, dpotrf (4n^3/3). Returns false when a factorization fails. */
+static bool inverse_cholesky(const double *H, const double *diag, const int64_t *perm, int64_t n, double damp,
+                             double *A, float *U) {
+    for (int64_t i = 0; i < n; i++) {
+        const double *src = H + perm[n - 1 - i] * n;
+        double *dst = A + i * n;
+        for (int64_t j = 0; j < i; j++) dst[j] = src[perm[n - 1 - j]]; /* the lower triangle is all LAPACK reads */
+        dst[i] = diag[perm[n - 1 - i]] + damp;
+    }
+    /* A's row-major lower triangle is the column-major upper one: LAPACK's own
+     * layout, so LAPACKE transposes nothing (its row-major path would copy A
+     * into a transposed n x n buffer and back, per call). */
+    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)n, A, (lapack_int)n) != 0) return false;
+    if (LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'U', 'N', (lapack_int)n, A, (lapack_int)n) != 0) return false;
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < n; j++) {
-            const double u = j >= i ? A[i * n + j] : 0.0;
+            const double u = j >= i ? A[(n - 1 - i) * n + (n - 1 - j)] : 0.0;
             if (!isfinite(u)) return false;
             U[i * n + j] = (float)u;
         }
@@ -99,6 +149,7 @@ typedef struct gptq_run {
     bool *started;            /* (cols / group) */
     float *err;               /* (rows, block) errors of the current block */
     float *wg, *col, *q;      /* (rows, group), (rows), (rows) */
+    qt_threadpool *pool;      /* the lazy updates' threads, or NULL */
 } gptq_run;
 
 /* Group g's current values: columns at or after the current block's start i1
@@ -117,6 +168,25 @@ static qt_status begin_group(gptq_run *r, int64_t g, int64_t i1, int64_t i2, int
     }
     r->started[g] = true;
     return r->grid->begin_group(r->grid->ctx, r->wg, r->rows, g);
+}
+
+#define LAZY_ROWS 64 /* rows of W per unit of the lazy update: a fixed split (the same bits at any thread count) */
+
+typedef struct lazy_job { gptq_run *r; int64_t i1, i2; } lazy_job;
+
+/* W[rows, i2:] -= err[rows, :] U[i1:i2, i2:] for the units' rows: the block's
+ * lazy update of the columns after it, one sgemm per unit. */
+static void lazy_units(void *ctx, int64_t begin, int64_t end, int thread) {
+    const lazy_job *j = ctx;
+    const gptq_run *r = j->r;
+    const int64_t C = r->cols, nb = j->i2 - j->i1, r0 = begin * LAZY_ROWS;
+    const int64_t r1 = end * LAZY_ROWS < r->rows ? end * LAZY_ROWS : r->rows;
+    (void)thread;
+    for (int64_t a = r0; a < r1; a += LAZY_ROWS) {
+        const int64_t m = r1 - a < LAZY_ROWS ? r1 - a : LAZY_ROWS;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)(C - j->i2), (int)nb, -1.0f,
+                    r->err + a * nb, (int)nb, r->U + j->i1 * C + j->i2, (int)C, 1.0f, r->W + a * C + j->i2, (int)C);
+    }
 }
 
 static qt_status column_loop(gptq_run *r, int64_t block, double *loss) {
@@ -143,9 +213,10 @@ static qt_status column_loop(gptq_run *r, int64_t block, double *loss) {
                 l2 += (double)e * e;
             }
         }
-        if (i2 < C)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)R, (int)(C - i2), (int)nb, -1.0f, r->err,
-                        (int)nb, r->U + i1 * C + i2, (int)C, 1.0f, r->W + i2, (int)C);
+        if (i2 < C) {
+            lazy_job j = {r, i1, i2};
+            qt_parallel_for(r->pool, (R + LAZY_ROWS - 1) / LAZY_ROWS, lazy_units, &j);
+        }
     }
     *loss = l2;
     return QT_OK;
@@ -160,12 +231,12 @@ static int by_diag_desc(const void *pa, const void *pb) {
 }
 
 /* Processing order: identity, or by decreasing H_ii (llm-compressor's argsort). */
-static qt_status order(const double *H, int64_t n, bool act_order, int64_t *perm, int64_t *pos) {
+static qt_status order(const double *diag, int64_t n, bool act_order, int64_t *perm, int64_t *pos) {
     for (int64_t i = 0; i < n; i++) perm[i] = i;
     if (act_order) {
         diag_key *k = malloc((size_t)n * sizeof *k);
         if (!k) return qt_error(QT_ERR_NOMEM, "gptq: out of memory");
-        for (int64_t i = 0; i < n; i++) k[i] = (diag_key){H[i * n + i], i};
+        for (int64_t i = 0; i < n; i++) k[i] = (diag_key){diag[i], i};
         qsort(k, (size_t)n, sizeof *k, by_diag_desc);
         for (int64_t i = 0; i < n; i++) perm[i] = k[i].i;
         free(k);
@@ -197,16 +268,17 @@ qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H
             return qt_error(QT_ERR_RANGE, "gptq: weight[%lld][%lld] is not finite", (long long)(i / cols),
                             (long long)(i % cols));
     const int64_t n = cols, block = o.block < cols ? o.block : cols;
-    double *Hp = malloc((size_t)(n * n) * sizeof *Hp), *A = malloc((size_t)(n * n) * sizeof *A);
-    float *U = malloc((size_t)(n * n) * sizeof *U), *Wp = malloc((size_t)(rows * cols) * sizeof *Wp);
+    double *diag = malloc((size_t)n * sizeof *diag), *A = malloc((size_t)(n * n) * sizeof *A);
+    float *U = malloc((size_t)(n * n) * sizeof *U); /* W itself is the working copy in natural order */
+    float *Wp = o.act_order ? malloc((size_t)(rows * cols) * sizeof *Wp) : NULL;
     int64_t *perm = malloc((size_t)n * sizeof *perm), *pos = malloc((size_t)n * sizeof *pos);
-    gptq_run r = {.rows = rows, .cols = cols, .grid = grid};
+    gptq_run r = {.rows = rows, .cols = cols, .grid = grid, .pool = o.pool};
     r.started = calloc((size_t)(cols / grid->group), sizeof *r.started);
     r.err = malloc((size_t)(rows * block) * sizeof *r.err);
     r.wg = malloc((size_t)(rows * grid->group) * sizeof *r.wg);
     r.col = malloc((size_t)rows * sizeof *r.col);
     r.q = malloc((size_t)rows * sizeof *r.q);
-    if (!Hp || !A || !U || !Wp || !perm || !pos || !r.started || !r.err || !r.wg || !r.col || !r.q) {
+    if (!diag || !A || !U || (o.act_order && !Wp) || !perm || !pos || !r.started || !r.err || !r.wg || !r.col || !r.q) {
         s = qt_error(QT_ERR_NOMEM, "gptq: out of memory for a %lld x %lld linear", (long long)rows, (long long)cols);
         goto done;
     }
@@ -218,22 +290,21 @@ qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H
             goto done;
         }
     }
-    memcpy(A, H, (size_t)(n * n) * sizeof *A);
-    for (int64_t i = 0; i < n; i++)
-        if (A[i * n + i] == 0.0) {
-            A[i * n + i] = 1.0;
+    double mean = 0;
+    for (int64_t i = 0; i < n; i++) {
+        diag[i] = H[i * n + i];
+        if (diag[i] == 0.0) {
+            diag[i] = 1.0;
             for (int64_t row = 0; row < rows; row++) W[row * cols + i] = 0.0f;
             st.dead_cols++;
         }
-    if ((s = order(A, n, o.act_order, perm, pos)) != QT_OK) goto done;
-    double mean = 0;
-    for (int64_t i = 0; i < n; i++) {
-        for (int64_t j = 0; j < n; j++) Hp[i * n + j] = A[perm[i] * n + perm[j]];
-        mean += Hp[i * n + i];
+        mean += diag[i];
     }
+    if ((s = order(diag, n, o.act_order, perm, pos)) != QT_OK) goto done;
     mean /= (double)n;
     st.damp = o.damp_frac * mean;
-    while (!inverse_cholesky(Hp, n, st.damp, A, U)) {
+    const double c0 = cpu_seconds();
+    while (!inverse_cholesky(H, diag, perm, n, st.damp, A, U)) {
         if (st.retries == o.max_retries) {
             s = qt_error(QT_ERR_RANGE, "gptq: the Hessian is not positive definite even with damping %g "
                          "(%.3g x the mean diagonal) after %d retries", st.damp, st.damp / mean, st.retries);
@@ -242,18 +313,19 @@ qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H
         st.retries++;
         st.damp *= 10.0;
     }
-    for (int64_t row = 0; row < rows; row++)
+    st.cpu_factor = cpu_seconds() - c0;
+    for (int64_t row = 0; Wp && row < rows; row++)
         for (int64_t j = 0; j < n; j++) Wp[row * n + j] = W[row * n + perm[j]];
-    r.W = Wp;
+    r.W = Wp ? Wp : W;
     r.U = U;
     r.perm = perm;
     r.pos = pos;
     s = column_loop(&r, block, &st.loss);
-    if (s == QT_OK)
+    if (s == QT_OK && Wp)
         for (int64_t row = 0; row < rows; row++)
             for (int64_t j = 0; j < n; j++) W[row * n + perm[j]] = Wp[row * n + j];
 done:
-    free(Hp);
+    free(diag);
     free(A);
     free(U);
     free(Wp);

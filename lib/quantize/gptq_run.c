@@ -54,10 +54,23 @@ typedef struct resume_point {
     int64_t kv_tokens;
 } resume_point;
 
+/* Process CPU seconds per phase of one layer (qt_gptq_run_opts.profile). */
+typedef struct layer_profile {
+    double observe, hessian, smooth, prepare, factor, quantize, bind, run;
+} layer_profile;
+
+static double cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 typedef struct observer_ctx {
     qt_gptq_hessian h[QT__N_INPUTS];
     qt_act_stats act[QT__N_INPUTS]; /* smoothing only: channel statistics of each input */
     bool smoothing;
+    qt_threadpool *pool;      /* the Hessians' and the column loops' threads (a fixed split: the same bits at any count) */
+    layer_profile *prof;      /* or NULL */
     qt_status err;
 } observer_ctx;
 
@@ -70,8 +83,11 @@ static void observe(void *user, int32_t layer, const char *linear, const float *
         qt_gptq_hessian *h = &c->h[qt__layer_linears[k].input];
         if (k > 0 && qt__layer_linears[k - 1].input == qt__layer_linears[k].input) return; /* the same rows again */
         if (!h->s && (c->err = qt_gptq_hessian_init(h, n_in)) != QT_OK) return;
+        h->pool = c->pool;
         if (h->n != n_in) { c->err = qt_error(QT_ERR_SHAPE, "gptq: %s: %d inputs, then %lld", linear, n_in, (long long)h->n); return; }
+        const double c0 = c->prof ? cpu_now() : 0;
         c->err = qt_gptq_hessian_add(h, x, n_tokens);
+        if (c->prof) c->prof->hessian += cpu_now() - c0;
         qt_act_stats *a = &c->act[qt__layer_linears[k].input];
         if (c->err == QT_OK && c->smoothing && !a->abs_sum) c->err = qt_act_stats_init(a, n_in);
         if (c->err == QT_OK && c->smoothing) qt_act_stats_add(a, x, n_tokens);
@@ -124,6 +140,7 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
     snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
     const qt_tensor *t = qt_model_find_tensor(m, name);
     if (!t) return QT_OK; /* an architecture without this linear */
+    const double c0 = oc->prof ? cpu_now() : 0;
     const qt_gptq_hessian *h = &oc->h[qt__layer_linears[k].input];
     if (!h->s) return qt_error(QT_ERR_INTERNAL, "gptq: %s: the engine never showed its inputs", name);
     const int64_t cols = t->ne[0], rows = t->ne[1];
@@ -143,8 +160,18 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
     bind.data = NULL;
     bool done = false;
     qt_gptq_stats st = {0};
-    if (s == QT_OK) s = tg->linear(tg->ctx, t, W, H, &g->gptq, &st, &bind, &done);
+    qt_gptq_opts go = g->gptq;
+    go.pool = oc->pool;
+    const double c1 = oc->prof ? cpu_now() : 0;
+    if (s == QT_OK) s = tg->linear(tg->ctx, t, W, H, &go, &st, &bind, &done);
+    const double c2 = oc->prof ? cpu_now() : 0;
     if (s == QT_OK && bind.data) s = qt_layerwise_set_weight(lw, il, qt__layer_linears[k].linear, &bind);
+    if (oc->prof) {
+        oc->prof->prepare += c1 - c0;
+        oc->prof->factor += st.cpu_factor;
+        oc->prof->quantize += c2 - c1 - st.cpu_factor;
+        oc->prof->bind += cpu_now() - c2;
+    }
     free(W);
     free(H);
     if (s != QT_OK) return qt_error(s, "%s: %s", name, qt_last_error());
@@ -198,24 +225,39 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     eo.kv_type = QT_KV_TYPE_F32;
     qt_engine_ctx *e = NULL;
     qt_layerwise *lw = NULL;
+    qt_threadpool *pool = NULL;
     qt_status s = qt_engine_new(m, &eo, &e);
+    if (s == QT_OK) s = qt_threadpool_create(g->threads, &pool);
     if (s == QT_OK) s = qt_layerwise_new(e, g->tokens, g->n_seq, g->n_tok, &lw);
     if (g->kv_data) qt_kv_scales_begin(g->kv_data);
     if (s == QT_OK) s = replay(m, g, tg, lw, rp);
     const double t0 = now();
     for (int32_t il = rp->start; s == QT_OK && il < n_layer; il++) {
-        observer_ctx oc = {.smoothing = g->smoothing != QT_SMOOTH_NONE, .err = QT_OK};
+        layer_profile lp = {0};
+        observer_ctx oc = {.smoothing = g->smoothing != QT_SMOOTH_NONE, .pool = pool, .prof = g->profile ? &lp : NULL,
+                           .err = QT_OK};
         qt__smooth_layer sl = {0};
         if (g->kv_data) qt_layerwise_set_kv_observer(lw, qt_kv_scales_observe, g->kv_data);
+        double c0 = g->profile ? cpu_now() : 0;
         s = qt_layerwise_observe_layer(lw, observe, &oc);
+        lp.observe = g->profile ? cpu_now() - c0 - lp.hessian : 0;
         qt_layerwise_set_kv_observer(lw, NULL, NULL);
         if (s == QT_OK) s = oc.err;
         if (s == QT_OK && g->kv_data) s = g->kv_data->err;
+        c0 = g->profile ? cpu_now() : 0;
         if (s == QT_OK && oc.smoothing) s = qt__smooth_layer_run(m, lw, il, oc.h, oc.act, g, tg, &sl, r);
+        lp.smooth = g->profile ? cpu_now() - c0 : 0;
         for (int k = 0; s == QT_OK && k < QT__N_LINEARS; k++) s = one_linear(m, lw, il, k, &oc, tg, &sl, g, r);
         for (int k = 0; k < QT__N_INPUTS; k++) qt_gptq_hessian_free(&oc.h[k]), qt_act_stats_free(&oc.act[k]);
         qt__smooth_layer_free(&sl);
+        c0 = g->profile ? cpu_now() : 0;
         if (s == QT_OK) s = qt_layerwise_run_layer(lw, NULL, NULL);
+        lp.run = g->profile ? cpu_now() - c0 : 0;
+        if (s == QT_OK && g->profile)
+            qt__calib_note(g, "profile: layer %d, process CPU s: observe forward %.2f, Hessians %.2f, smoothing %.2f, "
+                           "W and H copies %.2f, inverse Cholesky %.2f, column loops and grids %.2f, engine rebind %.2f, "
+                           "quantized forward %.2f", il + 1, lp.observe, lp.hessian, lp.smooth, lp.prepare, lp.factor,
+                           lp.quantize, lp.bind, lp.run);
         if (s == QT_OK && tg->layer_done) s = tg->layer_done(tg->ctx, m, lw, il);
         if (s == QT_OK && tg->save_layer) s = tg->save_layer(tg->ctx, m, lw, il, r);
         if (s != QT_OK) break;
@@ -230,6 +272,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     r->seconds = now() - t0;
     qt_layerwise_free(lw);
     qt_engine_free(e);
+    qt_threadpool_free(pool);
     return s;
 }
 
@@ -271,9 +314,10 @@ static uint64_t hessian_resident(uint64_t n) {
 /* One linear's working set (one_linear, qt_gptq_quantize, the grid), rows x cols. */
 static uint64_t linear_bytes(uint64_t R, uint64_t C, bool gguf, size_t row_bytes, int64_t group) {
     const uint64_t block = 128, G = gguf ? 256 : (uint64_t)(group > 0 ? group : (int64_t)C);
-    uint64_t b = R * C * 4 + C * C * 8                      /* W (f32), H */
-               + 2 * C * C * 8 + C * C * 4 + R * C * 4      /* Hp, A, U, W permuted */
-               + R * (block + G + 2) * 4 + 16 * C;          /* err, wg, col, q; perm, pos */
+    uint64_t b = R * C * 4 + C * C * 8                      /* W (f32, also the loop's working copy), H */
+               + C * C * 8 + C * C * 4                      /* A (the factorization's workspace), U; --act-order
+                                                               adds W permuted, R * C * 4 */
+               + R * (block + G + 2) * 4 + 24 * C;          /* err, wg, col, q; perm, pos, diag */
     b += gguf ? R * C * 14 + R * row_bytes : R * C + R * (C / G) * 5 + R * C * 4; /* grid (+ CT's bound f32 copy) */
     return b;
 }

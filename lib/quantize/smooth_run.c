@@ -76,7 +76,7 @@ static qt_status pair_scales(const qt_tensor *const *to, const int *to_li, int n
         fq_ctx fc = {t, to};
         const qt_awq_problem p = {.n_linears = n, .W = (const float *const *)W, .rows = rows, .group = group,
                                   .cols = cols, .H = H, .x_mean = stat, .n_grid = g->awq_grid, .duo = g->awq_duo,
-                                  .quant = fake_quant, .quant_ctx = &fc};
+                                  .quant = fake_quant, .quant_ctx = &fc, .pool = h->pool};
         qt_awq_result res;
         if (st == QT_OK) st = qt_awq_search(&p, s, &res);
         if (st == QT_OK) {

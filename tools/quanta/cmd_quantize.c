@@ -442,6 +442,8 @@ static qt_gptq_run_opts gptq_opts(args *a) {
     g.note_ctx = a;
     if (a->kv.on && a->kv.mode == QT_KV_CALIB_DATA) g.kv_data = &a->kv.s;
     g.layer_written = test_hook_layers;
+    const char *prof = getenv("QUANTA_GPTQ_PROFILE");
+    g.profile = prof && !strcmp(prof, "1");
     return g;
 }
 
