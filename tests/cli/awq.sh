@@ -26,6 +26,8 @@ expect "alpha without smoothquant" 2 "--alpha goes with --algo smoothquant" "$q"
     --scheme q4_0 --algo awq --calib "$tmp/calib.txt" --alpha 0.5
 expect "alpha out of range" 2 "from 0 to 1" "$q" quantize "$stories" "$tmp/x" --scheme w8a8-int8 \
     --algo smoothquant --calib "$tmp/calib.txt" --alpha 1.5
+expect "smoothquant with static input scales" 2 "static input scales are observed on the unsmoothed" "$q" quantize \
+    "$stories" "$tmp/x" --scheme fp8-static --algo smoothquant --calib "$tmp/calib.txt"
 expect "act order with awq" 2 "goes with --algo gptq" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 \
     --algo awq --calib "$tmp/calib.txt" --act-order
 expect "too little text" 1 "samples asked for" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --algo awq \
@@ -91,6 +93,15 @@ kld=($(grep -o '"kld_mean": [0-9.e+-]*' "$tmp/eval.json" | awk '{print $2}'))
 echo "tiny256-random, evaluation slice, ctx 128, 4 chunks: mean KLD to F16: w4a16 RTN ${kld[0]}, AWQ ${kld[1]}"
 ok test "${#kld[@]}" = 2
 ok lt "${kld[1]}" "${kld[0]}"
+
+# ---- compressed-tensors: w4a16 on stories260K (groups of 64, ffn_down per channel) ------------------
+check "awq w4a16 g64 (stories260K)" 0 "$q" quantize "$stories" "$tmp/w4-awq" --scheme w4a16 --group-size 64 --algo awq \
+    --calib "$tmp/calib.txt" --nsamples 16 --seqlen 256 -q
+check "rtn w4a16 g64 (stories260K)" 0 "$q" quantize "$stories" "$tmp/w4-rtn" --scheme w4a16 --group-size 64 -q
+w_b=$(ppl "$stories" 256 20); w_r=$(ppl "$tmp/w4-rtn" 256 20); w_a=$(ppl "$tmp/w4-awq" 256 20)
+echo "stories260K, evaluation slice, ctx 256, 20 chunks: F32 $w_b, w4a16 g64 RTN $w_r, AWQ $w_a"
+ok test -n "$w_b" -a -n "$w_r" -a -n "$w_a"
+ok lt "$w_a" "$w_r"
 
 # ---- w8a8-int8 with SmoothQuant on stories260K: within 1 % of F32 -------------------------------------
 check "smoothquant w8a8" 0 "$q" quantize "$stories" "$tmp/sq" --scheme w8a8-int8 --algo smoothquant \

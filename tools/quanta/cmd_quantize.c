@@ -666,6 +666,10 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     if (a->calib.file && a->algo) {
         /* fp8-static and nvfp4 also take the activations' absmax (observed on the unquantized model, as for rtn) */
         const bool act = qt_ct_scheme_uses_act_stats(key);
+        if (act && a->smoothing != QT_SMOOTH_NONE) /* the absmax would be the unsmoothed activations' */
+            return cli_usage(VERB, "--algo %s with --scheme %s: the static input scales are observed on the unsmoothed "
+                             "model, which the smoothing changes; not supported (fp8-dynamic takes no input scale)",
+                             a->algo, key);
         if ((rc = act ? qcalib_amax(m, &a->calib, a->o.threads, a->quiet, &a->qc) : qcalib_samples(m, &a->calib, &a->qc)) !=
             CLI_OK)
             return rc;
