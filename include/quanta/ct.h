@@ -68,6 +68,13 @@ typedef struct qt_ct_int_args {
 QT_API qt_status qt_ct_int_scale_count(const qt_ct_int_args *a, int64_t rows, int64_t cols,
                                 int64_t *per_row, int64_t *total);
 
+/* The arguments one linear of `cols` inputs is quantized with under a: a itself
+ * (group_size 0 resolved to 128) when a is per group and the group divides
+ * cols; otherwise, for a per-group a, one scale per output channel
+ * (QT_CT_CHANNEL, group_size 0): the per-channel fallback for rows no group
+ * tiles (issue 15: stories260K's 172-wide ffn_down). Other strategies unchanged. */
+QT_API qt_ct_int_args qt_ct_int_args_for(const qt_ct_int_args *a, int64_t cols);
+
 /* calculate_qparams for one (min, max) observation (docs/formats.md §4.4):
  * the range is widened to include 0; symmetric: scale = max(|min|,|max|) /
  * ((qmax - qmin) / 2), zp = 0; asymmetric: scale = (max - min)/(qmax - qmin),

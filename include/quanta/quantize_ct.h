@@ -111,6 +111,19 @@ typedef struct qt_ct_export_opts {
     bool resumable, resume;
     void (*tensor_written)(void *ctx, int32_t n_done); /* after each checkpoint: stored tensors complete */
     void *tensor_written_ctx;
+    /* Per-group integer schemes (w4a16, w4a16-asym, w8a16): the group size
+     * (0: the scheme's 128). A linear whose input width the group does not
+     * divide gets one scale per output channel instead (qt_ct_int_args_for),
+     * written as a second config group, reported through warn and in the
+     * estimate's tensors. Other schemes: must be 0 (QT_ERR_ARG). */
+    int64_t group_size;
+    /* Integer schemes rounded to nearest: importance weights for a linear's
+     * input columns (canonical name, cols floats, an imatrix's; NULL: none),
+     * which make each scale the shrunk range with the least weighted squared
+     * error instead of minmax (imatrix-weighted round-to-nearest). The values
+     * must stay valid until the next call. NULL: minmax everywhere. */
+    const float *(*importance)(void *ctx, const char *name, int64_t cols);
+    void *importance_ctx;
 } qt_ct_export_opts;
 
 /* One tensor of the source as it will be written. */
@@ -118,6 +131,8 @@ typedef struct qt_ct_export_tensor {
     char name[128];                /* canonical name */
     char hf_name[192];             /* HF module or tensor name */
     const char *kind;              /* the format row ("w4a16-g128", ...) or "bf16"/"f16" */
+    const char *strategy;          /* integer schemes: "group", "channel" (the fallback) ...; NULL otherwise */
+    int64_t group_size;            /* its group size; 0: none */
     uint64_t bytes;                /* every stored tensor it becomes, data bytes */
     int64_t n_elements;
 } qt_ct_export_tensor;
@@ -130,6 +145,7 @@ typedef struct qt_ct_export_estimate {
     int32_t n_shards;
     int32_t n_quantized, n_kept;
     int32_t n_warnings;            /* vLLM kernel shape problems */
+    int32_t n_fallback;            /* linears of a per-group scheme with one scale per channel instead */
     double bits_per_weight;        /* tensor bytes * 8 / elements of the source tensors */
     int32_t n_tensors;
     qt_ct_export_tensor *tensors;  /* (n_tensors); qt_ct_export_estimate_free */

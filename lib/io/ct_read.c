@@ -12,8 +12,10 @@
  * compressed-tensors dequantizers of ct.h.
  */
 #define _GNU_SOURCE
+#define PCRE2_CODE_UNIT_WIDTH 8
 #include <jansson.h>
 #include <math.h>
+#include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,60 +46,133 @@ static qt_ct_strategy strategy_of(const char *s) {
            ? QT_CT_GROUP : QT_CT_TENSOR;
 }
 
+/* One config group's arguments into out (its targets aside). */
+static qt_status parse_group(const char *cfg_path, const json_t *qc, const char *key, const json_t *g, qt__ct_layout *out) {
+    memset(out, 0, sizeof *out);
+    json_t *w = json_object_get(g, "weights"), *ia = json_object_get(g, "input_activations");
+    const char *ia_st = json_string_value(json_object_get(ia, "strategy"));
+    out->static_input = json_is_object(ia) && json_is_false(json_object_get(ia, "dynamic")) && ia_st &&
+                        !strcmp(ia_st, "tensor");
+    const char *ia_ty = json_string_value(json_object_get(ia, "type"));
+    const bool fl = ia_ty && !strcmp(ia_ty, "float");
+    out->act_fp8_static = out->static_input && fl && json_integer_value(json_object_get(ia, "num_bits")) == 8;
+    if (json_is_object(ia) && ia_st && json_is_true(json_object_get(ia, "dynamic")) &&
+        json_integer_value(json_object_get(ia, "num_bits")) == 8) {
+        out->act_int8_token = !fl && !strcmp(ia_st, "token");
+        out->act_fp8_token = fl && !strcmp(ia_st, "token");
+        out->act_fp8_group128 = fl && !strcmp(ia_st, "group") &&
+                                json_integer_value(json_object_get(ia, "group_size")) == QT_CT_FP8_GROUP;
+    }
+    const char *fmt = json_string_value(json_object_get(g, "format"));
+    if (!fmt) fmt = json_string_value(json_object_get(qc, "format"));
+    if (!json_is_object(w) || !fmt)
+        return qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config.config_groups.%s': no weights arguments or "
+                        "format (only weight-quantized compressed-tensors checkpoints are read)", cfg_path, key);
+    snprintf(out->format, sizeof out->format, "%s", fmt);
+    out->bits = (int)json_integer_value(json_object_get(w, "num_bits"));
+    const char *type = json_string_value(json_object_get(w, "type"));
+    out->is_float = type && !strcmp(type, "float");
+    out->symmetric = !json_is_false(json_object_get(w, "symmetric"));
+    const char *st = json_string_value(json_object_get(w, "strategy"));
+    out->block = st && !strcmp(st, "block");
+    out->strategy = strategy_of(st);
+    out->group_size = json_integer_value(json_object_get(w, "group_size"));
+    json_t *bs = json_object_get(w, "block_structure");
+    out->bh = json_integer_value(json_array_get(bs, 0));
+    out->bw = json_integer_value(json_array_get(bs, 1));
+    static const char *const known[] = {"pack-quantized", "int-quantized", "naive-quantized", "float-quantized",
+                                        "nvfp4-pack-quantized", "mxfp4-pack-quantized"};
+    bool ok = false;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) ok |= !strcmp(fmt, known[i]);
+    if (!ok) return qt_error(QT_ERR_UNSUPPORTED, "%s: compressed-tensors format '%s' is not read (pack-quantized, "
+                             "int-quantized, float-quantized, nvfp4-pack-quantized, mxfp4-pack-quantized)", cfg_path, fmt);
+    if (out->bits < 1 || out->bits > 8 || (out->block && (out->bh <= 0 || out->bw <= 0)) ||
+        (out->strategy == QT_CT_GROUP && out->group_size <= 0))
+        return qt_error(QT_ERR_FORMAT, "%s: group '%s': weights num_bits %d / strategy %s / group_size %lld are not valid",
+                        cfg_path, key, out->bits, st ? st : "?", (long long)out->group_size);
+    return QT_OK;
+}
+
+/* Whether two groups' arguments agree beyond the weights' strategy and group size. */
+static bool same_but_grouping(const qt__ct_layout *a, const qt__ct_layout *b) {
+    return !strcmp(a->format, b->format) && a->bits == b->bits && a->is_float == b->is_float && a->symmetric == b->symmetric &&
+           a->block == b->block && a->bh == b->bh && a->bw == b->bw && a->static_input == b->static_input &&
+           a->act_int8_token == b->act_int8_token && a->act_fp8_token == b->act_fp8_token &&
+           a->act_fp8_group128 == b->act_fp8_group128 && a->act_fp8_static == b->act_fp8_static;
+}
+
+static qt_status add_targets(const char *cfg_path, const char *key, const json_t *g, const qt__ct_layout *gl, qt__ct_layout *out) {
+    const json_t *t = json_object_get(g, "targets");
+    if (!json_is_array(t) || json_array_size(t) == 0)
+        return qt_error(QT_ERR_FORMAT, "%s: field 'quantization_config.config_groups.%s.targets': expected a non-empty list of "
+                        "strings", cfg_path, key);
+    for (size_t i = 0; i < json_array_size(t); i++) {
+        const char *v = json_string_value(json_array_get(t, i));
+        if (!v || strlen(v) >= sizeof out->targets[0].target)
+            return qt_error(QT_ERR_FORMAT, "%s: field 'quantization_config.config_groups.%s.targets[%zu]': expected a string "
+                            "of at most %zu bytes", cfg_path, key, i, sizeof out->targets[0].target - 1);
+        if (out->n_targets == QT__CT_MAX_TARGETS)
+            return qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config.config_groups': more than %d targets", cfg_path,
+                            QT__CT_MAX_TARGETS);
+        qt__ct_target *d = &out->targets[out->n_targets++];
+        snprintf(d->target, sizeof d->target, "%s", v);
+        d->strategy = gl->strategy;
+        d->group_size = gl->group_size;
+    }
+    return QT_OK;
+}
+
 qt_status qt__ct_layout_parse(const char *cfg_path, const json_t *qc, qt__ct_layout *out) {
     memset(out, 0, sizeof *out);
     json_t *groups = json_object_get(qc, "config_groups");
     if (!json_is_object(groups) || json_object_size(groups) == 0) return QT_OK; /* KV-cache only */
-    if (json_object_size(groups) != 1)
-        return qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config.config_groups': %zu groups; only one is read",
-                        cfg_path, json_object_size(groups));
     const char *key;
     json_t *g;
+    qt__ct_layout gl;
     json_object_foreach(groups, key, g) {
-        json_t *w = json_object_get(g, "weights"), *ia = json_object_get(g, "input_activations");
-        const char *ia_st = json_string_value(json_object_get(ia, "strategy"));
-        out->static_input = json_is_object(ia) && json_is_false(json_object_get(ia, "dynamic")) && ia_st &&
-                            !strcmp(ia_st, "tensor");
-        const char *ia_ty = json_string_value(json_object_get(ia, "type"));
-        const bool fl = ia_ty && !strcmp(ia_ty, "float");
-        out->act_fp8_static = out->static_input && fl && json_integer_value(json_object_get(ia, "num_bits")) == 8;
-        if (json_is_object(ia) && ia_st && json_is_true(json_object_get(ia, "dynamic")) &&
-            json_integer_value(json_object_get(ia, "num_bits")) == 8) {
-            out->act_int8_token = !fl && !strcmp(ia_st, "token");
-            out->act_fp8_token = fl && !strcmp(ia_st, "token");
-            out->act_fp8_group128 = fl && !strcmp(ia_st, "group") &&
-                                    json_integer_value(json_object_get(ia, "group_size")) == QT_CT_FP8_GROUP;
-        }
-        const char *fmt = json_string_value(json_object_get(g, "format"));
-        if (!fmt) fmt = json_string_value(json_object_get(qc, "format"));
-        if (!json_is_object(w) || !fmt)
-            return qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config.config_groups.%s': no weights arguments or "
-                            "format (only weight-quantized compressed-tensors checkpoints are read)", cfg_path, key);
-        snprintf(out->format, sizeof out->format, "%s", fmt);
-        out->bits = (int)json_integer_value(json_object_get(w, "num_bits"));
-        const char *type = json_string_value(json_object_get(w, "type"));
-        out->is_float = type && !strcmp(type, "float");
-        out->symmetric = !json_is_false(json_object_get(w, "symmetric"));
-        const char *st = json_string_value(json_object_get(w, "strategy"));
-        out->block = st && !strcmp(st, "block");
-        out->strategy = strategy_of(st);
-        out->group_size = json_integer_value(json_object_get(w, "group_size"));
-        json_t *bs = json_object_get(w, "block_structure");
-        out->bh = json_integer_value(json_array_get(bs, 0));
-        out->bw = json_integer_value(json_array_get(bs, 1));
-        static const char *const known[] = {"pack-quantized", "int-quantized", "naive-quantized", "float-quantized",
-                                            "nvfp4-pack-quantized", "mxfp4-pack-quantized"};
-        bool ok = false;
-        for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) ok |= !strcmp(fmt, known[i]);
-        if (!ok) return qt_error(QT_ERR_UNSUPPORTED, "%s: compressed-tensors format '%s' is not read (pack-quantized, "
-                                 "int-quantized, float-quantized, nvfp4-pack-quantized, mxfp4-pack-quantized)", cfg_path, fmt);
-        if (out->bits < 1 || out->bits > 8 || (out->block && (out->bh <= 0 || out->bw <= 0)) ||
-            (out->strategy == QT_CT_GROUP && out->group_size <= 0))
-            return qt_error(QT_ERR_FORMAT, "%s: group '%s': weights num_bits %d / strategy %s / group_size %lld are not valid",
-                            cfg_path, key, out->bits, st ? st : "?", (long long)out->group_size);
+        qt_status s = parse_group(cfg_path, qc, key, g, &gl);
+        if (s != QT_OK) return s;
+        if (out->n_groups == 0) *out = gl;
+        else if (!same_but_grouping(out, &gl))
+            return qt_error(QT_ERR_UNSUPPORTED, "%s: field 'quantization_config.config_groups.%s': config groups that differ "
+                            "beyond the weights' strategy and group size are not read", cfg_path, key);
+        out->n_groups++;
+        if (json_object_size(groups) > 1 && (s = add_targets(cfg_path, key, g, &gl, out)) != QT_OK) return s;
     }
     out->active = true;
     return QT_OK;
+}
+
+/* compressed-tensors' target matching: "re:" + a regex matched at the start of the name
+ * (Python's re.match), "Linear" (the class of every layer read here), or the name itself. */
+static bool target_matches(const char *target, const char *module) {
+    if (!strcmp(target, "Linear")) return true;
+    if (strncmp(target, "re:", 3)) return !strcmp(target, module);
+    int err;
+    PCRE2_SIZE off;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)(target + 3), PCRE2_ZERO_TERMINATED, PCRE2_ANCHORED, &err, &off, NULL);
+    if (!re) return false;
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
+    const bool hit = md && pcre2_match(re, (PCRE2_SPTR)module, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
+    return hit;
+}
+
+qt_status qt__ct_layout_for(const char *cfg_path, const qt__ct_layout *L, const char *module, qt__ct_layout *out) {
+    *out = *L;
+    if (L->n_groups <= 1) return QT_OK;
+    /* names and regexes before the class name, as vLLM's find_matched_target */
+    for (int pass = 0; pass < 2; pass++)
+        for (int32_t i = 0; i < L->n_targets; i++) {
+            const qt__ct_target *t = &L->targets[i];
+            if ((pass == 0) == !strcmp(t->target, "Linear") || !target_matches(t->target, module)) continue;
+            out->strategy = t->strategy;
+            out->group_size = t->group_size;
+            return QT_OK;
+        }
+    return qt_error(QT_ERR_FORMAT, "%s: quantized module '%s' matches no target of quantization_config.config_groups",
+                    cfg_path, module);
 }
 
 /* A scale tensor of any float dtype -> f32 (n values expected). */
@@ -274,7 +349,7 @@ static qt_status check_input_scale(const char *fp, const qt_st_checkpoint *ck, c
     return input_scale_of(fp, ck, module, &v);
 }
 
-qt_status qt__ct_load_module(qt_model *m, const qt__ct_layout *L, const qt_st_checkpoint *ck, const char *weight_name,
+qt_status qt__ct_load_module(qt_model *m, const qt__ct_layout *L0, const qt_st_checkpoint *ck, const char *weight_name,
                              int64_t rows, int64_t cols, qt_tensor *out, bool *found) {
     *found = false;
     char module[QT_MAX_NAME + 32];
@@ -296,7 +371,10 @@ qt_status qt__ct_load_module(qt_model *m, const qt__ct_layout *L, const qt_st_ch
             return qt_error(QT_ERR_SHAPE, "%s: tensor '%s': [%lld, %lld] but config.json implies [%lld, %lld]", fp, shape->name,
                             (long long)sh[0], (long long)sh[1], (long long)rows, (long long)cols);
     }
-    qt_status s = L->static_input ? check_input_scale(fp, ck, module) : QT_OK;
+    qt__ct_layout own;
+    qt_status s = qt__ct_layout_for(fp, L0, module, &own);
+    const qt__ct_layout *L = &own;
+    if (s == QT_OK && L->static_input) s = check_input_scale(fp, ck, module);
     if (s != QT_OK) return s;
     const struct packed_form *pf = packed_form_of(L, cols);
     const qt_type type = pf ? pf->type : QT_TYPE_F32;

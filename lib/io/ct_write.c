@@ -35,6 +35,7 @@
 #include "io_internal.h"
 #include "model/model_internal.h"
 #include "model/tensor_names.h"
+#include "quant/ct_internal.h"
 #include "quanta/engine.h"
 #include "quanta/formats.h"
 #include "quanta/gptq.h"
@@ -138,6 +139,8 @@ typedef struct ptensor {
     float amax;                  /* weight amax (fp8-static, nvfp4) */
     float shared;                /* fp8-static: shared weight scale; nvfp4: shared global scale */
     float in_amax;               /* input activations' absmax (static schemes), shared over fused shards */
+    int64_t group;               /* integer schemes: the group size, 0 for one scale per channel (the
+                                    fallback of a per-group scheme for rows no group divides) */
     qres r;
     uint64_t bytes;
 } ptensor;
@@ -153,6 +156,8 @@ typedef struct ct_writer {
     const ct_scheme *sc;
     const qt_format_info *fmt;   /* NULL for fp8 block */
     qt_ct_export_opts o;
+    qt_ct_int_args ia;           /* integer schemes: the scheme's arguments, group size resolved */
+    int32_t n_fallback;          /* linears of a per-group scheme that fell back to one scale per channel */
     const char *dir;
     qt_type dtype;               /* BF16 or F16: the model dtype */
     qt_ct_dtype cdt;
@@ -215,6 +220,14 @@ static void warn(ct_writer *w, const char *fmt, ...) {
     if (w->o.warn) w->o.warn(w->o.warn_ctx, msg);
 }
 
+/* The per-channel fallback, said per tensor (not a kernel shape problem: not counted in n_warn). */
+static void note_fallback(ct_writer *w, const ptensor *p) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: input width %lld is not a multiple of the group size %lld: one scale per output "
+             "channel (strategy \"channel\")", p->hf, (long long)p->cols, (long long)w->ia.group_size);
+    if (w->o.warn) w->o.warn(w->o.warn_ctx, msg);
+}
+
 /* vLLM's shape rules for the kernel that would run this layer (per shard, tensor parallel 1). */
 static void check_kernel(ct_writer *w, const ptensor *p) {
     const int64_t n = p->rows, k = p->cols;
@@ -222,7 +235,10 @@ static void check_kernel(ct_writer *w, const ptensor *p) {
     case K_MARLIN: /* marlin_utils.py check_marlin_supports_shape: MIN_THREAD_N 64, MIN_THREAD_K 128 */
         if (n % 64) warn(w, "%s: output size %lld is not divisible by 64; vLLM's Marlin (gptq_marlin) kernel will refuse it", p->hf, (long long)n);
         if (k % 128) warn(w, "%s: input size %lld is not divisible by 128; vLLM's Marlin (gptq_marlin) kernel will refuse it", p->hf, (long long)k);
-        if (k % w->sc->group_size) warn(w, "%s: input size %lld is not divisible by the group size %d; Marlin will refuse it", p->hf, (long long)k, w->sc->group_size);
+        /* marlin_utils.py MARLIN_SUPPORTED_GROUP_SIZES: -1 (channel), 32, 64, 128 */
+        if (p->group && p->group != 32 && p->group != 64 && p->group != 128)
+            warn(w, "%s: group size %lld is not one Marlin supports (32, 64, 128 or per channel); vLLM will refuse it", p->hf,
+                 (long long)p->group);
         break;
     case K_CUTLASS_INT8: /* csrc/quantization/cutlass_w8a8/scaled_mm_entry.cu: c.stride(0) % 16 (N) and
                           * b.stride(1) % 16 (K), "16 Byte Alignment" */
@@ -272,7 +288,7 @@ static qt_status quant_entries(ct_writer *w, int32_t i) {
     const int64_t R = p->rows, C = p->cols;
     qt_status s = QT_OK;
     qt_ct_tensor_sizes z = {0};
-    if (w->fmt && (s = qt_format_tensor_sizes(w->fmt, R, C, &z)) != QT_OK)
+    if (w->fmt && sc->w != W_INT && (s = qt_format_tensor_sizes(w->fmt, R, C, &z)) != QT_OK)
         return qt_error(s, "%s (%s): %s (scheme %s; --keep '%s' leaves it 16-bit)", p->hf, p->src->name, qt_last_error(),
                         sc->key, p->src->name);
     if (sc->w == W_FP8_BLOCK) {
@@ -282,7 +298,7 @@ static qt_status quant_entries(ct_writer *w, int32_t i) {
         return s;
     }
     if (sc->w == W_INT && !strcmp(sc->ct_format, "pack-quantized")) {
-        const int64_t per_row = z.n_scales / R;
+        const int64_t per_row = p->group ? C / p->group : 1;
         s = push_entry(w, i, P_WEIGHT, ".weight_packed", QT_ST_I32, 2, R, qt_ct_packed_len(C, sc->bits));
         if (s == QT_OK) s = push_entry(w, i, P_SCALE, ".weight_scale", w->sdt, 2, R, per_row);
         if (s == QT_OK) s = push_entry(w, i, P_SHAPE, ".weight_shape", QT_ST_I64, 1, 2, 0);
@@ -425,6 +441,14 @@ static qt_status plan(ct_writer *w) {
         } else {
             w->n_kept++;
         }
+        if (p->quant && w->sc->w == W_INT) {
+            const qt_ct_int_args a = qt_ct_int_args_for(&w->ia, p->cols);
+            p->group = a.strategy == QT_CT_GROUP ? a.group_size : 0;
+            if (w->ia.strategy == QT_CT_GROUP && !p->group) {
+                w->n_fallback++;
+                note_fallback(w, p);
+            }
+        }
         w->n_t++;
     }
     if (w->o.kv_k_scale && (s0 = add_kv_scales(w)) != QT_OK) return s0;
@@ -474,6 +498,7 @@ typedef struct qjob {
     const ptensor *p;
     int64_t per_row;              /* scales per row (int, fp8 channel, fp4); 0 for tensor/block */
     int8_t *q, *zp;               /* int: codes, zero points (unpacked) */
+    const float *imp;             /* int: importance weights (cols) or NULL (minmax) */
     float *fs;                    /* float scales */
     uint8_t *out8, *codes8;       /* fp8 codes / fp4 packed, fp4 scale codes */
     qt_status *status;            /* per chunk */
@@ -486,10 +511,8 @@ static qt_status quantize_chunk(const qjob *j, int64_t r0, int64_t r1) {
     const float *x = w->fbuf + r0 * C;
     switch (sc->w) {
     case W_INT: {
-        const qt_ct_int_args a = {.bits = sc->bits, .symmetric = sc->symmetric,
-                                  .strategy = sc->group_size ? QT_CT_GROUP : QT_CT_CHANNEL,
-                                  .group_size = sc->group_size, .dtype = w->cdt};
-        return qt_ct_int_quantize(x, n, C, &a, j->q + r0 * C, j->fs + r0 * j->per_row, j->zp ? j->zp + r0 * j->per_row : NULL);
+        const qt_ct_int_args a = qt_ct_int_args_for(&w->ia, C);
+        return qt__ct_int_quantize_weighted(x, n, C, &a, j->imp, j->q + r0 * C, j->fs + r0 * j->per_row, j->zp ? j->zp + r0 * j->per_row : NULL);
     }
     case W_FP8:
         if (sc->a == A_FP8_TENSOR_STATIC) return qt_ct_fp8_quantize_scaled(x, n, C, j->p->shared, w->cdt, j->out8 + r0 * C);
@@ -592,7 +615,7 @@ static qt_status quantize_tensor(ct_writer *w, int32_t i) {
     int64_t n_scales = 0, weight_bytes = R * C, per_row = 0;
     if (sc->w == W_FP8_BLOCK) n_scales = ((R + FP8_BLOCK - 1) / FP8_BLOCK) * ((C + FP8_BLOCK - 1) / FP8_BLOCK);
     else if (sc->w == W_FP8) n_scales = sc->a == A_FP8_TENSOR_STATIC ? 1 : R, per_row = 1;
-    else if (sc->w == W_INT) per_row = sc->group_size ? C / sc->group_size : 1, n_scales = R * per_row;
+    else if (sc->w == W_INT) per_row = p->group ? C / p->group : 1, n_scales = R * per_row;
     else per_row = C / sc->group_size, weight_bytes = R * C / 2;
     if (packed) weight_bytes = R * qt_ct_packed_len(C, sc->bits) * 4;
     const int64_t n_chunks = (R + CHUNK_ROWS - 1) / CHUNK_ROWS;
@@ -612,6 +635,7 @@ static qt_status quantize_tensor(ct_writer *w, int32_t i) {
     bool given = false;
     if (s == QT_OK) s = given_codes(w, p, &j, &given);
     if (s == QT_OK && !given) {
+        if (sc->w == W_INT && w->o.importance) j.imp = w->o.importance(w->o.importance_ctx, p->src->name, C);
         qt_parallel_for(w->pool, n_chunks, quantize_range, &j);
         for (int64_t k = 0; k < n_chunks && s == QT_OK; k++) {
             if (j.status[k] == QT_OK) continue;
@@ -869,11 +893,17 @@ static qt_status write_weights(ct_writer *w) {
 
 /* ---- config.json and recipe.yaml ------------------------------------------------------ */
 
-static json_t *weight_args(const ct_scheme *sc) {
+/* The weights' QuantizationArgs; group: the integer group size (0: the scheme's
+ * strategy and group), -1: one scale per channel (the per-group fallback). */
+static json_t *weight_args(const ct_writer *w, int64_t group) {
+    const ct_scheme *sc = w->sc;
+    if (sc->w == W_INT && !group) group = sc->group_size ? w->ia.group_size : -1;
+    const char *strategy = sc->w != W_INT ? sc->strategy : group > 0 ? "group" : "channel";
     json_t *a = json_pack("{s:i, s:s, s:b, s:s, s:n, s:b, s:n, s:s, s:{}}", "num_bits", sc->bits, "type", sc->type,
-                          "symmetric", sc->symmetric, "strategy", sc->strategy, "block_structure", "dynamic", 0,
+                          "symmetric", sc->symmetric, "strategy", strategy, "block_structure", "dynamic", 0,
                           "actorder", "observer", "minmax", "observer_kwargs");
-    json_object_set_new(a, "group_size", sc->group_size ? json_integer(sc->group_size) : json_null());
+    json_object_set_new(a, "group_size", sc->w == W_INT ? (group > 0 ? json_integer(group) : json_null())
+                                         : sc->group_size ? json_integer(sc->group_size) : json_null());
     if (sc->w == W_FP8_BLOCK) json_object_set_new(a, "block_structure", json_pack("[i, i]", FP8_BLOCK, FP8_BLOCK));
     json_object_set_new(a, "scale_dtype", sc->scale_dtype ? json_string(sc->scale_dtype) : json_null());
     json_object_set_new(a, "zp_dtype", sc->scale_dtype ? json_string(sc->scale_dtype) : !sc->symmetric ? json_string("torch.int8") : json_null());
@@ -962,17 +992,64 @@ static json_t *kv_args(const ct_writer *w) {
                      "observer", "minmax", "observer_kwargs", "scale_dtype", "zp_dtype");
 }
 
+/* The last component of a module name ("model.layers.0.mlp.down_proj" -> "down_proj"). */
+static const char *module_kind(const ptensor *p) {
+    const char *dot = strrchr(p->hf, '.');
+    return dot ? dot + 1 : p->hf;
+}
+
+/* Whether every quantized linear of kind `kind` has the per-channel fallback (want true) or none does. */
+static bool kind_all(const ct_writer *w, const char *kind, bool want) {
+    for (int32_t i = 0; i < w->n_t; i++)
+        if (w->t[i].quant && !strcmp(module_kind(&w->t[i]), kind) && (w->t[i].group == 0) != want) return false;
+    return true;
+}
+
+/* targets of a config group when a per-group scheme falls back for some linears: the linears
+ * with (channel) or without the fallback, one anchored regex per projection kind ("re:.*\.down_proj$")
+ * when the kind is uniform over the layers, else their module names. The two lists are disjoint,
+ * so no tool's precedence between name, regex and class matches decides anything. */
+static json_t *group_targets(const ct_writer *w, bool channel) {
+    json_t *t = json_array();
+    for (int32_t i = 0; i < w->n_t; i++) {
+        const ptensor *p = &w->t[i];
+        if (!p->quant || (p->group == 0) != channel) continue;
+        const char *kind = module_kind(p);
+        bool first = true;
+        for (int32_t j = 0; j < i && first; j++) first = !(w->t[j].quant && !strcmp(module_kind(&w->t[j]), kind));
+        if (kind_all(w, kind, channel)) {
+            if (!first) continue;
+            char re[sizeof p->hf + 8];
+            snprintf(re, sizeof re, "re:.*\\.%s$", kind);
+            json_array_append_new(t, json_string(re));
+        } else {
+            json_array_append_new(t, json_string(p->hf));
+        }
+    }
+    return t;
+}
+
+static json_t *config_group(const ct_writer *w, json_t *targets, int64_t group) {
+    return json_pack("{s:o, s:o, s:o, s:n, s:s}", "targets", targets, "weights", weight_args(w, group),
+                     "input_activations", act_args(w), "output_activations", "format", w->sc->ct_format);
+}
+
+static json_t *config_groups(const ct_writer *w) {
+    if (!w->n_fallback || w->n_fallback == w->n_quant) /* one strategy for every linear */
+        return json_pack("{s:o}", "group_0", config_group(w, json_pack("[s]", "Linear"), w->n_fallback ? -1 : 0));
+    return json_pack("{s:o, s:o}", "group_0", config_group(w, group_targets(w, false), 0), "group_1",
+                     config_group(w, group_targets(w, true), -1));
+}
+
 static json_t *quant_config(const ct_writer *w) {
-    json_t *grp = json_pack("{s:[s], s:o, s:o, s:n, s:s}", "targets", "Linear", "weights", weight_args(w->sc),
-                            "input_activations", act_args(w), "output_activations", "format", w->sc->ct_format);
     json_t *prov = json_pack("{s:s, s:s, s:s, s:s}", "version", qt_version(), "scheme", w->sc->key, "preset", preset_name(w),
                              "method", w->o.method ? w->o.method : "rtn");
     if (w->o.calibration && w->o.n_calibration > 0) json_object_set_new(prov, "calibration", calibration_json(w));
     json_object_set_new(prov, "command", w->o.command ? json_string(w->o.command) : json_null());
     if (w->o.kv_k_scale && w->o.kv_calib) json_object_set_new(prov, "kv_calib", json_string(w->o.kv_calib));
-    json_t *qc = json_pack("{s:s, s:s, s:s, s:n, s:{s:o}, s:o, s:n, s:{}, s:{}, s:s, s:o}", "quant_method", "compressed-tensors",
+    json_t *qc = json_pack("{s:s, s:s, s:s, s:n, s:o, s:o, s:n, s:{}, s:{}, s:s, s:o}", "quant_method", "compressed-tensors",
                      "format", w->sc->ct_format, "quantization_status", "compressed", "global_compression_ratio",
-                     "config_groups", "group_0", grp, "ignore", ignore_list(w), "kv_cache_scheme", "sparsity_config",
+                     "config_groups", config_groups(w), "ignore", ignore_list(w), "kv_cache_scheme", "sparsity_config",
                      "transform_config", "version", CT_VERSION, "quanta", prov);
     if (qc && w->o.kv_k_scale) json_object_set_new(qc, "kv_cache_scheme", kv_args(w));
     return qc;
@@ -1031,8 +1108,26 @@ static char *recipe_yaml(const ct_writer *w) {
         if (dot) *dot = 0;
         off += (size_t)snprintf(y + off, cap - off, ", %s", mod);
     }
-    snprintf(y + off, cap - off, "]\n      scheme: %s\n# written by quanta %s (round-to-nearest, scheme %s)\n", preset_name(w),
-             qt_version(), w->sc->key);
+    /* a group size other than the preset's, or the per-channel fallback: the config groups
+     * themselves (JSON is YAML's flow style) instead of the preset's name */
+    char *groups = NULL;
+    if (w->sc->w == W_INT && (w->n_fallback || w->ia.group_size != w->sc->group_size)) {
+        json_t *g = config_groups(w);
+        groups = g ? json_dumps(g, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(g);
+        if (!groups) { free(y); return NULL; }
+    }
+    const size_t need = off + (groups ? strlen(groups) : 0) + 256;
+    char *ny = need > cap ? realloc(y, need) : y;
+    if (!ny) { free(y); free(groups); return NULL; }
+    y = ny;
+    if (groups)
+        snprintf(y + off, need - off, "]\n      config_groups: %s\n# written by quanta %s (round-to-nearest, scheme %s)\n",
+                 groups, qt_version(), w->sc->key);
+    else
+        snprintf(y + off, (need > cap ? need : cap) - off, "]\n      scheme: %s\n# written by quanta %s (round-to-nearest, scheme %s)\n",
+                 preset_name(w), qt_version(), w->sc->key);
+    free(groups);
     return y;
 }
 
@@ -1097,6 +1192,17 @@ static qt_status writer_init(ct_writer *w, const qt_model *m, const char *scheme
     }
     if (w->sc->format_row && !(w->fmt = qt_format_find(w->sc->format_row)))
         return qt_error(QT_ERR_UNSUPPORTED, "scheme %s: format row '%s' missing", w->sc->key, w->sc->format_row);
+    if (w->o.group_size && !(w->sc->w == W_INT && w->sc->group_size))
+        return qt_error(QT_ERR_ARG, "--group-size applies to the per-group integer schemes (w4a16, w4a16-asym, w8a16), "
+                        "not %s", w->sc->key);
+    if (w->o.group_size < 0 || w->o.group_size % 8)
+        return qt_error(QT_ERR_ARG, "--group-size %lld: expected a positive multiple of 8 (vLLM's Marlin takes 32, 64, 128)",
+                        (long long)w->o.group_size);
+    if (w->sc->w == W_INT) {
+        qt_status s = qt_ct_int_scheme(m, w->sc->key, &w->ia);
+        if (s != QT_OK) return s;
+        if (w->o.group_size) w->ia.group_size = w->o.group_size;
+    }
     return plan(w);
 }
 
@@ -1114,6 +1220,7 @@ static qt_status fill_estimate(const ct_writer *w, qt_ct_export_estimate *e) {
     e->n_quantized = w->n_quant;
     e->n_kept = w->n_kept;
     e->n_warnings = w->n_warn;
+    e->n_fallback = w->n_fallback;
     e->tensors = calloc((size_t)w->n_t, sizeof *e->tensors);
     if (!e->tensors) return qt_error(QT_ERR_NOMEM, "out of memory");
     e->n_tensors = w->n_t;
@@ -1124,6 +1231,10 @@ static qt_status fill_estimate(const ct_writer *w, qt_ct_export_estimate *e) {
         snprintf(t->name, sizeof t->name, "%s", p->src->name);
         snprintf(t->hf_name, sizeof t->hf_name, "%s", p->hf);
         t->kind = p->quant ? (w->fmt ? w->fmt->name : "fp8-e4m3-block128") : w->dtype == QT_TYPE_F16 ? "f16" : "bf16";
+        if (p->quant && w->sc->w == W_INT) {
+            t->strategy = p->group ? "group" : "channel";
+            t->group_size = p->group;
+        }
         t->bytes = p->bytes;
         t->n_elements = qt__tensor_nelements(p->src);
         elems += (uint64_t)t->n_elements;

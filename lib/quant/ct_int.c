@@ -129,26 +129,62 @@ qt_status qt_ct_int_scale_count(const qt_ct_int_args *a, int64_t rows, int64_t c
     return QT_OK;
 }
 
+qt_ct_int_args qt_ct_int_args_for(const qt_ct_int_args *a, int64_t cols) {
+    qt_ct_int_args o = *a;
+    if (a->strategy != QT_CT_GROUP) return o;
+    o.group_size = a->group_size ? a->group_size : QT_CT_DEFAULT_GROUP_SIZE;
+    if (cols % o.group_size) {
+        o.strategy = QT_CT_CHANNEL;
+        o.group_size = 0;
+    }
+    return o;
+}
+
 /* Index of the scale used by element (r, c). */
 static inline int64_t scale_index(qt_ct_strategy st, int64_t r, int64_t c, int64_t per_row, int64_t group) {
     if (st == QT_CT_TENSOR) return 0;
     return r * per_row + c / group;
 }
 
-qt_status qt_ct_int_quantize(const float *w, int64_t rows, int64_t cols, const qt_ct_int_args *a,
-                             int8_t *q, float *scales, int8_t *zero_points) {
+/* compressed-tensors' _quantize of one value x (already in the dtype) under (scale, zp):
+ * q = clamp(round_half_even(x/scale + zp), qmin, qmax), every step rounded to the dtype. */
+static inline int8_t code_of(float x, float scale, int8_t zp, bool sym, qt_ct_dtype dt, float qmin, float qmax) {
+    float t = qt_ct_round_dtype(x / scale, dt);
+    if (!sym) t = qt_ct_round_dtype(t + (float)zp, dt);
+    t = fminf(fmaxf(t, qmin), qmax);
+    return (int8_t)nearbyintf(t);
+}
+
+/* sum_c imp[c] * (x_c - dequant(quant(x_c)))^2 over one row's columns [c0, c1). */
+static double weighted_error(const float *x, const float *imp, int64_t c0, int64_t c1, float scale, int8_t zp,
+                             bool sym, qt_ct_dtype dt, float qmin, float qmax) {
+    double e = 0.0;
+    for (int64_t c = c0; c < c1; c++) {
+        const float v = qt_ct_round_dtype(x[c], dt);
+        const int8_t q = code_of(v, scale, zp, sym, dt, qmin, qmax);
+        const double d = (double)v - (double)qt_ct_round_dtype((float)(q - (sym ? 0 : zp)) * scale, dt);
+        e += (double)imp[c] * d * d;
+    }
+    return e;
+}
+
+/* The minmax observer (imp NULL), or with importance weights imp (cols) the
+ * range shrunk by the factor p = 1, 0.99, ..., 0.81 (llm-compressor's MSE
+ * observer's grid: maxshrink 0.2, grid 100) whose rounding has the least
+ * importance-weighted squared error; p = 1 (minmax) unless another is strictly
+ * better. Per tensor: always minmax. */
+static qt_status int_quantize(const float *w, int64_t rows, int64_t cols, const qt_ct_int_args *a, const float *imp,
+                              int8_t *q, float *scales, int8_t *zero_points) {
     int64_t group, per_row, total;
     qt_status s = check_int_args(a, rows, cols, &group);
     if (s != QT_OK) return s;
     if (!w || !q || !scales || (!a->symmetric && !zero_points))
         return qt_error(QT_ERR_ARG, "compressed-tensors int quantization: missing input or output buffer");
-    s = qt__ct_check_finite("compressed-tensors int quantization", w, rows, cols);
-    if (s != QT_OK) return s;
+    if ((s = qt__ct_check_finite("compressed-tensors int quantization", w, rows, cols)) != QT_OK) return s;
     qt_ct_int_scale_count(a, rows, cols, &per_row, &total);
     const qt_ct_dtype dt = a->dtype;
     const float qmin = -(float)(1 << (a->bits - 1)), qmax = (float)((1 << (a->bits - 1)) - 1);
 
-    /* Observe min/max per scale (the minmax observer), then calculate_qparams. */
     for (int64_t k = 0; k < total; k++) {
         float mn = INFINITY, mx = -INFINITY;
         int64_t r0, r1, c0, c1;
@@ -162,18 +198,38 @@ qt_status qt_ct_int_quantize(const float *w, int64_t rows, int64_t cols, const q
             }
         int8_t zp;
         qt_ct_int_qparams(mn, mx, a->bits, a->symmetric, dt, &scales[k], &zp);
+        if (imp && a->strategy != QT_CT_TENSOR) {
+            const float *x = w + r0 * cols;
+            double best = weighted_error(x, imp, c0, c1, scales[k], zp, a->symmetric, dt, qmin, qmax);
+            for (int i = 1; i < 20; i++) {
+                const float p = 1.0f - (float)i / 100.0f;
+                float sc;
+                int8_t z;
+                qt_ct_int_qparams(mn * p, mx * p, a->bits, a->symmetric, dt, &sc, &z);
+                const double e = weighted_error(x, imp, c0, c1, sc, z, a->symmetric, dt, qmin, qmax);
+                if (e < best) best = e, scales[k] = sc, zp = z;
+            }
+        }
         if (!a->symmetric) zero_points[k] = zp;
     }
 
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) {
             const int64_t k = scale_index(a->strategy, r, c, per_row, group);
-            float t = qt_ct_round_dtype(qt_ct_round_dtype(w[r * cols + c], dt) / scales[k], dt);
-            if (!a->symmetric) t = qt_ct_round_dtype(t + (float)zero_points[k], dt);
-            t = fminf(fmaxf(t, qmin), qmax);
-            q[r * cols + c] = (int8_t)nearbyintf(t);
+            q[r * cols + c] = code_of(qt_ct_round_dtype(w[r * cols + c], dt), scales[k], a->symmetric ? 0 : zero_points[k],
+                                      a->symmetric, dt, qmin, qmax);
         }
     return QT_OK;
+}
+
+qt_status qt_ct_int_quantize(const float *w, int64_t rows, int64_t cols, const qt_ct_int_args *a,
+                             int8_t *q, float *scales, int8_t *zero_points) {
+    return int_quantize(w, rows, cols, a, NULL, q, scales, zero_points);
+}
+
+qt_status qt__ct_int_quantize_weighted(const float *w, int64_t rows, int64_t cols, const qt_ct_int_args *a,
+                                       const float *imp, int8_t *q, float *scales, int8_t *zero_points) {
+    return int_quantize(w, rows, cols, a, imp, q, scales, zero_points);
 }
 
 qt_status qt_ct_int_dequantize(const int8_t *q, const float *scales, const int8_t *zero_points,

@@ -694,7 +694,8 @@ static int64_t ct_group(void *ctx, const qt_tensor *src) {
         const int64_t gs = float_group[x->fkind];
         return gs && gs < src->ne[0] ? gs : src->ne[0];
     }
-    return x->a.strategy == QT_CT_GROUP ? (x->a.group_size ? x->a.group_size : QT_CT_DEFAULT_GROUP_SIZE) : src->ne[0];
+    const qt_ct_int_args a = qt_ct_int_args_for(&x->a, src->ne[0]); /* per channel where no group divides the row */
+    return a.strategy == QT_CT_GROUP ? a.group_size : src->ne[0];
 }
 
 /* The largest weight amax over src and the shards vLLM fuses with it (the
@@ -969,6 +970,10 @@ qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char 
         s = qt_ct_float_scheme(m, scheme, &x.fkind, &x.fdt);
     }
     if (s != QT_OK) return qt_error(s, "gptq: %s", qt_last_error());
+    if (o->group_size && (x.is_float || x.a.strategy != QT_CT_GROUP))
+        return qt_error(QT_ERR_ARG, "--group-size applies to the per-group integer schemes (w4a16, w4a16-asym, w8a16), "
+                        "not %s", scheme);
+    if (o->group_size) x.a.group_size = o->group_size; /* --group-size */
     if (o->keep && o->keep[0])
         return qt_error(QT_ERR_UNSUPPORTED, "gptq: --keep with a compressed-tensors scheme is not supported yet");
     qt__calib_target tg = {&x, ct_linear, ct_layer_done, ct_group, ct_fake_quant, ct_vector_keep, NULL, NULL};

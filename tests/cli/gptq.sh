@@ -106,5 +106,25 @@ echo "tiny256-random, evaluation slice, ctx 128, 4 chunks: mean KLD to F16: w4a1
 ok test "${#kld[@]}" = 2
 ok lt "${kld[1]}" "${kld[0]}"
 
+# ---- compressed-tensors: w4a16 on stories260K, the largest group its shapes allow ---------------------
+# Its rows are 64 wide (ffn_down's 172): groups of 64, and ffn_down per channel (said per tensor,
+# a second config group). GPTQ < imatrix RTN < RTN in perplexity on the evaluation slice.
+check "gptq w4a16 g64 (stories260K)" 0 "$q" quantize "$stories" "$tmp/w4-gptq" --scheme w4a16 --group-size 64 \
+    --algo gptq --calib "$tmp/calib.txt" --nsamples 16 --seqlen 256 --json
+ok has err "model.layers.4.mlp.down_proj: input width 172 is not a multiple of the group size 64: one scale per output channel"
+ok grep -q '"per_channel_fallback": 5' "$tmp/out"
+ok grep -q '"strategy": "channel"' "$tmp/w4-gptq/config.json"
+ok grep -q '"group_size": 64' "$tmp/w4-gptq/config.json"
+check "rtn w4a16 g64 (stories260K)" 0 "$q" quantize "$stories" "$tmp/w4-rtn" --scheme w4a16 --group-size 64 -q
+check "imatrix rtn w4a16 g64 (stories260K)" 0 "$q" quantize "$stories" "$tmp/w4-imx" --scheme w4a16 --group-size 64 -q \
+    --imatrix "$shared/reference/llamacpp-quantize/imatrix-stories260K.gguf"
+ok grep -q '"method": "imatrix-rtn"' "$tmp/w4-imx/config.json"
+expect "inspect w4a16 g64" 0 "" "$q" inspect "$tmp/w4-gptq"
+w_b=$(ppl "$stories" 256 20); w_r=$(ppl "$tmp/w4-rtn" 256 20); w_i=$(ppl "$tmp/w4-imx" 256 20); w_g=$(ppl "$tmp/w4-gptq" 256 20)
+echo "stories260K, evaluation slice, ctx 256, 20 chunks: F32 $w_b, w4a16 g64 RTN $w_r, imatrix RTN $w_i, GPTQ $w_g"
+ok test -n "$w_b" -a -n "$w_r" -a -n "$w_i" -a -n "$w_g"
+ok lt "$w_g" "$w_i"
+ok lt "$w_i" "$w_r"
+
 echo "gptq: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -20,7 +20,16 @@ expect "no scheme" 2 "need --scheme" "$q" quantize "$stories" "$tmp/x.gguf"
 expect "unknown scheme" 2 "unknown scheme 'q9_z'" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q9_z
 ok test ! -e "$tmp/x.gguf"
 # vLLM schemes write a compressed-tensors directory (tests/unit/test_ct_export.c checks its contents)
-expect "vLLM scheme, rows that do not divide" 1 "not a multiple of the group size 128" "$q" quantize "$stories" "$tmp/ct" --scheme w4a16
+# rows no group of 128 divides (stories260K's 64 and 172): one scale per output channel, said per tensor
+expect "vLLM scheme, rows no group divides" 0 "model.layers.0.mlp.down_proj: input width 172 is not a multiple of the group size 128" \
+    "$q" quantize "$stories" "$tmp/ct" --scheme w4a16 --dry-run
+ok has err "strategy 35 of 35 linears per channel"
+ok test ! -e "$tmp/ct"
+expect "--group-size on a GGUF scheme" 2 "--group-size applies to the compressed-tensors integer schemes" \
+    "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --group-size 64
+expect "--group-size not a multiple of 8" 2 "multiple of 8" "$q" quantize "$stories" "$tmp/ct" --scheme w4a16 --group-size 60
+expect "--group-size on fp8" 1 "--group-size applies to the per-group" "$q" quantize "$stories" "$tmp/ct" \
+    --scheme fp8-dynamic --group-size 64 --dry-run
 ok test ! -e "$tmp/ct"
 expect "vLLM scheme, GGUF-only option" 2 "applies to GGUF schemes only" "$q" quantize "$tiny" "$tmp/ct" --scheme w4a16 --pure
 expect "vLLM scheme, dry run" 0 "" "$q" quantize "$tiny" "$tmp/ct" --scheme w4a16 --dry-run --json

@@ -22,6 +22,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (L.bits < 1 || L.bits > 8 || !L.format[0]) abort();
         if (L.strategy == QT_CT_GROUP && L.group_size <= 0) abort();
         if (L.block && (L.bh <= 0 || L.bw <= 0)) abort();
+        /* every group's weights are valid, and a module's layout comes from one of them */
+        for (int32_t i = 0; i < L.n_targets; i++)
+            if (L.targets[i].strategy == QT_CT_GROUP && L.targets[i].group_size <= 0) abort();
+        qt__ct_layout M;
+        if (qt__ct_layout_for("config.json", &L, "model.layers.0.mlp.down_proj", &M) != QT_OK) {
+            if (!qt_last_error()[0]) abort();
+        } else if (M.strategy == QT_CT_GROUP && M.group_size <= 0) {
+            abort();
+        }
     }
     json_decref(root);
     return 0;

@@ -39,6 +39,8 @@ static void help(void) {
            "                             i-quants below 4 bits and Q2_K_S need one, per tensor, as in\n"
            "                             llama-quantize; a tensor the file lacks (token_embd, output)\n"
            "                             is quantized without weights, with a note\n"
+           "                             (w4a16, w4a16-asym, w8a16, w8a8-int8: each scale's range is shrunk\n"
+           "                             by the factor 1 .. 0.81 with the least importance-weighted error)\n"
            "  --calib FILE [--nsamples N] [--seqlen L] [--seed S]\n"
            "                             calibration text, cut by the rule every verb shares (N windows\n"
            "                             of L tokens, default all of 512, each starting with BOS; S > 0\n"
@@ -65,6 +67,10 @@ static void help(void) {
            "                             round to nearest after the scales; docs/awq.md\n"
            "  --act-order                GPTQ: columns by decreasing Hessian diagonal\n"
            "  --alpha A                  SmoothQuant's migration strength, 0..1 (default 0.5)\n"
+           "  --group-size G             w4a16, w4a16-asym, w8a16: G input columns per scale (default\n"
+           "                             128; vLLM's Marlin takes 32, 64, 128); a linear whose input\n"
+           "                             width G does not divide gets one scale per output channel,\n"
+           "                             named, as a second config group\n"
            QKV_HELP
            "  --tensor-type REGEX=TYPE   give tensors whose GGUF name (e.g. blk.3.ffn_down.weight)\n"
            "                             matches REGEX (PCRE2, searched, first match wins) the ggml\n"
@@ -122,6 +128,7 @@ typedef struct args {
     bool then_rtn;              /* awq, smoothquant: round to nearest after the scales */
     bool act_order;             /* --act-order */
     double alpha;               /* --alpha; < 0: not given */
+    int64_t group_size;         /* --group-size; 0: the scheme's */
     qkv kv;                     /* --kv-dtype, --kv-calib, --kv-scale-gran */
     qt_gptq_memory mem;         /* --algo: the GPTQ driver's peak estimated before the run */
     uint64_t max_shard;         /* --max-shard-size; 0: the default */
@@ -191,6 +198,12 @@ static int parse_value(args *a, const char *opt, const char *v) {
             return cli_usage(VERB, "--algo '%s': expected rtn, gptq, awq, awq+gptq, smoothquant or smoothquant+gptq", v);
     } else if (!strcmp(opt, "--max-shard-size")) {
         return parse_shard_size(a, v);
+    } else if (!strcmp(opt, "--group-size")) {
+        long long n;
+        int rc = cli_parse_int(VERB, opt, v, 8, 1 << 20, &n);
+        if (rc != CLI_OK) return rc;
+        if (n % 8) return cli_usage(VERB, "--group-size %lld: expected a multiple of 8 (vLLM's Marlin takes 32, 64, 128)", n);
+        a->group_size = n;
     } else if (!strcmp(opt, "--alpha")) {
         char *end;
         a->alpha = strtod(v, &end);
@@ -202,7 +215,7 @@ static int parse_value(args *a, const char *opt, const char *v) {
 
 static int parse(int argc, char **argv, args *a) {
     static const char *with_value[] = {"--scheme", "--imatrix", "--tensor-type", "--keep", "--output-tensor-type",
-                                       "--token-embedding-type", "--threads", "--algo", "--alpha",
+                                       "--token-embedding-type", "--threads", "--algo", "--alpha", "--group-size",
                                        "--kv-dtype", "--kv-calib", "--kv-scale-gran", "--max-shard-size"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -533,6 +546,9 @@ static int kv_scales(args *a, const qt_model *m) {
 
 static int run_gguf(args *a, qt_model *m) {
     qt_quantize_plan *p = NULL;
+    if (a->group_size)
+        return cli_usage(VERB, "--group-size applies to the compressed-tensors integer schemes (w4a16, w4a16-asym, w8a16); "
+                               "a GGUF type's blocks are fixed (--scheme %s)", a->scheme);
     int rc = gguf_calibrate(a, m);
     if (rc == CLI_OK) rc = kv_scales(a, m);
     if (rc != CLI_OK) return rc;
@@ -579,15 +595,49 @@ static void ct_warn(void *ctx, const char *msg) {
     if (!*(const int *)ctx) fprintf(stderr, "quanta: warning: %s\n", msg);
 }
 
+/* --imatrix on an integer scheme: the importance weights of each linear (qt_ct_export_opts.importance). */
+typedef struct ct_imatrix {
+    qt_imatrix *im;
+    const char *label;
+    float *buf;
+    int64_t cap;
+    int quiet;
+} ct_imatrix;
+
+static const float *ct_importance(void *ctx, const char *name, int64_t cols) {
+    ct_imatrix *c = ctx;
+    if (cols > c->cap) {
+        float *b = realloc(c->buf, (size_t)cols * sizeof *b);
+        if (!b) return NULL;
+        c->buf = b;
+        c->cap = cols;
+    }
+    const qt_status st = qt_imatrix_get(c->im, name, cols, 1, c->buf);
+    if (st == QT_OK) return c->buf;
+    if (!c->quiet)
+        fprintf(stderr, "quanta: note: %s: %s: quantized without importance weights (minmax)\n", c->label,
+                st == QT_ERR_NOT_FOUND ? "no entry for this tensor" : qt_last_error());
+    return NULL;
+}
+
 /* GGUF-only options make no sense for a compressed-tensors directory: say so. */
-static int ct_refuse_gguf_options(const args *a) {
-    const char *opt = a->o.imatrix ? "--imatrix" : a->o.n_overrides ? "--tensor-type"
+static int ct_refuse_gguf_options(const args *a, bool int_scheme) {
+    const char *opt = a->o.imatrix && !int_scheme ? "--imatrix" : a->o.n_overrides ? "--tensor-type"
                     : a->o.output_type != QT_TYPE_COUNT ? "--output-tensor-type"
                     : a->o.embd_type != QT_TYPE_COUNT ? "--token-embedding-type" : a->o.pure ? "--pure"
                     : a->o.leave_output ? "--leave-output-tensor" : NULL;
     return opt ? cli_usage(VERB, "%s applies to GGUF schemes only; --scheme %s writes a compressed-tensors directory", opt,
                            a->scheme)
                : CLI_OK;
+}
+
+/* A tensor's integer strategy for the dry-run listing: "g64", "channel", or "". */
+static const char *strategy_label(const qt_ct_export_tensor *t) {
+    static _Thread_local char buf[32];
+    if (!t->strategy) return "";
+    if (!t->group_size) return t->strategy;
+    snprintf(buf, sizeof buf, "g%lld", (long long)t->group_size);
+    return buf;
 }
 
 static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t rss) {
@@ -605,6 +655,7 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
     json_object_set_new(root, "peak_rss_bytes", a->dry_run ? json_null() : json_integer((json_int_t)rss));
     json_object_set_new(root, "kernel_warnings", json_integer(e->n_warnings));
     if (!a->dry_run) json_object_set_new(root, "resumed_tensors", json_integer(e->n_resumed));
+    json_object_set_new(root, "per_channel_fallback", json_integer(e->n_fallback));
     if (a->algo) json_object_set_new(root, "peak_rss_estimate_bytes", json_integer((json_int_t)a->mem.total));
     if (a->calib.file) json_object_set_new(root, "calibration", calib_json(&a->qc.set));
     if (a->kv.on) json_object_set_new(root, "kv_cache", qkv_json(&a->kv));
@@ -613,6 +664,10 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
         json_object_set_new(o, "name", json_string(e->tensors[i].name));
         json_object_set_new(o, "hf_name", json_string(e->tensors[i].hf_name));
         json_object_set_new(o, "type", json_string(e->tensors[i].kind));
+        if (e->tensors[i].strategy) {
+            json_object_set_new(o, "strategy", json_string(e->tensors[i].strategy));
+            json_object_set_new(o, "group_size", e->tensors[i].group_size ? json_integer(e->tensors[i].group_size) : json_null());
+        }
         json_object_set_new(o, "bytes", json_integer((json_int_t)e->tensors[i].bytes));
         json_array_append_new(ts, o);
     }
@@ -632,7 +687,9 @@ static void ct_resume_notes(const args *a, const qt_ct_export_estimate *e, qt_st
 }
 
 static int run_ct(args *a, const qt_model *m, const char *key) {
-    int rc = ct_refuse_gguf_options(a);
+    qt_ct_int_args ia = {0};
+    const bool int_scheme = qt_ct_int_scheme(m, key, &ia) == QT_OK;
+    int rc = ct_refuse_gguf_options(a, int_scheme && !a->algo);
     if (rc == CLI_OK) rc = qkv_ct(VERB, &a->kv, NULL);
     if (rc != CLI_OK) return rc;
     if ((a->o.resumable || a->o.resume) && a->algo)
@@ -644,11 +701,16 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     keep[a->o.n_keep] = NULL;
     qt_ct_export_opts o = {.force = a->force, .n_threads = a->o.threads, .keep = keep, .command = a->o.command_line,
                            .warn = ct_warn, .warn_ctx = &a->quiet, .method = a->algo, .max_shard_bytes = a->max_shard,
-                           .resumable = a->o.resumable, .resume = a->o.resume, .tensor_written = test_hook};
+                           .resumable = a->o.resumable, .resume = a->o.resume, .tensor_written = test_hook,
+                           .group_size = a->group_size};
     qt_gguf_kv calib_kv[QT_CALIB_MAX_KV];
     if (a->calib.file && a->algo) {
         /* fp8-static and nvfp4 also take the activations' absmax (observed on the unquantized model, as for rtn) */
         const bool act = qt_ct_scheme_uses_act_stats(key);
+        if (act && a->smoothing != QT_SMOOTH_NONE) /* the absmax would be the unsmoothed activations' */
+            return cli_usage(VERB, "--algo %s with --scheme %s: the static input scales are observed on the unsmoothed "
+                             "model, which the smoothing changes; not supported (fp8-dynamic takes no input scale)",
+                             a->algo, key);
         if ((rc = act ? qcalib_amax(m, &a->calib, a->o.threads, a->quiet, &a->qc) : qcalib_samples(m, &a->calib, &a->qc)) !=
             CLI_OK)
             return rc;
@@ -674,11 +736,18 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
         o.n_calibration = qt_calib_set_gguf_kv(&a->qc.set, calib_kv);
     }
     if ((rc = kv_scales(a, m)) != CLI_OK || (rc = qkv_ct(VERB, &a->kv, &o)) != CLI_OK) return rc;
+    ct_imatrix imx = {.label = a->o.imatrix, .quiet = a->quiet};
+    if (a->o.imatrix) {
+        qt_status ist = qt_imatrix_open(a->o.imatrix, &imx.im);
+        if (ist != QT_OK) return cli_fail(ist);
+        o.importance = ct_importance;
+        o.importance_ctx = &imx;
+        o.method = "imatrix-rtn";
+    }
     qt_ct_export_estimate e = {0};
     qt_status st;
-    qt_ct_int_args ia;
-    if (a->algo && qt_ct_int_scheme(m, key, &ia) == QT_OK)
-        a->mem = gptq_memory(a, m, NULL, ia.strategy == QT_CT_GROUP ? (ia.group_size ? ia.group_size : QT_CT_DEFAULT_GROUP_SIZE) : 0);
+    if (int_scheme && a->algo)
+        a->mem = gptq_memory(a, m, NULL, ia.strategy == QT_CT_GROUP ? (a->group_size ? a->group_size : ia.group_size) : 0);
     if (a->dry_run) {
         st = qt_ct_export_estimate_plan(m, key, &o, &e);
     } else if (a->algo) {
@@ -693,6 +762,8 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
         st = qt_ct_export(m, key, a->out, &o, &e);
         cli_progress_end();
     }
+    qt_imatrix_close(imx.im);
+    free(imx.buf);
     if (st != QT_OK) {
         rc = cli_fail(st);
         ct_resume_notes(a, &e, st);
@@ -702,12 +773,15 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     const uint64_t rss = qt_bench_peak_rss(); /* VmHWM */
     if (!a->quiet) {
         for (int32_t i = 0; a->dry_run && i < e.n_tensors; i++)
-            fprintf(stderr, "%-36s %-18s %12llu\n", e.tensors[i].name, e.tensors[i].kind,
-                    (unsigned long long)e.tensors[i].bytes);
+            fprintf(stderr, "%-36s %-18s %-10s %12llu\n", e.tensors[i].name, e.tensors[i].kind,
+                    strategy_label(&e.tensors[i]), (unsigned long long)e.tensors[i].bytes);
         fprintf(stderr, "\n%s -> %s (%s, llm-compressor %s, format %s)\n", a->in, a->dry_run ? "(dry run)" : a->out, e.scheme,
                 e.preset, e.format);
         fprintf(stderr, "  tensors  %d quantized, %d kept 16-bit; %.2f MiB in %d shard%s; %.4f bpw\n", e.n_quantized, e.n_kept,
                 mib(e.tensor_bytes), e.n_shards, e.n_shards == 1 ? "" : "s", e.bits_per_weight);
+        if (e.n_fallback)
+            fprintf(stderr, "  strategy %d of %d linears per channel: no group of %lld divides their input width\n",
+                    e.n_fallback, e.n_quantized, (long long)(a->group_size ? a->group_size : ia.group_size));
         if (a->algo)
             fprintf(stderr, "  algorithm %s, calibrated on %s (%d x %d tokens)\n", a->algo, a->qc.set.path,
                     a->qc.set.n_samples, a->qc.set.seq_len);
