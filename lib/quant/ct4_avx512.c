@@ -1,0 +1,95 @@
+/* lib/quant/ct4_avx512.c — AVX-512 fused dots of the weight-only 4-bit
+ * compressed-tensors rows (ct4.h): the group's 16-entry code book is one
+ * register and one vpermps decodes 16 weights. The 16-lane accumulators are
+ * the ones dot_avx2.c holds as register pairs (ggml_vec_dot_f32's and
+ * tinyBLAS's lanes), so the bits are the AVX2 kernels' and the references'.
+ */
+#include <immintrin.h>
+
+#include "ct4.h"
+#include "dot.h"
+#include "dot_x86.h"
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+ALWAYS_INLINE __m512 make_lut(const void *row, const qt__ct4_form *f, int64_t g) {
+    if (f->kind == QT_CT4_INT4) {
+        float t[16];
+        qt__ct4_lut(row, f, g, t);
+        return _mm512_loadu_ps(t);
+    }
+    return _mm512_mul_ps(_mm512_loadu_ps(qt__e2m1_values), _mm512_set1_ps(qt__ct4_fp4_scale(row, f, g)));
+}
+
+typedef struct {
+    const void *row;
+    const uint8_t *codes;
+    qt__ct4_form f;
+    int64_t ga, gb;
+    __m512 la, lb;
+} decoder;
+
+/* Elements 32k..32k+15 (e[0]) and 32k+16..32k+31 (e[1]). */
+ALWAYS_INLINE void chunk(decoder *d, int64_t k, __m512 e[2]) {
+    const int64_t ga = 32 * k / d->f.group, gb = (32 * k + 16) / d->f.group;
+    if (ga != d->ga) {
+        d->ga = ga;
+        d->la = ga == d->gb ? d->lb : make_lut(d->row, &d->f, ga);
+    }
+    if (gb != d->gb) {
+        d->gb = gb;
+        d->lb = gb == ga ? d->la : make_lut(d->row, &d->f, gb);
+    }
+    const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(d->codes + 16 * k)));
+    e[0] = _mm512_permutexvar_ps(_mm512_and_si512(b, _mm512_set1_epi32(15)), d->la);
+    e[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), d->lb);
+}
+
+ALWAYS_INLINE decoder start(const void *row, int64_t n, qt__ct4_form f) {
+    decoder d = {row, qt__ct4_codes(row, n, &f), f, -1, -1, _mm512_setzero_ps(), _mm512_setzero_ps()};
+    return d;
+}
+
+/* _mm512_reduce_add_ps's order, written out: lanes i and i+8, then the hsum8 order */
+ALWAYS_INLINE float reduce16(__m512 z) {
+    return qt__hsum8_avx(_mm256_add_ps(_mm512_extractf32x8_ps(z, 1), _mm512_castps512_ps256(z)));
+}
+
+ALWAYS_INLINE float dot(const void *x, const float *y, int64_t n, qt__ct4_form f) {
+    decoder d = start(x, n, f);
+    const int64_t np = n & ~(int64_t)63;
+    __m512 z[4], e[4];
+    for (int k = 0; k < 4; k++) z[k] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < np; i += 64) {
+        chunk(&d, i / 32, e);
+        chunk(&d, i / 32 + 1, e + 2);
+        for (int k = 0; k < 4; k++) z[k] = _mm512_fmadd_ps(e[k], _mm512_loadu_ps(y + i + 16 * k), z[k]);
+    }
+    const float sum = reduce16(_mm512_add_ps(_mm512_add_ps(z[0], z[2]), _mm512_add_ps(z[1], z[3])));
+    if (np == n) return sum;
+    float w[32];
+    chunk(&d, np / 32, e);
+    _mm512_storeu_ps(w, e[0]);
+    _mm512_storeu_ps(w + 16, e[1]);
+    return qt__dot_f32_tail(sum, w, y + np, 0, n - np);
+}
+
+ALWAYS_INLINE float gemm(const void *x, const float *y, int64_t n, qt__ct4_form f) {
+    decoder d = start(x, n, f);
+    __m512 z = _mm512_setzero_ps(), e[2];
+    for (int64_t i = 0; i < n; i += 32) {
+        chunk(&d, i / 32, e);
+        z = _mm512_fmadd_ps(e[0], _mm512_loadu_ps(y + i), z);
+        z = _mm512_fmadd_ps(e[1], _mm512_loadu_ps(y + i + 16), z);
+    }
+    return reduce16(z);
+}
+
+#define DEFS(t, KIND, G, P)                                                                                           \
+    float qt__dot_ct4_##t##_avx512(const void *x, const void *y, int64_t n) { return dot(x, y, n, (qt__ct4_form){KIND, G, P}); } \
+    float qt__gemm_ct4_##t##_avx512(const void *x, const void *y, int64_t n) { return gemm(x, y, n, (qt__ct4_form){KIND, G, P}); }
+DEFS(w4g32, QT_CT4_INT4, 32, 5)
+DEFS(w4g64, QT_CT4_INT4, 64, 5)
+DEFS(w4g128, QT_CT4_INT4, 128, 5)
+DEFS(nvfp4, QT_CT4_NVFP4, QT_CT_NVFP4_GROUP, 1)
+DEFS(mxfp4, QT_CT4_MXFP4, QT_CT_MXFP4_GROUP, 1)
