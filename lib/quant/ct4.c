@@ -77,7 +77,13 @@ static void decode_chunk(const void *row, int64_t n, const qt__ct4_form *f, int6
 static void to_float(qt_type t, const void *row, float *y, int64_t n) {
     qt__ct4_form f;
     qt__ct4_form_of(t, &f);
-    for (int64_t k = 0; k < n / QT_CT4_CHUNK; k++) decode_chunk(row, n, &f, k, y + 32 * k);
+    const uint8_t *q = qt__ct4_codes(row, n, &f);
+    float lut[16];
+    for (int64_t i = 0; i < n; i++) {
+        if (i % f.group == 0) qt__ct4_lut(row, &f, i / f.group, lut);
+        const uint8_t b = q[i / 32 * 16 + i % 16];
+        y[i] = lut[i % 32 < 16 ? b & 15 : b >> 4];
+    }
 }
 
 /* _mm512_reduce_add_ps's order (dot.c's reduce16) */

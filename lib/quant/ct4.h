@@ -105,6 +105,8 @@ QT__CT4_DECL(nvfp4)
 QT__CT4_DECL(mxfp4)
 #ifdef QT_ARCH_X86
 #define QT__CT4_DECL_X86(t)                                                   \
+    void qt__ct4_##t##_to_float_avx2(const void *row, float *y, int64_t n);   \
+    void qt__ct4_##t##_to_float_avx512(const void *row, float *y, int64_t n); \
     float qt__dot_ct4_##t##_avx2(const void *x, const void *y, int64_t n);    \
     float qt__gemm_ct4_##t##_avx2(const void *x, const void *y, int64_t n);   \
     float qt__dot_ct4_##t##_avx512(const void *x, const void *y, int64_t n);  \

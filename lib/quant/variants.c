@@ -106,7 +106,8 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_COUNT, QT__CPU_AVX512, .ct_int4_row = qt__ct_int4_row_avx512},
     /* weight-only 4-bit compressed-tensors rows (ct4_avx2.c, ct4_avx512.c): the f32 dots' bits */
 #define QT_CT4(t, T, SUFFIX, LEVEL) \
-    {QT_TYPE_CT_##T, LEVEL, .vec_dot = qt__dot_ct4_##t##_##SUFFIX, .vec_dot_gemm = qt__gemm_ct4_##t##_##SUFFIX}
+    {QT_TYPE_CT_##T, LEVEL, .to_float = qt__ct4_##t##_to_float_##SUFFIX, .vec_dot = qt__dot_ct4_##t##_##SUFFIX, \
+     .vec_dot_gemm = qt__gemm_ct4_##t##_##SUFFIX}
     QT_CT4(w4g32, W4_G32, avx2, QT__CPU_AVX2), QT_CT4(w4g64, W4_G64, avx2, QT__CPU_AVX2),
     QT_CT4(w4g128, W4_G128, avx2, QT__CPU_AVX2), QT_CT4(nvfp4, NVFP4, avx2, QT__CPU_AVX2),
     QT_CT4(mxfp4, MXFP4, avx2, QT__CPU_AVX2),

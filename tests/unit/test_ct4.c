@@ -53,7 +53,7 @@ static void random_row(qt_type t, uint8_t *row, int64_t n) {
         qt__ct4_set_header(row, w);
     }
     for (int64_t g = 0; g < n / f.group; g++) {
-        const float s = qt_ct_round_dtype(ldexpf(1.0f + frand() * 0.99f, -(int)(next_u32() % 9)), dt);
+        const float s = qt_ct_round_dtype(ldexpf(1.0f + frand() * 0.99f, -(int)(next_u32() % 28)) /* down to f16 subnormals */, dt);
         const int8_t zp = (next_u32() % 2) ? (int8_t)((int)(next_u32() % 16) - 8) : 0;
         uint8_t b = (uint8_t)(next_u32() % 256);
         if (f.kind == QT_CT4_NVFP4) b = (uint8_t)(next_u32() % 0x7e); /* positive, not NaN */
@@ -91,6 +91,11 @@ static void test_dots(void) {
                           (long long)n, (double)d_ref, (double)g_ref, (double)d_f32, (double)g_f32);
                 for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
                     if (v->type != t || !v->vec_dot || v->level > qt__cpu_level_get()) continue;
+                    float *vd = malloc((size_t)n * 4);
+                    v->to_float(w, vd, n);
+                    CHECK_MSG(memcmp(vd, deq, (size_t)n * 4) == 0, "%s %s n=%lld: to_float differs from the reference",
+                              r->name, qt__cpu_level_str(v->level), (long long)n);
+                    free(vd);
                     const float gd = v->vec_dot(w, y, n), gg = v->vec_dot_gemm(w, y, n);
                     CHECK_MSG(memcmp(&gd, &d_ref, 4) == 0 && memcmp(&gg, &g_ref, 4) == 0,
                               "%s %s n=%lld: %.9g / %.9g, references %.9g / %.9g", r->name, qt__cpu_level_str(v->level),
