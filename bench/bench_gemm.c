@@ -16,7 +16,8 @@
  * them: "f32 rows" is the old dequantize-on-load path (the f32 weights, the
  * f32 dots), "fused L" each fused dot variant on the packed rows (decode),
  * "dequant rows" the engine's batch path (each packed row dequantized once,
- * then the f32 dots); weight_gbps counts each path's own weight bytes. Prints one
+ * then the f32 dots), "gemm L" the blocked kernels (batches); weight_gbps counts each path's own
+ * weight bytes. Prints one
  * JSON document on stdout: per type, shape and batch, the median over --reps
  * of thread CPU seconds (cpu_s: the kernel's cost even on a shared machine)
  * and wall seconds, with gflops (2 * multiply-adds / cpu_s / 1e9),
@@ -79,10 +80,12 @@ static void time_gemm(qt__gemm_fn g, const uint8_t *w, size_t ldw, int64_t rows,
     *wall = median(tw, reps);
 }
 
-/* One ct4 timing: kind 0 the f32 rows, 1 a fused dot, 2 the packed rows dequantized once each. */
+/* One ct4 timing: kind 0 the f32 rows, 1 a fused dot, 2 the packed rows dequantized once each,
+ * 3 a blocked kernel. */
 typedef struct {
     int kind;
     qt_vec_dot_fn dot;     /* kind 1 */
+    qt__gemm_fn gemm;      /* kind 3 */
     qt_type t;
     const uint8_t *w;      /* packed rows (kinds 1, 2) or f32 rows (kind 0) */
     size_t ldw;
@@ -94,6 +97,7 @@ static void ct4_call(const ct4_run *c, int64_t rows, const float *a, int64_t B, 
     const qt_vec_dot_fn fd = B >= 2 ? f32->vec_dot_gemm : f32->vec_dot;
     if (c->kind == 0) { qt__gemm_dots(fd, c->w, c->ldw, rows, a, (size_t)cols * 4, B, cols, out, rows); return; }
     if (c->kind == 1) { qt__gemm_dots(c->dot, c->w, c->ldw, rows, a, (size_t)cols * 4, B, cols, out, rows); return; }
+    if (c->kind == 3) { c->gemm(c->w, c->ldw, rows, a, (size_t)cols * 4, B, cols, out, rows); return; }
     const qt_type_traits *tr = qt_type_get(c->t);
     for (int64_t r = 0; r < rows; r++) {
         tr->to_float(c->w + (size_t)r * c->ldw, c->scratch, cols);
@@ -132,14 +136,19 @@ static void bench_ct4(qt_type t, const shape *sh, const int64_t *batches, int nb
         ct4_run runs[8];
         const char *names[8];
         int nr = 0;
-        runs[nr] = (ct4_run){0, NULL, t, (const uint8_t *)wf, (size_t)cols * 4, NULL};
+        runs[nr] = (ct4_run){0, NULL, NULL, t, (const uint8_t *)wf, (size_t)cols * 4, NULL};
         names[nr++] = "f32 rows";
         for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT && nr < 6; v++) {
             if (v->type != t || v->level > qt__cpu_level_get() || !v->vec_dot || B != 1) continue;
-            runs[nr] = (ct4_run){1, v->vec_dot, t, w, ldw, NULL};
+            runs[nr] = (ct4_run){1, v->vec_dot, NULL, t, w, ldw, NULL};
             names[nr++] = qt__cpu_level_str(v->level);
         }
-        runs[nr] = (ct4_run){2, NULL, t, w, ldw, scratch};
+        for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT && nr < 6; v++) {
+            if (v->type != t || v->level > qt__cpu_level_get() || !v->gemm || B == 1) continue;
+            runs[nr] = (ct4_run){3, NULL, v->gemm, t, w, ldw, NULL};
+            names[nr++] = qt__cpu_level_str(v->level);
+        }
+        runs[nr] = (ct4_run){2, NULL, NULL, t, w, ldw, scratch};
         names[nr++] = "dequant rows";
         double base = 0;
         for (int k = 0; k < nr; k++) {
@@ -155,7 +164,7 @@ static void bench_ct4(qt_type t, const shape *sh, const int64_t *batches, int nb
             const double wbytes = (double)runs[k].ldw * (double)rows;
             printf("%s\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"%s%s\", "
                    "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"weight_gbps\": %.2f, \"vs_f32_rows\": %.2f}",
-                   *first ? "" : ",", tr->name, sh->name, (long long)B, runs[k].kind == 1 ? "fused " : "", names[k], cpu,
+                   *first ? "" : ",", tr->name, sh->name, (long long)B, runs[k].kind == 1 ? "fused " : runs[k].kind == 3 ? "gemm " : "", names[k], cpu,
                    wall, flop / cpu / 1e9, wbytes / cpu / 1e9, base / cpu);
             *first = 0;
         }

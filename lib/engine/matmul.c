@@ -25,8 +25,11 @@
  * Other types loop over vec_dot / vec_dot_gemm per element.
  * Weight-only compressed-tensors 4-bit rows (lib/quant/ct4.h) take f32
  * activations: one activation row runs their fused dots on the packed rows,
- * a batch dequantizes each row once into scratch; both give the bits of the
- * f32 dots on the dequantized weights, i.e. of the old dequantize-on-load path.
+ * a batch runs their blocked kernel (tiles of rows x activations decoded once
+ * per tile, each element in tinyBLAS's order) or, without one (scalar level, a
+ * multi-sequence batch, rows not a multiple of 4), dequantizes each row once
+ * into scratch; all give the bits of the f32 dots on the dequantized weights,
+ * i.e. of the old dequantize-on-load path.
  *
  * Work is split across threads by fixed units of MATMUL_ROW_UNIT output rows
  * (qt_parallel_for hands each thread a contiguous range of units); every
@@ -123,6 +126,11 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numeri
         m->fused_dot = m->tr->vec_dot;
         m->fused_dot_batch = m->tr->vec_dot_gemm;
         if (!m->dot_batch || !m->fused_dot_batch || m->n_out % 4 != 0) m->fused_dot_batch = m->fused_dot;
+        /* a blocked kernel in vec_dot_gemm's order (ct4_avx*.c) for batches taking that order */
+        if (m->fused_dot_batch == m->tr->vec_dot_gemm && m->fused_dot_batch != m->fused_dot) {
+            m->gemm = qt__gemm_kernel(t->type);
+            m->gemm_min_batch = 2;
+        }
     }
     if (!m->dot_batch || m->n_out % 4 != 0) m->dot_batch = m->dot;
     if (!m->dequant_rows && m->act_type == vt) {
@@ -196,7 +204,7 @@ static void matmul_units(void *ctx, int64_t u0, int64_t u1, int ti) {
         return;
     }
     const uint8_t *w = m->data + (size_t)r0 * m->row_bytes;
-    if (m->gemm && j->B >= m->gemm_min_batch) {
+    if (m->gemm && j->B >= m->gemm_min_batch && !(m->fused_dot && j->e->gemm_rows)) {
         m->gemm(w, m->row_bytes, r1 - r0, j->act, m->act_row_bytes, j->B, m->n_in, j->out + r0, m->n_out);
         return;
     }

@@ -27,6 +27,7 @@
 #ifndef QT_QUANT_CT4_H
 #define QT_QUANT_CT4_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -110,7 +111,9 @@ QT__CT4_DECL(mxfp4)
     float qt__dot_ct4_##t##_avx2(const void *x, const void *y, int64_t n);    \
     float qt__gemm_ct4_##t##_avx2(const void *x, const void *y, int64_t n);   \
     float qt__dot_ct4_##t##_avx512(const void *x, const void *y, int64_t n);  \
-    float qt__gemm_ct4_##t##_avx512(const void *x, const void *y, int64_t n);
+    float qt__gemm_ct4_##t##_avx512(const void *x, const void *y, int64_t n);   \
+    void qt__gemm_tiles_ct4_##t##_avx512(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, \
+                                         int64_t nc, int64_t n, float *out, int64_t ldo); /* int4 types only */
 QT__CT4_DECL_X86(w4g32)
 QT__CT4_DECL_X86(w4g64)
 QT__CT4_DECL_X86(w4g128)

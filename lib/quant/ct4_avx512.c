@@ -122,3 +122,58 @@ DEFS(w4g64, QT_CT4_INT4, 64, 5)
 DEFS(w4g128, QT_CT4_INT4, 128, 5)
 DEFS(nvfp4, QT_CT4_NVFP4, QT_CT_NVFP4_GROUP, 1)
 DEFS(mxfp4, QT_CT4_MXFP4, QT_CT_MXFP4_GROUP, 1)
+
+/* ---- blocked: tiles of up to 4 rows x 3 activation rows (int4 rows; variants.c) -----
+ * Each output keeps its own 16-lane chain over the elements in order (tinyBLAS's, as
+ * gemm() above), so the bits are vec_dot_gemm's for every element; a tile decodes each
+ * weight chunk once for its 3 activation rows and loads each activation vector once
+ * for its 4 weight rows. */
+ALWAYS_INLINE void tile(const uint8_t *w, size_t ldw, const float *a, size_t lda, int64_t n, qt__ct4_form f,
+                        float *out, int64_t ldo, const int R, const int C) {
+    decoder d[4];
+    __m512 acc[4][3], e[4][2];
+    for (int r = 0; r < R; r++) d[r] = start(w + (size_t)r * ldw, n, f);
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 32) {
+        for (int r = 0; r < R; r++) chunk(&d[r], i / 32, e[r]);
+        for (int c = 0; c < C; c++) {
+            const float *y = (const float *)((const uint8_t *)a + (size_t)c * lda) + i;
+            const __m512 y0 = _mm512_loadu_ps(y), y1 = _mm512_loadu_ps(y + 16);
+            for (int r = 0; r < R; r++) {
+                acc[r][c] = _mm512_fmadd_ps(e[r][0], y0, acc[r][c]);
+                acc[r][c] = _mm512_fmadd_ps(e[r][1], y1, acc[r][c]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) out[(size_t)c * (size_t)ldo + (size_t)r] = reduce16(acc[r][c]);
+}
+
+ALWAYS_INLINE void gemm_tiles(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
+                              float *out, int64_t ldo, qt__ct4_form f) {
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        const int R = nr - r0 < 4 ? (int)(nr - r0) : 4;
+        const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * ldw;
+        for (int64_t c0 = 0; c0 < nc; c0 += 3) {
+            const int C = nc - c0 < 3 ? (int)(nc - c0) : 3;
+            const uint8_t *ac = (const uint8_t *)a + (size_t)c0 * lda;
+            float *o = out + (size_t)c0 * (size_t)ldo + (size_t)r0;
+#define T(RR, CC) case RR * 4 + CC: tile(wr, ldw, (const float *)ac, lda, n, f, o, ldo, RR, CC); break
+            switch (R * 4 + C) {
+                T(1, 1); T(1, 2); T(1, 3); T(2, 1); T(2, 2); T(2, 3);
+                T(3, 1); T(3, 2); T(3, 3); T(4, 1); T(4, 2); T(4, 3);
+            }
+#undef T
+        }
+    }
+}
+
+#define GEMM_DEFS(t, KIND, G, P)                                                                                      \
+    void qt__gemm_tiles_ct4_##t##_avx512(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, \
+                                         int64_t n, float *out, int64_t ldo) {                                       \
+        gemm_tiles(w, ldw, nr, a, lda, nc, n, out, ldo, (qt__ct4_form){KIND, G, P});                                   \
+    }
+GEMM_DEFS(w4g32, QT_CT4_INT4, 32, 5)
+GEMM_DEFS(w4g64, QT_CT4_INT4, 64, 5)
+GEMM_DEFS(w4g128, QT_CT4_INT4, 128, 5)
