@@ -10,7 +10,14 @@
  *   activations; its bits are its own order's, test_engine_dot), and at
  *   batch 1 the x16 order's scalar reference on the packed rows ("x16 ref",
  *   vs_ref = its cpu_s / the variant's).
- * Both give the same bits (test_engine_dot); only speed differs. Prints one
+ * Both give the same bits (test_engine_dot); only speed differs. The
+ * weight-only compressed-tensors 4-bit rows (lib/quant/ct4.h: ct_w4_g128,
+ * ct_nvfp4, ct_mxfp4) are timed against f32 activations as the engine runs
+ * them: "f32 rows" is the old dequantize-on-load path (the f32 weights, the
+ * f32 dots), "fused L" each fused dot variant on the packed rows (decode),
+ * "dequant rows" the engine's batch path (each packed row dequantized once,
+ * then the f32 dots), "gemm L" the blocked kernels (batches); weight_gbps counts each path's own
+ * weight bytes. Prints one
  * JSON document on stdout: per type, shape and batch, the median over --reps
  * of thread CPU seconds (cpu_s: the kernel's cost even on a shared machine)
  * and wall seconds, with gflops (2 * multiply-adds / cpu_s / 1e9),
@@ -27,6 +34,7 @@
 
 #include "quanta.h"
 #include "bench_util.h"
+#include "quant/ct4.h"
 #include "quant/dot.h"
 #include "quant/gemm.h"
 #include "quant/variants.h"
@@ -70,6 +78,99 @@ static void time_gemm(qt__gemm_fn g, const uint8_t *w, size_t ldw, int64_t rows,
     }
     *cpu = median(tc, reps);
     *wall = median(tw, reps);
+}
+
+/* One ct4 timing: kind 0 the f32 rows, 1 a fused dot, 2 the packed rows dequantized once each,
+ * 3 a blocked kernel. */
+typedef struct {
+    int kind;
+    qt_vec_dot_fn dot;     /* kind 1 */
+    qt__gemm_fn gemm;      /* kind 3 */
+    qt_type t;
+    const uint8_t *w;      /* packed rows (kinds 1, 2) or f32 rows (kind 0) */
+    size_t ldw;
+    float *scratch;        /* one dequantized row (kind 2) */
+} ct4_run;
+
+static void ct4_call(const ct4_run *c, int64_t rows, const float *a, int64_t B, int64_t cols, float *out) {
+    const qt_type_traits *f32 = qt_type_get(QT_TYPE_F32);
+    const qt_vec_dot_fn fd = B >= 2 ? f32->vec_dot_gemm : f32->vec_dot;
+    if (c->kind == 0) { qt__gemm_dots(fd, c->w, c->ldw, rows, a, (size_t)cols * 4, B, cols, out, rows); return; }
+    if (c->kind == 1) { qt__gemm_dots(c->dot, c->w, c->ldw, rows, a, (size_t)cols * 4, B, cols, out, rows); return; }
+    if (c->kind == 3) { c->gemm(c->w, c->ldw, rows, a, (size_t)cols * 4, B, cols, out, rows); return; }
+    const qt_type_traits *tr = qt_type_get(c->t);
+    for (int64_t r = 0; r < rows; r++) {
+        tr->to_float(c->w + (size_t)r * c->ldw, c->scratch, cols);
+        qt__gemm_dots(fd, c->scratch, 0, 1, a, (size_t)cols * 4, B, cols, out + r, rows);
+    }
+}
+
+static void bench_ct4(qt_type t, const shape *sh, const int64_t *batches, int nbatch, int reps, int *first) {
+    const qt_type_traits *tr = qt_type_get(t);
+    qt__ct4_form f;
+    qt__ct4_form_of(t, &f);
+    int64_t maxb = 1;
+    for (int i = 0; i < nbatch; i++) maxb = batches[i] > maxb ? batches[i] : maxb;
+    const int64_t rows = sh->rows, cols = sh->cols;
+    const size_t ldw = qt_row_size(t, cols);
+    uint8_t *w = xmalloc(ldw * (size_t)rows), *codes = xmalloc((size_t)cols);
+    float *wf = xmalloc((size_t)(rows * cols) * 4), *a = xmalloc((size_t)(maxb * cols) * 4);
+    float *out = xmalloc((size_t)(rows * maxb) * 4), *scratch = xmalloc((size_t)cols * 4);
+    const float gs = 2000.0f;
+    uint32_t word = f.kind == QT_CT4_INT4 ? (uint32_t)QT_CT_BF16 : 0;
+    if (f.kind == QT_CT4_NVFP4) memcpy(&word, &gs, 4);
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *row = w + (size_t)r * ldw;
+        qt__ct4_set_header(row, word);
+        for (int64_t g = 0; g < cols / f.group; g++)
+            qt__ct4_set_param(row, &f, g, qt_ct_round_dtype(0.01f * (float)(1 + (r + g) % 7), QT_CT_BF16),
+                              (int8_t)((r + g) % 3 - 1), (uint8_t)(f.kind == QT_CT4_NVFP4 ? 0x30 + (r + g) % 9 : 120 + (r + g) % 5));
+        for (int64_t i = 0; i < cols; i++) codes[i] = (uint8_t)((r * 131 + i * 31) % 16);
+        qt__ct4_set_codes(row, cols, &f, codes);
+        tr->to_float(row, wf + (size_t)(r * cols), cols);
+    }
+    for (int64_t i = 0; i < maxb * cols; i++) a[i] = 0.1f * (float)((i * 7) % 23 - 11);
+    for (int bi = 0; bi < nbatch; bi++) {
+        const int64_t B = batches[bi];
+        const double flop = 2.0 * (double)rows * (double)cols * (double)B;
+        ct4_run runs[8];
+        const char *names[8];
+        int nr = 0;
+        runs[nr] = (ct4_run){0, NULL, NULL, t, (const uint8_t *)wf, (size_t)cols * 4, NULL};
+        names[nr++] = "f32 rows";
+        for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT && nr < 6; v++) {
+            if (v->type != t || v->level > qt__cpu_level_get() || !v->vec_dot || B != 1) continue;
+            runs[nr] = (ct4_run){1, v->vec_dot, NULL, t, w, ldw, NULL};
+            names[nr++] = qt__cpu_level_str(v->level);
+        }
+        for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT && nr < 6; v++) {
+            if (v->type != t || v->level > qt__cpu_level_get() || !v->gemm || B == 1) continue;
+            runs[nr] = (ct4_run){3, NULL, v->gemm, t, w, ldw, NULL};
+            names[nr++] = qt__cpu_level_str(v->level);
+        }
+        runs[nr] = (ct4_run){2, NULL, NULL, t, w, ldw, scratch};
+        names[nr++] = "dequant rows";
+        double base = 0;
+        for (int k = 0; k < nr; k++) {
+            double tc[MAX_REPS], tw[MAX_REPS];
+            for (int rep = 0; rep < reps; rep++) {
+                const double c0 = thread_cpu_s(), w0 = now_s();
+                ct4_call(&runs[k], rows, a, B, cols, out);
+                tc[rep] = thread_cpu_s() - c0;
+                tw[rep] = now_s() - w0;
+            }
+            const double cpu = median(tc, reps), wall = median(tw, reps);
+            if (k == 0) base = cpu;
+            const double wbytes = (double)runs[k].ldw * (double)rows;
+            printf("%s\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"%s%s\", "
+                   "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"weight_gbps\": %.2f, \"vs_f32_rows\": %.2f}",
+                   *first ? "" : ",", tr->name, sh->name, (long long)B, runs[k].kind == 1 ? "fused " : runs[k].kind == 3 ? "gemm " : "", names[k], cpu,
+                   wall, flop / cpu / 1e9, wbytes / cpu / 1e9, base / cpu);
+            *first = 0;
+        }
+        fflush(stdout);
+    }
+    free(w); free(codes); free(wf); free(a); free(out); free(scratch);
 }
 
 int main(int argc, char **argv) {
@@ -179,6 +280,14 @@ int main(int argc, char **argv) {
             free(w); free(a); free(src); free(out); free(wp); free(xs);
         }
         fprintf(stderr, "bench_gemm: %s done\n", tr->name);
+    }
+    const qt_type ct4[] = {QT_TYPE_CT_W4_G128, QT_TYPE_CT_NVFP4, QT_TYPE_CT_MXFP4};
+    for (size_t ti = 0; ti < sizeof ct4 / sizeof ct4[0]; ti++) {
+        int want = !ntypes;
+        for (int k = 0; k < ntypes; k++) want |= !strcmp(types[k], qt_type_get(ct4[ti])->name);
+        if (!want) continue;
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) bench_ct4(ct4[ti], &shapes[si], batches, nbatch, reps, &first);
+        fprintf(stderr, "bench_gemm: %s done\n", qt_type_get(ct4[ti])->name);
     }
     printf("\n  ]\n}\n");
     return 0;

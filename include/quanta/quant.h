@@ -60,7 +60,13 @@ typedef enum qt_type {
     QT_TYPE_CT_F8 = 61,       /* E4M3 per channel / per tensor, + static or dynamic input scale */
     QT_TYPE_CT_F8_ACT = 62,   /* E4M3 activations, one scale per row (token) */
     QT_TYPE_CT_F8_BLOCK = 63, /* E4M3, one scale per 128 columns (weights: 128x128 blocks) */
-    QT_TYPE_COUNT = 64  /* one past the largest id */
+    /* Weight-only 4-bit compressed-tensors rows, f32 activations (lib/quant/ct4.h). */
+    QT_TYPE_CT_W4_G32 = 64,   /* w4a16 int4, groups of 32, optional zero points */
+    QT_TYPE_CT_W4_G64 = 65,   /* w4a16 int4, groups of 64 */
+    QT_TYPE_CT_W4_G128 = 66,  /* w4a16 int4, groups of 128 */
+    QT_TYPE_CT_NVFP4 = 67,    /* E2M1, E4M3 scale per 16, f32 global scale */
+    QT_TYPE_CT_MXFP4 = 68,    /* E2M1, E8M0 scale per 32 */
+    QT_TYPE_COUNT = 69  /* one past the largest id */
 } qt_type;
 
 /* Dequantize n elements (n a multiple of block_elems). */

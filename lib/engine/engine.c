@@ -129,7 +129,10 @@ static void describe(qt_engine_ctx *e) {
     bool first = true, any_ct = false;
     for (int t = 0; t < QT_TYPE_COUNT; t++) {
         if (!count[t]) continue;
-        if (deq[t]) PUT("%s %s rows dequantized to f32, f32 dot", first ? "" : ";", qt_type_get((qt_type)t)->name);
+        if (deq[t] && qt_type_get((qt_type)t)->engine_only)
+            PUT("%s f32 for %s rows (fused dot for one row, dequantized per row for batches)", first ? "" : ";",
+                qt_type_get((qt_type)t)->name);
+        else if (deq[t]) PUT("%s %s rows dequantized to f32, f32 dot", first ? "" : ";", qt_type_get((qt_type)t)->name);
         else if (packed[t]) PUT("%s q8s for %s rows packed x16", first ? "" : ";", qt_type_get((qt_type)t)->name);
         else PUT("%s %s for %s rows", first ? "" : ";", qt_type_get(act[t])->name, qt_type_get((qt_type)t)->name);
         any_ct |= !deq[t] && qt_type_get((qt_type)t)->engine_only;

@@ -28,6 +28,9 @@ typedef struct qt__mat {
     bool dequant_rows;          /* true: to_float each row, dot in f32 */
     qt_vec_dot_fn dot;          /* one activation row (decode) */
     qt_vec_dot_fn dot_batch;    /* two or more rows: llama.cpp's tinyBLAS order where it has one */
+    /* Weight-only packed rows (lib/quant/ct4.h, dequant_rows set): one activation row runs these on
+     * the packed row (dot's / dot_batch's bits, dequantization fused), batches dequantize per row. */
+    qt_vec_dot_fn fused_dot, fused_dot_batch;
     /* the blocked kernel (lib/quant/gemm.h, vec_dot's bits) for act_type == vec_dot_type, or NULL */
     void (*gemm)(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
                  float *out, int64_t ldo);

@@ -23,6 +23,13 @@
  * q8s activations (f32 scale and code sum per block); the caller may then drop
  * the file's pages (qt__mat_drop_source) so resident memory stays the weights'.
  * Other types loop over vec_dot / vec_dot_gemm per element.
+ * Weight-only compressed-tensors 4-bit rows (lib/quant/ct4.h) take f32
+ * activations: one activation row runs their fused dots on the packed rows,
+ * a batch runs their blocked kernel (tiles of rows x activations decoded once
+ * per tile, each element in tinyBLAS's order) or, without one (scalar level, a
+ * multi-sequence batch, rows not a multiple of 4), dequantizes each row once
+ * into scratch; all give the bits of the f32 dots on the dequantized weights,
+ * i.e. of the old dequantize-on-load path.
  *
  * Work is split across threads by fixed units of MATMUL_ROW_UNIT output rows
  * (qt_parallel_for hands each thread a contiguous range of units); every
@@ -110,6 +117,21 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numeri
         m->dot_batch = qt_type_get(QT_TYPE_F32)->vec_dot_gemm;
         m->dequant_rows = t->type != QT_TYPE_F32;
     }
+    /* weight-only packed rows: f32 activations whatever act_quant says (their semantics) */
+    if (m->tr->engine_only && vt == QT_TYPE_F32 && m->tr->vec_dot && m->tr->to_float) {
+        m->act_type = QT_TYPE_F32;
+        m->dot = qt_type_get(QT_TYPE_F32)->vec_dot;
+        m->dot_batch = qt_type_get(QT_TYPE_F32)->vec_dot_gemm;
+        m->dequant_rows = true;
+        m->fused_dot = m->tr->vec_dot;
+        m->fused_dot_batch = m->tr->vec_dot_gemm;
+        if (!m->dot_batch || !m->fused_dot_batch || m->n_out % 4 != 0) m->fused_dot_batch = m->fused_dot;
+        /* a blocked kernel in vec_dot_gemm's order (ct4_avx*.c) for batches taking that order */
+        if (m->fused_dot_batch == m->tr->vec_dot_gemm && m->fused_dot_batch != m->fused_dot) {
+            m->gemm = qt__gemm_kernel(t->type);
+            m->gemm_min_batch = 2;
+        }
+    }
     if (!m->dot_batch || m->n_out % 4 != 0) m->dot_batch = m->dot;
     if (!m->dequant_rows && m->act_type == vt) {
         m->gemm = qt__gemm_kernel(t->type);
@@ -158,17 +180,17 @@ typedef struct matmul_job {
  * batch (e->gemm_rows, lib/engine/batch.c) each row takes its own sequence's order, so a
  * sequence's results do not depend on what else is in the batch. The blocked kernels above
  * give vec_dot's bits at any batch size, so they need no such choice. */
-static void dots(const matmul_job *j, const void *w, size_t ldw, int64_t nr, float *out) {
+static void dots(const matmul_job *j, qt_vec_dot_fn dot, qt_vec_dot_fn dot_batch, const void *w, size_t ldw, int64_t nr,
+                 float *out) {
     const qt__mat *m = j->m;
     const uint8_t *per_row = j->e->gemm_rows;
     if (!per_row) {
-        qt__gemm_dots(j->B >= 2 ? m->dot_batch : m->dot, w, ldw, nr, j->act, m->act_row_bytes, j->B, m->n_in, out,
-                      m->n_out);
+        qt__gemm_dots(j->B >= 2 ? dot_batch : dot, w, ldw, nr, j->act, m->act_row_bytes, j->B, m->n_in, out, m->n_out);
         return;
     }
     const uint8_t *a = j->act;
     for (int32_t b = 0; b < j->B; b++, a += m->act_row_bytes)
-        qt__gemm_dots(per_row[b] ? m->dot_batch : m->dot, w, ldw, nr, a, m->act_row_bytes, 1, m->n_in,
+        qt__gemm_dots(per_row[b] ? dot_batch : dot, w, ldw, nr, a, m->act_row_bytes, 1, m->n_in,
                       out + (size_t)b * m->n_out, m->n_out);
 }
 
@@ -182,18 +204,22 @@ static void matmul_units(void *ctx, int64_t u0, int64_t u1, int ti) {
         return;
     }
     const uint8_t *w = m->data + (size_t)r0 * m->row_bytes;
-    if (m->gemm && j->B >= m->gemm_min_batch) {
+    if (m->gemm && j->B >= m->gemm_min_batch && !(m->fused_dot && j->e->gemm_rows)) {
         m->gemm(w, m->row_bytes, r1 - r0, j->act, m->act_row_bytes, j->B, m->n_in, j->out + r0, m->n_out);
         return;
     }
     if (!m->dequant_rows) {
-        dots(j, w, m->row_bytes, r1 - r0, j->out + r0);
+        dots(j, m->dot, m->dot_batch, w, m->row_bytes, r1 - r0, j->out + r0);
+        return;
+    }
+    if (m->fused_dot && j->B == 1) { /* decode: the packed rows stream once, no f32 copy */
+        dots(j, m->fused_dot, m->fused_dot_batch, w, m->row_bytes, r1 - r0, j->out + r0);
         return;
     }
     float *row = j->e->scratch[ti].row;
     for (int64_t r = r0; r < r1; r++, w += m->row_bytes) {
         m->tr->to_float(w, row, m->n_in);
-        dots(j, row, 0, 1, j->out + r);
+        dots(j, m->dot, m->dot_batch, row, 0, 1, j->out + r);
     }
 }
 

@@ -7,9 +7,12 @@
  * per channel or per tensor with per-token or static activations; e4m3 128x128
  * blocks with 128-groups) are kept packed, one code byte per weight, in the
  * engine's compressed-tensors rows (lib/quant/ct_rows.h), which the engine runs
- * as vLLM does (docs/w8a8.md). Other schemes (int4/int8 groups, NVFP4, MXFP4:
- * weight-only) are dequantized on load into an f32 "<module>.weight" with the
- * compressed-tensors dequantizers of ct.h.
+ * as vLLM does (docs/w8a8.md). The weight-only 4-bit schemes (int4 groups of
+ * 32, 64 or 128, symmetric or with zero points; NVFP4; MXFP4) are kept packed
+ * too, in the 4-bit rows of lib/quant/ct4.h, whose f32 dots give the bits of
+ * the f32 path. Other schemes (int8 groups, int4 with other groups, rows not a
+ * multiple of 32) are dequantized on load into an f32 "<module>.weight" with
+ * the compressed-tensors dequantizers of ct.h.
  */
 #define _GNU_SOURCE
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -22,6 +25,7 @@
 
 #include "ct_read.h"
 #include "model/model_internal.h"
+#include "quant/ct4.h"
 #include "quant/ct_rows.h"
 #include "quanta/num.h"
 
@@ -331,6 +335,99 @@ static qt_status pack(const qt__ct_layout *L, const struct packed_form *pf, cons
     return s;
 }
 
+/* ---- weight-only 4-bit kept packed (lib/quant/ct4.h) ------------------------------- */
+
+/* The ct4 row type of a weight-only 4-bit layout, QT_TYPE_COUNT: dequantized instead. */
+static qt_type ct4_type_of(const qt__ct_layout *L, int64_t cols) {
+    if (cols % QT_CT4_CHUNK || cols > QT_CT_ROW_MAX_N) return QT_TYPE_COUNT;
+    if (!strcmp(L->format, "nvfp4-pack-quantized")) return QT_TYPE_CT_NVFP4;
+    if (!strcmp(L->format, "mxfp4-pack-quantized")) return QT_TYPE_CT_MXFP4;
+    if (!strcmp(L->format, "pack-quantized") && !L->is_float && L->bits == 4 && !L->block && L->strategy == QT_CT_GROUP &&
+        cols % L->group_size == 0)
+        return qt__ct4_int4_type(L->group_size);
+    return QT_TYPE_COUNT;
+}
+
+/* int4 groups: codes q + 8, per group the f32 scale and the zero point (0 when symmetric). */
+static qt_status pack_int4(const qt__ct_layout *L, const char *fp, const qt_st_checkpoint *ck, const char *module,
+                           int64_t R, int64_t C, qt_type type, uint8_t *dst) {
+    const qt_st_tensor *wp = piece(ck, module, ".weight_packed"), *ws = piece(ck, module, ".weight_scale");
+    const int64_t per_row = C / L->group_size, n_scales = R * per_row;
+    qt_status s = expect(fp, wp, module, ".weight_packed", QT_ST_I32, R * qt_ct_packed_len(C, 4) * 4);
+    if (s != QT_OK) return s;
+    if (!ws) return qt_error(QT_ERR_FORMAT, "%s: tensor '%s.weight_scale' missing", fp, module);
+    float *sc = malloc((size_t)n_scales * sizeof *sc);
+    int8_t *q = malloc((size_t)(R * C)), *zp = calloc((size_t)n_scales, 1);
+    uint8_t *codes = malloc((size_t)C);
+    qt_ct_dtype dt = QT_CT_BF16;
+    if (!sc || !q || !zp || !codes) s = qt_error(QT_ERR_NOMEM, "%s: out of memory", fp);
+    if (s == QT_OK) s = scales_f32(fp, ws, n_scales, sc, &dt);
+    if (s == QT_OK) s = qt_ct_unpack_rows(wp->data, R, C, 4, q);
+    if (s == QT_OK && !L->symmetric) {
+        const qt_st_tensor *z = piece(ck, module, ".weight_zero_point");
+        s = expect(fp, z, module, ".weight_zero_point", QT_ST_I32, qt_ct_packed_len(R, 4) * per_row * 4);
+        if (s == QT_OK) s = qt_ct_unpack_cols(z->data, R, per_row, 4, zp);
+    }
+    qt__ct4_form f;
+    qt__ct4_form_of(type, &f);
+    const size_t row_bytes = qt_row_size(type, C);
+    for (int64_t r = 0; s == QT_OK && r < R; r++) {
+        uint8_t *row = dst + (size_t)r * row_bytes;
+        qt__ct4_set_header(row, (uint32_t)dt);
+        for (int64_t g = 0; g < per_row; g++) qt__ct4_set_param(row, &f, g, sc[r * per_row + g], zp[r * per_row + g], 0);
+        for (int64_t c = 0; c < C; c++) codes[c] = (uint8_t)(q[r * C + c] + 8);
+        qt__ct4_set_codes(row, C, &f, codes);
+    }
+    free(sc);
+    free(q);
+    free(zp);
+    free(codes);
+    return s;
+}
+
+/* NVFP4 / MXFP4: the stored codes and scale bytes as they are (nvfp4: the global scale in the header). */
+static qt_status pack_fp4(const char *fp, const qt_st_checkpoint *ck, const char *module, int64_t R, int64_t C,
+                          qt_type type, uint8_t *dst) {
+    qt__ct4_form f;
+    qt__ct4_form_of(type, &f);
+    const bool nv = f.kind == QT_CT4_NVFP4;
+    const qt_st_tensor *wp = piece(ck, module, ".weight_packed"), *ws = piece(ck, module, ".weight_scale");
+    qt_status s = expect(fp, wp, module, ".weight_packed", QT_ST_U8, R * C / 2);
+    if (s == QT_OK) s = expect(fp, ws, module, ".weight_scale", nv ? QT_ST_F8_E4M3 : QT_ST_U8, R * C / f.group);
+    float gsv = 0.0f;
+    if (s == QT_OK && nv) {
+        const qt_st_tensor *gs = piece(ck, module, ".weight_global_scale");
+        if ((s = expect(fp, gs, module, ".weight_global_scale", QT_ST_F32, 4)) != QT_OK) return s;
+        memcpy(&gsv, gs->data, 4);
+        if (!(gsv > 0.0f) || !isfinite(gsv))
+            return qt_error(QT_ERR_RANGE, "%s: tensor '%s': weight_global_scale %g must be positive and finite", fp,
+                            gs->name, gsv);
+    }
+    if (s != QT_OK) return s;
+    uint8_t *codes = malloc((size_t)C);
+    if (!codes) return qt_error(QT_ERR_NOMEM, "%s: out of memory", fp);
+    const size_t row_bytes = qt_row_size(type, C);
+    const int64_t ng = C / f.group;
+    uint32_t word = 0;
+    memcpy(&word, &gsv, 4);
+    for (int64_t r = 0; r < R; r++) {
+        uint8_t *row = dst + (size_t)r * row_bytes;
+        qt__ct4_set_header(row, word);
+        for (int64_t g = 0; g < ng; g++) qt__ct4_set_param(row, &f, g, 0.0f, 0, ((const uint8_t *)ws->data)[r * ng + g]);
+        qt_ct_unpack_fp4((const uint8_t *)wp->data + (size_t)(r * C / 2), C, codes);
+        qt__ct4_set_codes(row, C, &f, codes);
+    }
+    free(codes);
+    return QT_OK;
+}
+
+static qt_status pack4(const qt__ct_layout *L, const char *fp, const qt_st_checkpoint *ck, const char *module,
+                       int64_t R, int64_t C, qt_type type, uint8_t *dst) {
+    qt__ct4_form f;
+    qt__ct4_form_of(type, &f);
+    return f.kind == QT_CT4_INT4 ? pack_int4(L, fp, ck, module, R, C, type, dst) : pack_fp4(fp, ck, module, R, C, type, dst);
+}
+
 /* Static per-tensor activations: one positive finite input_scale per quantized Linear. */
 static qt_status input_scale_of(const char *fp, const qt_st_checkpoint *ck, const char *module, float *v) {
     const qt_st_tensor *t = piece(ck, module, ".input_scale");
@@ -377,11 +474,13 @@ qt_status qt__ct_load_module(qt_model *m, const qt__ct_layout *L0, const qt_st_c
     if (s == QT_OK && L->static_input) s = check_input_scale(fp, ck, module);
     if (s != QT_OK) return s;
     const struct packed_form *pf = packed_form_of(L, cols);
-    const qt_type type = pf ? pf->type : QT_TYPE_F32;
+    const qt_type t4 = pf ? QT_TYPE_COUNT : ct4_type_of(L, cols);
+    const qt_type type = pf ? pf->type : t4 != QT_TYPE_COUNT ? t4 : QT_TYPE_F32;
     const size_t nbytes = (size_t)rows * qt_row_size(type, cols);
     void *buf = qt__model_alloc(m, nbytes);
     if (!buf) return QT_ERR_NOMEM;
-    s = pf ? pack(L, pf, fp, ck, module, rows, cols, buf) : dequant(L, fp, ck, module, rows, cols, buf);
+    s = pf ? pack(L, pf, fp, ck, module, rows, cols, buf)
+           : t4 != QT_TYPE_COUNT ? pack4(L, fp, ck, module, rows, cols, t4, buf) : dequant(L, fp, ck, module, rows, cols, buf);
     if (s != QT_OK) return s;
     out->type = type;
     out->n_dims = 2;

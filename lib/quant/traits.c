@@ -7,6 +7,7 @@
  */
 #include "kernels.h"
 #include "traits_internal.h"
+#include "ct4.h"     /* engine-only weight-only 4-bit rows */
 #include "ct_rows.h" /* engine-only compressed-tensors rows */
 #include "dot.h" /* vec_dot kernels: dot products with activations quantized to vec_dot_type */
 
@@ -395,5 +396,61 @@ const qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .vec_dot_type = QT_TYPE_CT_F8_BLOCK,
         .vec_dot = qt__dot_ct_f8_block_ref,
         .engine_only = true, .row_size = qt__ct_f8_block_row_size,
+    },
+
+    /* ---- engine-only: weight-only 4-bit compressed-tensors rows, f32 activations (ct4.h) ---- */
+    [QT_TYPE_CT_W4_G32] = {
+        .name = "ct_w4_g32", .type = QT_TYPE_CT_W4_G32,
+        .block_elems = 1, .block_bytes = 1,
+        .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
+        .to_float_ref = qt__ct4_w4g32_to_float,
+        .vec_dot_type = QT_TYPE_F32,
+        .vec_dot = qt__dot_ct4_w4g32_ref,
+        .vec_dot_gemm = qt__gemm_ct4_w4g32_ref,
+        .engine_only = true, .row_size = qt__ct4_w4g32_row_size,
+    },
+
+    [QT_TYPE_CT_W4_G64] = {
+        .name = "ct_w4_g64", .type = QT_TYPE_CT_W4_G64,
+        .block_elems = 1, .block_bytes = 1,
+        .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
+        .to_float_ref = qt__ct4_w4g64_to_float,
+        .vec_dot_type = QT_TYPE_F32,
+        .vec_dot = qt__dot_ct4_w4g64_ref,
+        .vec_dot_gemm = qt__gemm_ct4_w4g64_ref,
+        .engine_only = true, .row_size = qt__ct4_w4g64_row_size,
+    },
+
+    [QT_TYPE_CT_W4_G128] = {
+        .name = "ct_w4_g128", .type = QT_TYPE_CT_W4_G128,
+        .block_elems = 1, .block_bytes = 1,
+        .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
+        .to_float_ref = qt__ct4_w4g128_to_float,
+        .vec_dot_type = QT_TYPE_F32,
+        .vec_dot = qt__dot_ct4_w4g128_ref,
+        .vec_dot_gemm = qt__gemm_ct4_w4g128_ref,
+        .engine_only = true, .row_size = qt__ct4_w4g128_row_size,
+    },
+
+    [QT_TYPE_CT_NVFP4] = {
+        .name = "ct_nvfp4", .type = QT_TYPE_CT_NVFP4,
+        .block_elems = 1, .block_bytes = 1,
+        .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
+        .to_float_ref = qt__ct4_nvfp4_to_float,
+        .vec_dot_type = QT_TYPE_F32,
+        .vec_dot = qt__dot_ct4_nvfp4_ref,
+        .vec_dot_gemm = qt__gemm_ct4_nvfp4_ref,
+        .engine_only = true, .row_size = qt__ct4_nvfp4_row_size,
+    },
+
+    [QT_TYPE_CT_MXFP4] = {
+        .name = "ct_mxfp4", .type = QT_TYPE_CT_MXFP4,
+        .block_elems = 1, .block_bytes = 1,
+        .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
+        .to_float_ref = qt__ct4_mxfp4_to_float,
+        .vec_dot_type = QT_TYPE_F32,
+        .vec_dot = qt__dot_ct4_mxfp4_ref,
+        .vec_dot_gemm = qt__gemm_ct4_mxfp4_ref,
+        .engine_only = true, .row_size = qt__ct4_mxfp4_row_size,
     },
 };

@@ -5,6 +5,7 @@
  * AVX2 forms only: AVX-512 forms measured no faster (lib/quant/dot.h), so an
  * AVX-512 CPU runs the AVX2 ones (levels are cumulative).
  */
+#include "ct4.h"
 #include "ct_rows.h"
 #include "dot.h"
 #include "gemm.h"
@@ -103,6 +104,22 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .to_float = qt__dequantize_q4_K_avx512},
     {QT_TYPE_Q6_K, QT__CPU_AVX512, .to_float = qt__dequantize_q6_K_avx512},
     {QT_TYPE_COUNT, QT__CPU_AVX512, .ct_int4_row = qt__ct_int4_row_avx512},
+    /* weight-only 4-bit compressed-tensors rows (ct4_avx2.c, ct4_avx512.c): the f32 dots' bits */
+#define QT_CT4(t, T, SUFFIX, LEVEL) \
+    {QT_TYPE_CT_##T, LEVEL, .to_float = qt__ct4_##t##_to_float_##SUFFIX, .vec_dot = qt__dot_ct4_##t##_##SUFFIX, \
+     .vec_dot_gemm = qt__gemm_ct4_##t##_##SUFFIX}
+    QT_CT4(w4g32, W4_G32, avx2, QT__CPU_AVX2), QT_CT4(w4g64, W4_G64, avx2, QT__CPU_AVX2),
+    QT_CT4(w4g128, W4_G128, avx2, QT__CPU_AVX2), QT_CT4(nvfp4, NVFP4, avx2, QT__CPU_AVX2),
+    QT_CT4(mxfp4, MXFP4, avx2, QT__CPU_AVX2),
+    QT_CT4(w4g32, W4_G32, avx512, QT__CPU_AVX512), QT_CT4(w4g64, W4_G64, avx512, QT__CPU_AVX512),
+    QT_CT4(w4g128, W4_G128, avx512, QT__CPU_AVX512), QT_CT4(nvfp4, NVFP4, avx512, QT__CPU_AVX512),
+    QT_CT4(mxfp4, MXFP4, avx512, QT__CPU_AVX512),
+    /* batches of int4 rows, AVX-512 (vec_dot_gemm's bits; bench_gemm: 1.2-1.8x the dequantized rows' f32
+       dots at batch 64; the AVX2 tiles and the fp4 rows' measured slower than dequantizing each row) */
+#define QT_CT4_GEMM(t, T) {QT_TYPE_CT_##T, QT__CPU_AVX512, .gemm = qt__gemm_tiles_ct4_##t##_avx512, .gemm_min_batch = 2}
+    QT_CT4_GEMM(w4g32, W4_G32), QT_CT4_GEMM(w4g64, W4_G64), QT_CT4_GEMM(w4g128, W4_G128),
+#undef QT_CT4_GEMM
+#undef QT_CT4
 #endif
     {.type = QT_TYPE_COUNT, .level = QT__CPU_LEVEL_COUNT}, /* end */
 };

@@ -25,7 +25,9 @@ typedef struct qt__kernel_variant {
     qt_vec_dot_fn vec_dot;
     qt_vec_dot_fn vec_dot_gemm;
     qt__ct_int4_row_fn ct_int4_row; /* compressed-tensors int4 group rows (qt__ct_int4_row_ref) */
-    qt__gemm_fn gemm;               /* blocked rows x activations (gemm.h); reference: vec_dot per element */
+    qt__gemm_fn gemm;               /* blocked rows x activations (gemm.h); reference: vec_dot per element
+                                       (weight-only ct4 rows, f32 activations: vec_dot_gemm per element,
+                                       their batch order; test_ct4) */
     int gemm_min_batch;             /* 0/1: use gemm from one activation row (decode) on; 2: from two
                                        (bench_gemm: slower than vec_dot for one row) */
     qt__gemm_fn gemm_fast;          /* the same in its own float order, for --numerics fast only */

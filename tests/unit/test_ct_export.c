@@ -654,19 +654,22 @@ static void test_read_back_and_run(void) {
         CHECK_EQ_INT(qt_model_n_tensors(ct), qt_model_n_tensors(src));
         const qt_tensor *t = qt_model_find_tensor(ct, "blk.0.attn_q.weight");
         float *ref = reference_q(src, sch[k], ct);
-        /* W8A8 and FP8 stay packed (lib/quant/ct_rows.h: codes and their scales); weight-only
-         * schemes are dequantized to f32. Either way the values are the reference's: the packed
-         * rows give code x scale exactly, which compressed-tensors then rounds to bf16. */
+        /* W8A8 and FP8 stay packed (lib/quant/ct_rows.h: codes and their scales), and so do the
+         * weight-only 4-bit schemes (lib/quant/ct4.h: codes and per-group code books); w8a16 is
+         * dequantized to f32. Either way the values are the reference's: the packed rows give
+         * code x scale exactly, which compressed-tensors then rounds to bf16. */
         const bool w8a8 = !strcmp(sch[k], "w8a8-int8") || !strncmp(sch[k], "fp8", 3);
-        CHECK_MSG(t && (w8a8 ? qt_type_get(t->type)->engine_only : t->type == QT_TYPE_F32), "%s: q_proj stored as %s",
+        const bool packed = strcmp(sch[k], "w8a16") != 0; /* every other scheme here is packed */
+        CHECK_MSG(t && (packed ? qt_type_get(t->type)->engine_only : t->type == QT_TYPE_F32), "%s: q_proj stored as %s",
                   sch[k], t ? qt_type_get(t->type)->name : "?");
         if (t && t->type == QT_TYPE_F32) CHECK_MSG(memcmp(t->data, ref, t->nbytes) == 0, "%s: dequantized q_proj differs from the reference", sch[k]);
-        if (t && w8a8) {
+        if (t && packed) {
             const int64_t n = t->ne[0] * t->ne[1];
             float *d = malloc(sizeof(float) * (size_t)n);
             CHECK_OK(qt_dequantize_rows(t->type, t->data, d, t->ne[1], t->ne[0]));
             int64_t diff = 0;
-            for (int64_t i = 0; i < n; i++) diff += qt_ct_round_dtype(d[i], QT_CT_BF16) != ref[i];
+            /* the 4-bit rows give the f32 values the dequantize-on-load path gave, exactly */
+            for (int64_t i = 0; i < n; i++) diff += (w8a8 ? qt_ct_round_dtype(d[i], QT_CT_BF16) : d[i]) != ref[i];
             CHECK_MSG(diff == 0, "%s: %lld packed q_proj values differ from the reference", sch[k], (long long)diff);
             free(d);
         }

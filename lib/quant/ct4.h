@@ -1,0 +1,126 @@
+/* lib/quant/ct4.h — engine-resident rows for the weight-only 4-bit
+ * compressed-tensors formats (internal; docs/w8a8.md "Weight-only rows").
+ *
+ * w4a16 (int4 groups, symmetric or with zero points; one traits row per group
+ * size 32, 64, 128), nvfp4 (E2M1 codes, an E4M3 scale per 16, an f32 global
+ * scale) and mxfp4 (E2M1 codes, an E8M0 scale per 32) all decode a weight as
+ * lut_g[code]: 16 f32 values per group g, the group's dequantized code book.
+ * The lookup table is exactly what the load-time dequantizers of ct.h compute
+ * for each code, so a weight decoded here has the f32 bits those gave:
+ *   int4   lut[c] = qt_ct_round_dtype((float)((c - 8) - zp) * scale, dtype)   (c = q + 8)
+ *   nvfp4  lut[c] = e2m1(c) * (e4m3(scale) / global_scale)
+ *   mxfp4  lut[c] = e2m1(c) * e8m0(scale)
+ *
+ * Row of n elements (n a multiple of 32 and of the group size G):
+ *   [4-byte row header]  int4: u32 qt_ct_dtype; nvfp4: f32 global scale; mxfp4: 0
+ *   [n/G group params]   int4: f32 scale + i8 zero point (5 bytes); nvfp4: e4m3 byte; mxfp4: e8m0 byte
+ *   [n/2 code bytes]     per 32-element chunk 16 bytes: byte j's low nibble is element j,
+ *                        its high nibble element j + 16 (one 16-byte load widens to
+ *                        elements 0..15 and, shifted, 16..31)
+ *
+ * Activations are f32 (vec_dot_type f32: weight-only semantics), and the dots
+ * are the f32 dots of the engine on the dequantized row: vec_dot is
+ * ggml_vec_dot_f32's order (qt__dot_f32_ref), vec_dot_gemm tinyBLAS's
+ * (qt__gemm_f32_ref). So the engine's results are the bits the dequantize-on-
+ * load path gave, with 4.x bits per weight resident instead of 32.
+ */
+#ifndef QT_QUANT_CT4_H
+#define QT_QUANT_CT4_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "quanta/ct.h"
+#include "quanta/num.h"
+#include "quanta/quant.h"
+
+#define QT_CT4_CHUNK 32 /* elements per code chunk (16 bytes) */
+
+typedef enum { QT_CT4_INT4, QT_CT4_NVFP4, QT_CT4_MXFP4 } qt__ct4_kind;
+
+/* The kind, group size and group-parameter bytes of a ct4 type; false if t is not one. */
+typedef struct {
+    qt__ct4_kind kind;
+    int group;
+    int param_bytes;
+} qt__ct4_form;
+bool qt__ct4_form_of(qt_type t, qt__ct4_form *f);
+/* The ct4 type of an int4 group size (32, 64, 128), QT_TYPE_COUNT for others. */
+qt_type qt__ct4_int4_type(int64_t group_size);
+
+/* E2M1 code -> value (OCP MX spec table; test_ct_rows checks it against qt_e2m1_to_f32). */
+extern const float qt__e2m1_values[16];
+
+static inline const uint8_t *qt__ct4_params(const void *row) { return (const uint8_t *)row + 4; }
+static inline const uint8_t *qt__ct4_codes(const void *row, int64_t n, const qt__ct4_form *f) {
+    return (const uint8_t *)row + 4 + (size_t)(n / f->group) * (size_t)f->param_bytes;
+}
+
+/* The factor of group g's E2M1 values (nvfp4, mxfp4). */
+static inline float qt__ct4_fp4_scale(const void *row, const qt__ct4_form *f, int64_t g) {
+    const uint8_t b = qt__ct4_params(row)[g];
+    if (f->kind == QT_CT4_MXFP4) return qt_e8m0_to_f32(b);
+    float gs;
+    memcpy(&gs, row, 4);
+    return qt_e4m3_to_f32(b) / gs;
+}
+
+/* The 16-entry code book of group g of a row (see the top of this file). */
+static inline void qt__ct4_lut(const void *row, const qt__ct4_form *f, int64_t g, float lut[16]) {
+    if (f->kind != QT_CT4_INT4) {
+        const float scale = qt__ct4_fp4_scale(row, f, g);
+        for (int c = 0; c < 16; c++) lut[c] = qt__e2m1_values[c] * scale;
+        return;
+    }
+    const uint8_t *p = qt__ct4_params(row) + (size_t)g * (size_t)f->param_bytes;
+    uint32_t dt;
+    float s;
+    memcpy(&dt, row, 4);
+    memcpy(&s, p, 4);
+    const int zp = (int8_t)p[4];
+    for (int c = 0; c < 16; c++) lut[c] = qt_ct_round_dtype((float)((c - 8) - zp) * s, (qt_ct_dtype)dt);
+}
+
+size_t qt__ct4_row_size(qt_type t, int64_t n);
+size_t qt__ct4_w4g32_row_size(int64_t n);
+size_t qt__ct4_w4g64_row_size(int64_t n);
+size_t qt__ct4_w4g128_row_size(int64_t n);
+size_t qt__ct4_nvfp4_row_size(int64_t n);
+size_t qt__ct4_mxfp4_row_size(int64_t n);
+
+/* Writing a row: the header word, then per element its 4-bit code (int4: q + 8). */
+void qt__ct4_set_header(void *row, uint32_t word);
+void qt__ct4_set_param(void *row, const qt__ct4_form *f, int64_t g, float scale, int8_t zp, uint8_t byte);
+void qt__ct4_set_codes(void *row, int64_t n, const qt__ct4_form *f, const uint8_t *codes);
+
+/* to_float, and the scalar references of the dots (x: the row, y: n f32 activations). */
+#define QT__CT4_DECL(t)                                                       \
+    void qt__ct4_##t##_to_float(const void *row, float *y, int64_t n);        \
+    float qt__dot_ct4_##t##_ref(const void *x, const void *y, int64_t n);     \
+    float qt__gemm_ct4_##t##_ref(const void *x, const void *y, int64_t n);
+QT__CT4_DECL(w4g32)
+QT__CT4_DECL(w4g64)
+QT__CT4_DECL(w4g128)
+QT__CT4_DECL(nvfp4)
+QT__CT4_DECL(mxfp4)
+#ifdef QT_ARCH_X86
+#define QT__CT4_DECL_X86(t)                                                   \
+    void qt__ct4_##t##_to_float_avx2(const void *row, float *y, int64_t n);   \
+    void qt__ct4_##t##_to_float_avx512(const void *row, float *y, int64_t n); \
+    float qt__dot_ct4_##t##_avx2(const void *x, const void *y, int64_t n);    \
+    float qt__gemm_ct4_##t##_avx2(const void *x, const void *y, int64_t n);   \
+    float qt__dot_ct4_##t##_avx512(const void *x, const void *y, int64_t n);  \
+    float qt__gemm_ct4_##t##_avx512(const void *x, const void *y, int64_t n);   \
+    void qt__gemm_tiles_ct4_##t##_avx512(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, \
+                                         int64_t nc, int64_t n, float *out, int64_t ldo); /* int4 types only */
+QT__CT4_DECL_X86(w4g32)
+QT__CT4_DECL_X86(w4g64)
+QT__CT4_DECL_X86(w4g128)
+QT__CT4_DECL_X86(nvfp4)
+QT__CT4_DECL_X86(mxfp4)
+#undef QT__CT4_DECL_X86
+#endif
+#undef QT__CT4_DECL
+
+#endif

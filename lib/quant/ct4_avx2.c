@@ -1,0 +1,149 @@
+/* lib/quant/ct4_avx2.c — AVX2 + FMA fused dots of the weight-only 4-bit
+ * compressed-tensors rows (ct4.h): each 4-bit code is looked up in its
+ * group's 16-entry code book (two vpermps and a blend, the code's bit 3
+ * choosing the half) and multiplied into the f32 activations in the lane
+ * order of dot_avx2.c's f32 kernels, so the bits are qt__dot_f32_ref's /
+ * qt__gemm_f32_ref's on the dequantized row (the references in ct4.c).
+ */
+#include <immintrin.h>
+
+#include "ct4.h"
+#include "dot.h"
+#include "dot_x86.h"
+
+typedef struct {
+    __m256 l0, l1; /* code book entries 0..7 and 8..15 */
+} lut8;
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* qt_ct_round_dtype on 8 lanes: bf16 round to nearest even on the bits (qt_f32_to_bf16; the
+ * values here are finite), f16 through F16C's round-to-nearest-even conversion */
+ALWAYS_INLINE __m256 round_dtype(__m256 v, uint32_t dt) {
+    if (dt == QT_CT_BF16) {
+        const __m256i u = _mm256_castps_si256(v);
+        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+        const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+        return _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u)));
+    }
+    if (dt == QT_CT_F16) return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    return v;
+}
+
+/* The code book of ct4.h's qt__ct4_lut, in vector registers (the same products, the same rounding). */
+ALWAYS_INLINE lut8 make_lut(const void *row, const qt__ct4_form *f, int64_t g) {
+    lut8 r;
+    if (f->kind == QT_CT4_INT4) {
+        const uint8_t *p = qt__ct4_params(row) + (size_t)g * (size_t)f->param_bytes;
+        uint32_t dt;
+        float s;
+        memcpy(&dt, row, 4);
+        memcpy(&s, p, 4);
+        const __m256i off = _mm256_set1_epi32(8 + (int8_t)p[4]);
+        const __m256i i0 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), i1 = _mm256_add_epi32(i0, _mm256_set1_epi32(8));
+        const __m256 sv = _mm256_set1_ps(s);
+        r.l0 = round_dtype(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(i0, off)), sv), dt);
+        r.l1 = round_dtype(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(i1, off)), sv), dt);
+    } else {
+        const __m256 s = _mm256_set1_ps(qt__ct4_fp4_scale(row, f, g));
+        r.l0 = _mm256_mul_ps(_mm256_loadu_ps(qt__e2m1_values), s);
+        r.l1 = _mm256_mul_ps(_mm256_loadu_ps(qt__e2m1_values + 8), s);
+    }
+    return r;
+}
+
+ALWAYS_INLINE __m256 look(lut8 l, __m256i idx) {
+    const __m256 lo = _mm256_permutevar8x32_ps(l.l0, idx), hi = _mm256_permutevar8x32_ps(l.l1, idx);
+    return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+}
+
+/* Elements 32k..32k+31 as four 8-lane vectors; *cur / *la / *lb cache the code books. */
+typedef struct {
+    const void *row;
+    const uint8_t *codes;
+    qt__ct4_form f;
+    int64_t ga, gb; /* groups whose books la, lb hold */
+    lut8 la, lb;
+} decoder;
+
+ALWAYS_INLINE void chunk(decoder *d, int64_t k, __m256 e[4]) {
+    const int64_t ga = 32 * k / d->f.group, gb = (32 * k + 16) / d->f.group;
+    if (ga != d->ga) {
+        d->ga = ga;
+        d->la = ga == d->gb ? d->lb : make_lut(d->row, &d->f, ga);
+    }
+    if (gb != d->gb) {
+        d->gb = gb;
+        d->lb = gb == ga ? d->la : make_lut(d->row, &d->f, gb);
+    }
+    const uint8_t *q = d->codes + 16 * k;
+    const __m256i b0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q));
+    const __m256i b1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8)));
+    const __m256i m = _mm256_set1_epi32(15);
+    e[0] = look(d->la, _mm256_and_si256(b0, m));
+    e[1] = look(d->la, _mm256_and_si256(b1, m));
+    e[2] = look(d->lb, _mm256_srli_epi32(b0, 4));
+    e[3] = look(d->lb, _mm256_srli_epi32(b1, 4));
+}
+
+ALWAYS_INLINE decoder start(const void *row, int64_t n, qt__ct4_form f) {
+    const lut8 z = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    decoder d = {row, qt__ct4_codes(row, n, &f), f, -1, -1, z, z};
+    return d;
+}
+
+/* dot_avx2.c's reduce16 of lanes 0-7 (lo) and 8-15 (hi) */
+ALWAYS_INLINE float reduce16(__m256 lo, __m256 hi) { return qt__hsum8_avx(_mm256_add_ps(hi, lo)); }
+
+ALWAYS_INLINE float dot(const void *x, const float *y, int64_t n, qt__ct4_form f) {
+    decoder d = start(x, n, f);
+    const int64_t np = n & ~(int64_t)63;
+    __m256 a[8], e[8];
+    for (int k = 0; k < 8; k++) a[k] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < np; i += 64) {
+        chunk(&d, i / 32, e);
+        chunk(&d, i / 32 + 1, e + 4);
+        for (int k = 0; k < 8; k++) a[k] = _mm256_fmadd_ps(e[k], _mm256_loadu_ps(y + i + 8 * k), a[k]);
+    }
+    const __m256 lo = _mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6]));
+    const __m256 hi = _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7]));
+    const float sum = reduce16(lo, hi);
+    if (np == n) return sum;
+    float w[32];
+    chunk(&d, np / 32, e);
+    for (int k = 0; k < 4; k++) _mm256_storeu_ps(w + 8 * k, e[k]);
+    return qt__dot_f32_tail(sum, w, y + np, 0, n - np);
+}
+
+ALWAYS_INLINE float gemm(const void *x, const float *y, int64_t n, qt__ct4_form f) {
+    decoder d = start(x, n, f);
+    __m256 lo = _mm256_setzero_ps(), hi = lo, e[4];
+    for (int64_t i = 0; i < n; i += 32) {
+        chunk(&d, i / 32, e);
+        lo = _mm256_fmadd_ps(e[0], _mm256_loadu_ps(y + i), lo);
+        hi = _mm256_fmadd_ps(e[1], _mm256_loadu_ps(y + i + 8), hi);
+        lo = _mm256_fmadd_ps(e[2], _mm256_loadu_ps(y + i + 16), lo);
+        hi = _mm256_fmadd_ps(e[3], _mm256_loadu_ps(y + i + 24), hi);
+    }
+    return reduce16(lo, hi);
+}
+
+ALWAYS_INLINE void to_float(const void *x, float *y, int64_t n, qt__ct4_form f) {
+    decoder d = start(x, n, f);
+    __m256 e[4];
+    for (int64_t i = 0; i < n; i += 32) {
+        chunk(&d, i / 32, e);
+        for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + i + 8 * k, e[k]);
+    }
+}
+
+#define DEFS(t, KIND, G, P)                                                                                           \
+    void qt__ct4_##t##_to_float_avx2(const void *x, float *y, int64_t n) { to_float(x, y, n, (qt__ct4_form){KIND, G, P}); } \
+    float qt__dot_ct4_##t##_avx2(const void *x, const void *y, int64_t n) { return dot(x, y, n, (qt__ct4_form){KIND, G, P}); } \
+    float qt__gemm_ct4_##t##_avx2(const void *x, const void *y, int64_t n) { return gemm(x, y, n, (qt__ct4_form){KIND, G, P}); }
+DEFS(w4g32, QT_CT4_INT4, 32, 5)
+DEFS(w4g64, QT_CT4_INT4, 64, 5)
+DEFS(w4g128, QT_CT4_INT4, 128, 5)
+DEFS(nvfp4, QT_CT4_NVFP4, QT_CT_NVFP4_GROUP, 1)
+DEFS(mxfp4, QT_CT4_MXFP4, QT_CT_MXFP4_GROUP, 1)
+
