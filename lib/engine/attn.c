@@ -6,9 +6,9 @@
  * and covers the n_rep query heads that share the KV head (GQA: the block's K
  * and V rows are read from memory once and stay in L1 for the other heads).
  * Per item and head, two passes over the block (flash-decoding's split-K):
- *   s_p = (q . k_p) * kq_scale * k_scale          kdot on the stored row
+ *   s_p = (q . k_p) * kq_scale * k_scale          kdot on the stored rows
  *   m = max_p s_p,  w_p = e^(s_p - m),  S = sum_p w_p      (in order of p)
- *   acc = sum_p (w_p * v_scale) v_p                 vacc on the stored row
+ *   acc = sum_p (w_p * v_scale) v_p                 vacc on the stored rows
  * and a row's blocks are merged in block order:
  *   M = max_c m_c,  out = (sum_c e^(m_c - M) acc_c) / (sum_c e^(m_c - M) S_c).
  * The partition depends only on the row's number of keys, never on the thread
@@ -38,17 +38,23 @@ static inline float dec_e4m3(const void *p, int32_t i) { return qt_e4m3_to_f32((
 static inline float dec_e5m2(const void *p, int32_t i) { return qt_e5m2_to_f32(((const uint8_t *)p)[i]); }
 static inline float dec_i8(const void *p, int32_t i) { return (float)((const int8_t *)p)[i]; }
 
-#define KV_REF(t)                                                                       \
-    static float kdot_##t##_ref(const void *k, const float *q, int32_t n) {             \
-        float l[8] = {0};                                                               \
-        const int32_t n8 = n - n % 8;                                                   \
-        for (int32_t i = 0; i < n8; i++) l[i % 8] = fmaf(q[i], dec_##t(k, i), l[i % 8]); \
-        float s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));    \
-        for (int32_t i = n8; i < n; i++) s = fmaf(q[i], dec_##t(k, i), s);              \
-        return s;                                                                       \
-    }                                                                                   \
-    static void vacc_##t##_ref(float *acc, const void *v, float w, int32_t n) {         \
-        for (int32_t i = 0; i < n; i++) acc[i] = fmaf(dec_##t(v, i), w, acc[i]);        \
+#define KV_REF(t)                                                                               \
+    static void kdot_##t##_ref(const void *k, size_t stride, const float *q, int32_t n, int32_t np, float *out) { \
+        const int32_t n8 = n - n % 8;                                                           \
+        for (int32_t p = 0; p < np; p++) {                                                      \
+            const void *kp = (const uint8_t *)k + (size_t)p * stride;                           \
+            float l[8] = {0};                                                                   \
+            for (int32_t i = 0; i < n8; i++) l[i % 8] = fmaf(q[i], dec_##t(kp, i), l[i % 8]);   \
+            float s = ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]));        \
+            for (int32_t i = n8; i < n; i++) s = fmaf(q[i], dec_##t(kp, i), s);                 \
+            out[p] = s;                                                                         \
+        }                                                                                       \
+    }                                                                                           \
+    static void vacc_##t##_ref(float *acc, const void *v, size_t stride, const float *w, int32_t np, int32_t n) { \
+        for (int32_t p = 0; p < np; p++) {                                                      \
+            const void *vp = (const uint8_t *)v + (size_t)p * stride;                           \
+            for (int32_t i = 0; i < n; i++) acc[i] = fmaf(dec_##t(vp, i), w[p], acc[i]);        \
+        }                                                                                       \
     }
 KV_REF(f32)
 KV_REF(f16)
@@ -151,18 +157,20 @@ static void block_states(const fast_job *j, int32_t b, int32_t kvh, int32_t p0, 
     for (int32_t r = 0; r < e->n_rep; r++) {
         const int32_t h = kvh * e->n_rep + r;
         const float *q = e->q + (size_t)b * e->n_q + (size_t)h * hd;
+        kn->kdot(kb, row_stride, q, hd, np, sc);
         float m = -INFINITY;
         for (int32_t p = 0; p < np; p++) {
-            sc[p] = kn->kdot(kb + p * row_stride, q, hd) * qs;
+            sc[p] *= qs;
             m = fmaxf(m, sc[p]);
         }
         for (int32_t p = 0; p < np; p++) sc[p] -= m;
         kn->exp(sc, np);
         float S = 0.0f;
         for (int32_t p = 0; p < np; p++) S += sc[p];
+        for (int32_t p = 0; p < np; p++) sc[p] *= vs;
         float *acc = whole ? e->att + (size_t)b * e->n_q + (size_t)h * hd : part + (size_t)r * (hd + 2) + 2;
         for (int32_t d = 0; d < hd; d++) acc[d] = 0.0f;
-        for (int32_t p = 0; p < np; p++) kn->vacc(acc, vb + p * row_stride, sc[p] * vs, hd);
+        kn->vacc(acc, vb, row_stride, sc, np, hd);
         if (whole) {
             const float inv = S == 0.0f ? 0.0f : 1.0f / S;
             for (int32_t d = 0; d < hd; d++) acc[d] *= inv;

@@ -49,11 +49,22 @@ static inline __m256 dec8_i8(const void *p, int32_t i) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(load8_bytes(p, i)));
 }
 
-/* (l0+l4 + l2+l6) + (l1+l5 + l3+l7) */
+/* a_j = l_j + l_(j+4), then (a0+a1) + (a2+a3): one row's sum */
 static inline float hsum8(__m256 v) {
     const __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    const __m128 b = _mm_add_ps(a, _mm_movehl_ps(a, a));
-    return _mm_cvtss_f32(_mm_add_ss(b, _mm_movehdup_ps(b)));
+    const __m128 h = _mm_hadd_ps(a, a);
+    return _mm_cvtss_f32(_mm_hadd_ps(h, h));
+}
+
+/* The same sum for eight rows at once, row p's in lane p. */
+static inline __m256 hsum8x8(const __m256 *r) {
+    __m256 t[4];
+    for (int k = 0; k < 4; k++)
+        t[k] = _mm256_add_ps(_mm256_permute2f128_ps(r[2 * k], r[2 * k + 1], 0x20),
+                             _mm256_permute2f128_ps(r[2 * k], r[2 * k + 1], 0x31));
+    /* (p0 p2 p4 p6 | p1 p3 p5 p7) */
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(t[0], t[1]), _mm256_hadd_ps(t[2], t[3]));
+    return _mm256_permutevar8x32_ps(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
 /* scalar tails: the reference's own decoders would need the library's
@@ -79,21 +90,59 @@ static inline float tail_e4m3(const void *p, int32_t i) {
 }
 static inline float tail_i8(const void *p, int32_t i) { return (float)((const int8_t *)p)[i]; }
 
-#define KV_AVX2(t)                                                                          \
-    float qt__attn_kdot_##t##_avx2(const void *k, const float *q, int32_t n) {              \
-        const int32_t n8 = n - n % 8;                                                       \
-        __m256 acc = _mm256_setzero_ps();                                                   \
-        for (int32_t i = 0; i < n8; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), dec8_##t(k, i), acc); \
-        float s = hsum8(acc);                                                               \
-        for (int32_t i = n8; i < n; i++) s = fmaf(q[i], tail_##t(k, i), s);                 \
-        return s;                                                                           \
-    }                                                                                       \
-    void qt__attn_vacc_##t##_avx2(float *acc, const void *v, float w, int32_t n) {          \
-        const int32_t n8 = n - n % 8;                                                       \
-        const __m256 wv = _mm256_set1_ps(w);                                                \
-        for (int32_t i = 0; i < n8; i += 8)                                                 \
-            _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(dec8_##t(v, i), wv, _mm256_loadu_ps(acc + i))); \
-        for (int32_t i = n8; i < n; i++) acc[i] = fmaf(tail_##t(v, i), w, acc[i]);          \
+#define KV_AVX2(t)                                                                              \
+    void qt__attn_kdot_##t##_avx2(const void *k, size_t stride, const float *q, int32_t n, int32_t np, float *out) { \
+        const int32_t n8 = n - n % 8;                                                           \
+        int32_t p = 0;                                                                          \
+        for (; p + 8 <= np; p += 8) { /* eight rows: one reduction for all */                   \
+            const uint8_t *k0 = (const uint8_t *)k + (size_t)p * stride;                        \
+            __m256 acc[8];                                                                      \
+            for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();                           \
+            for (int32_t i = 0; i < n8; i += 8) {                                               \
+                const __m256 qv = _mm256_loadu_ps(q + i);                                       \
+                for (int r = 0; r < 8; r++) acc[r] = _mm256_fmadd_ps(qv, dec8_##t(k0 + r * stride, i), acc[r]); \
+            }                                                                                   \
+            _mm256_storeu_ps(out + p, hsum8x8(acc));                                            \
+            for (int r = 0; r < 8 && n8 < n; r++)                                               \
+                for (int32_t i = n8; i < n; i++) out[p + r] = fmaf(q[i], tail_##t(k0 + r * stride, i), out[p + r]); \
+        }                                                                                       \
+        for (; p < np; p++) {                                                                   \
+            const uint8_t *kp = (const uint8_t *)k + (size_t)p * stride;                        \
+            __m256 acc = _mm256_setzero_ps();                                                   \
+            for (int32_t i = 0; i < n8; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), dec8_##t(kp, i), acc); \
+            float s = hsum8(acc);                                                               \
+            for (int32_t i = n8; i < n; i++) s = fmaf(q[i], tail_##t(kp, i), s);                \
+            out[p] = s;                                                                         \
+        }                                                                                       \
+    }                                                                                           \
+    void qt__attn_vacc_##t##_avx2(float *acc, const void *v, size_t stride, const float *w, int32_t np, int32_t n) { \
+        const int32_t n8 = n - n % 8;                                                           \
+        int32_t i = 0;                                                                          \
+        for (; i + 32 <= n8; i += 32) { /* 32 accumulators in registers across the rows */       \
+            __m256 a0 = _mm256_loadu_ps(acc + i), a1 = _mm256_loadu_ps(acc + i + 8);            \
+            __m256 a2 = _mm256_loadu_ps(acc + i + 16), a3 = _mm256_loadu_ps(acc + i + 24);      \
+            const uint8_t *vp = v;                                                              \
+            for (int32_t p = 0; p < np; p++, vp += stride) {                                    \
+                const __m256 wv = _mm256_broadcast_ss(w + p);                                   \
+                a0 = _mm256_fmadd_ps(dec8_##t(vp, i), wv, a0);                                  \
+                a1 = _mm256_fmadd_ps(dec8_##t(vp, i + 8), wv, a1);                              \
+                a2 = _mm256_fmadd_ps(dec8_##t(vp, i + 16), wv, a2);                             \
+                a3 = _mm256_fmadd_ps(dec8_##t(vp, i + 24), wv, a3);                             \
+            }                                                                                   \
+            _mm256_storeu_ps(acc + i, a0), _mm256_storeu_ps(acc + i + 8, a1);                   \
+            _mm256_storeu_ps(acc + i + 16, a2), _mm256_storeu_ps(acc + i + 24, a3);             \
+        }                                                                                       \
+        for (; i < n8; i += 8) {                                                                \
+            __m256 a0 = _mm256_loadu_ps(acc + i);                                               \
+            const uint8_t *vp = v;                                                              \
+            for (int32_t p = 0; p < np; p++, vp += stride)                                      \
+                a0 = _mm256_fmadd_ps(dec8_##t(vp, i), _mm256_broadcast_ss(w + p), a0);          \
+            _mm256_storeu_ps(acc + i, a0);                                                      \
+        }                                                                                       \
+        for (; i < n; i++) {                                                                    \
+            const uint8_t *vp = v;                                                              \
+            for (int32_t p = 0; p < np; p++, vp += stride) acc[i] = fmaf(tail_##t(vp, i), w[p], acc[i]); \
+        }                                                                                       \
     }
 KV_AVX2(f32)
 KV_AVX2(f16)

@@ -49,45 +49,52 @@ static void random_row(const qt__kv_format *f, void *dst, float *dec, int32_t n)
     free(x);
 }
 
-static uint32_t bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
+/* np rows of n elements, stride bytes apart (padded past the row), every variant = its reference. */
 static void test_kernels_match_reference(void) {
     const int32_t lens[] = {1, 3, 7, 8, 9, 16, 20, 64, 80, 127, 128, 133};
-    enum { NMAX = 133 };
+    const int32_t rows[] = {1, 5, 8, 13, 17};
+    enum { NMAX = 133, PMAX = 17, STRIDE = (NMAX + 3) * 4 };
     for (size_t fi = 0; fi < sizeof kv_all / sizeof kv_all[0]; fi++) {
         const qt__kv_format *f = qt__kv_format_get(kv_all[fi]);
         const qt__attn_kernels *ref = ref_of(kv_all[fi]);
         CHECK(ref != NULL);
         if (!ref) continue;
-        uint8_t row[NMAX * 4];
-        float dec[NMAX], q[NMAX], acc0[NMAX], acc_ref[NMAX], acc[NMAX];
-        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
-            const int32_t n = lens[li];
-            random_row(f, row, dec, n);
-            for (int32_t i = 0; i < n; i++) q[i] = frand(), acc0[i] = frand();
-            /* the reference against double */
-            double want = 0, mag = 0;
-            for (int32_t i = 0; i < n; i++) want += (double)q[i] * dec[i], mag += fabs((double)q[i] * dec[i]);
-            const float got = ref->kdot(row, q, n);
-            CHECK_MSG(fabs(got - want) <= 1e-6 * mag + 1e-30, "%s kdot ref n=%d: %.9g vs %.9g", f->name, n, got, want);
-            memcpy(acc_ref, acc0, sizeof acc0);
-            ref->vacc(acc_ref, row, 0.37f, n);
-            for (int32_t i = 0; i < n; i++)
-                CHECK_MSG(acc_ref[i] == fmaf(dec[i], 0.37f, acc0[i]), "%s vacc ref n=%d i=%d", f->name, n, i);
-            /* every variant: the reference's bits */
-            for (const qt__attn_kernels *v = qt__attn_variants; v->kv != QT_KV_TYPE_COUNT; v++) {
-                if (v->kv != kv_all[fi] || v == ref || v->level > qt__cpu_level_get()) continue;
-                CHECK_MSG(bits(v->kdot(row, q, n)) == bits(got), "%s kdot level %d n=%d", f->name, v->level, n);
-                memcpy(acc, acc0, sizeof acc0);
-                v->vacc(acc, row, 0.37f, n);
-                CHECK_MSG(memcmp(acc, acc_ref, (size_t)n * sizeof *acc) == 0, "%s vacc level %d n=%d", f->name,
-                          v->level, n);
+        static uint8_t row[PMAX * STRIDE];
+        static float dec[PMAX][NMAX];
+        float q[NMAX], w[PMAX], got[PMAX], out[PMAX], acc0[NMAX], acc_ref[NMAX], acc[NMAX];
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+            for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+                const int32_t n = lens[li], np = rows[ri];
+                for (int32_t p = 0; p < np; p++) random_row(f, row + (size_t)p * STRIDE, dec[p], n);
+                for (int32_t i = 0; i < n; i++) q[i] = frand(), acc0[i] = frand();
+                for (int32_t p = 0; p < np; p++) w[p] = frand();
+                /* the reference against double and its own definition */
+                ref->kdot(row, STRIDE, q, n, np, got);
+                memcpy(acc_ref, acc0, sizeof acc0);
+                ref->vacc(acc_ref, row, STRIDE, w, np, n);
+                for (int32_t p = 0; p < np; p++) {
+                    double want = 0, mag = 0;
+                    for (int32_t i = 0; i < n; i++) want += (double)q[i] * dec[p][i], mag += fabs((double)q[i] * dec[p][i]);
+                    CHECK_MSG(fabs(got[p] - want) <= 1e-6 * mag + 1e-30, "%s kdot ref n=%d: %.9g vs %.9g", f->name, n,
+                              got[p], want);
+                }
+                for (int32_t i = 0; i < n; i++) {
+                    float a = acc0[i];
+                    for (int32_t p = 0; p < np; p++) a = fmaf(dec[p][i], w[p], a);
+                    CHECK_MSG(acc_ref[i] == a, "%s vacc ref n=%d i=%d", f->name, n, i);
+                }
+                /* every variant: the reference's bits */
+                for (const qt__attn_kernels *v = qt__attn_variants; v->kv != QT_KV_TYPE_COUNT; v++) {
+                    if (v->kv != kv_all[fi] || v == ref || v->level > qt__cpu_level_get()) continue;
+                    v->kdot(row, STRIDE, q, n, np, out);
+                    CHECK_MSG(memcmp(out, got, (size_t)np * sizeof *out) == 0, "%s kdot level %d n=%d rows %d",
+                              f->name, v->level, n, np);
+                    memcpy(acc, acc0, sizeof acc0);
+                    v->vacc(acc, row, STRIDE, w, np, n);
+                    CHECK_MSG(memcmp(acc, acc_ref, (size_t)n * sizeof *acc) == 0, "%s vacc level %d n=%d rows %d",
+                              f->name, v->level, n, np);
+                }
             }
-        }
     }
 }
 
