@@ -2,7 +2,8 @@
  * (--numerics fast), split across threads by heads and key blocks.
  *
  * One row (token) and query head attends to keys 0 .. its position. The keys
- * are cut into blocks of QT_ATTN_BLOCK; a work item is (row, KV head, block)
+ * are cut into blocks (32 keys in rows up to 512 keys, 64 up to 1024, beyond that
+ * QT_ATTN_BLOCK = 128); a work item is (row, KV head, block)
  * and covers the n_rep query heads that share the KV head (GQA: the block's K
  * and V rows are read from memory once and stay in L1 for the other heads).
  * Per item and head, two passes over the block (flash-decoding's split-K):
@@ -108,7 +109,17 @@ const qt__attn_kernels *qt__attn_kernels_get(qt_kv_type kv) {
 
 /* ---- buffers (engine creation) ------------------------------------------------------ */
 
-static int64_t row_blocks(int32_t n_keys) { return (n_keys + QT_ATTN_BLOCK - 1) / QT_ATTN_BLOCK; }
+/* Keys per block for a row of n_keys: short rows in smaller blocks, so that one decode
+ * token at context 512 still has 16 x n_head_kv items for many threads; a function of
+ * the row's length only. */
+static int32_t block_keys(int32_t n_keys) { return n_keys <= 512 ? 32 : n_keys <= 1024 ? 64 : QT_ATTN_BLOCK; }
+static int64_t row_blocks(int32_t n_keys) { return (n_keys + block_keys(n_keys) - 1) / block_keys(n_keys); }
+/* The most blocks a row of at most n_ctx keys has (row_blocks grows within each regime). */
+static int64_t max_blocks(int32_t n_ctx) {
+    int64_t m = row_blocks(n_ctx < 512 ? n_ctx : 512);
+    if (n_ctx > 512) m = m > row_blocks(n_ctx < 1024 ? n_ctx : 1024) ? m : row_blocks(n_ctx < 1024 ? n_ctx : 1024);
+    return m > row_blocks(n_ctx) ? m : row_blocks(n_ctx);
+}
 
 /* Floats of one item's partial states: per query head of the group, m, S and acc (head_dim). */
 static size_t item_floats(const qt_engine_ctx *e) { return (size_t)e->n_rep * (size_t)(e->hp.head_dim + 2); }
@@ -116,11 +127,12 @@ static size_t item_floats(const qt_engine_ctx *e) { return (size_t)e->n_rep * (s
 qt_status qt__attn_init(qt_engine_ctx *e) {
     e->attn = qt__attn_kernels_get(e->kvf->dtype);
     /* one row at full context always fits, and a batch of short rows in one wave */
-    e->attn_cap_items = (int64_t)e->hp.n_head_kv * (row_blocks(e->n_ctx) + e->n_rows);
+    e->attn_cap_items = (int64_t)e->hp.n_head_kv * (max_blocks(e->n_ctx) + e->n_rows);
     e->attn_parts = malloc((size_t)e->attn_cap_items * item_floats(e) * sizeof(float));
     e->attn_prefix = malloc(((size_t)e->n_rows + 1) * sizeof *e->attn_prefix);
     e->attn_scores = malloc((size_t)e->n_threads * QT_ATTN_BLOCK * sizeof(float));
-    if (!e->attn || !e->attn_parts || !e->attn_prefix || !e->attn_scores)
+    if (!e->attn) return qt_error(QT_ERR_UNSUPPORTED, "attention: no kernels for KV cache format %s", e->kvf->name);
+    if (!e->attn_parts || !e->attn_prefix || !e->attn_scores)
         return qt_error(QT_ERR_NOMEM, "attention: out of memory (%lld partial states)", (long long)e->attn_cap_items);
     return QT_OK;
 }
@@ -202,7 +214,7 @@ static void fast_items(void *ctx, int64_t i0, int64_t i1, int ti) {
         const int32_t b = j->b0 + r, n_keys = e->row_pos[b] + 1;
         const int64_t nb = row_blocks(n_keys), k = it - j->prefix[r];
         const int32_t kvh = (int32_t)(k / nb), c = (int32_t)(k % nb);
-        const int32_t p0 = c * QT_ATTN_BLOCK, p1 = p0 + QT_ATTN_BLOCK < n_keys ? p0 + QT_ATTN_BLOCK : n_keys;
+        const int32_t bk = block_keys(n_keys), p0 = c * bk, p1 = p0 + bk < n_keys ? p0 + bk : n_keys;
         block_states(j, b, kvh, p0, p1, nb == 1, e->attn_parts + (size_t)it * item_floats(e), sc);
     }
 }

@@ -41,8 +41,9 @@ extern const qt__attn_kernels qt__attn_variants[];
 /* The kernels of the highest level at or below the CPU's for format kv. */
 const qt__attn_kernels *qt__attn_kernels_get(qt_kv_type kv);
 
-/* Keys per work item of the split-K (flash-decoding) attention: a fixed shape
- * constant, so the partition, and with it every bit, is the same at any thread count. */
+/* Keys per work item of the split-K (flash-decoding) attention for rows of more than
+ * 1024 keys (shorter rows: 32 or 64, attn.c): a function of the row's length only, so
+ * the partition, and with it every bit, is the same at any thread count. */
 #define QT_ATTN_BLOCK 128
 
 /* AVX2 + FMA + F16C variants (attn_avx2.c) */

@@ -4,7 +4,7 @@
  *    on lengths that are not multiples of the unroll; the references agree with
  *    a double-precision computation on the decoded rows;
  *  - the split-K attention on a hand-built engine (one layer's cache and Q): every
- *    KV format x context 1, 17, 300, 2048 x GQA 1, 2, 8 x head_dim 64 and 20, a
+ *    KV format x context 1, 17, 300, 700, 2048 x GQA 1, 2, 8 x head_dim 64 and 20, a
  *    decode row and a batch of rows: within 1e-5 of a double-precision softmax over
  *    the decoded cache; the same bits at 1, 2, 3 and 7 threads and with the scalar
  *    kernels in place of this CPU's;
@@ -256,7 +256,7 @@ static void check_case(qt_kv_type kv, int32_t n_head, int32_t hkv, int32_t hd, i
 }
 
 static void test_split_attention(void) {
-    const int32_t lens[] = {1, 17, 300, 2048};
+    const int32_t lens[] = {1, 17, 300, 700, 2048}; /* blocks of 32, 64 and 128 keys (attn.c) */
     const struct { int32_t n_head, hkv; } gqa[] = {{4, 4}, {4, 2}, {8, 1}};
     for (size_t fi = 0; fi < sizeof kv_all / sizeof kv_all[0]; fi++)
         for (size_t g = 0; g < sizeof gqa / sizeof gqa[0]; g++)
