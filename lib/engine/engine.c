@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn.h"
 #include "engine_internal.h"
 
 void qt_engine_opts_default(qt_engine_opts *o) {
@@ -158,10 +159,13 @@ static void describe(qt_engine_ctx *e) {
                  e->scales_from_meta ? "quanta.kv_cache.k_scale / v_scale" : "blk.N.attn_k_scale / attn_v_scale");
         else if (e->scale_source == QT_KV_SCALE_ONE) PUT(", %s scales fixed at 1.0 (uncalibrated)", gran);
         else PUT(", %s scales computed on the fly (absmax/%g of the first batch)", gran, (double)e->kvf->max_value);
-    } else if (!e->opts.act_quant_off && e->kvf->dtype != QT_KV_TYPE_F32) {
+    } else if (!e->opts.act_quant_off && e->kvf->dtype != QT_KV_TYPE_F32 && e->opts.numerics == QT_NUMERICS_LLAMA) {
         PUT(" (Q rounded to %s%s, as llama.cpp's flash attention)", e->kvf->name,
             e->kvf->dtype == QT_KV_TYPE_F16 ? " and an f16 value accumulator" : "");
     }
+    if (e->opts.numerics == QT_NUMERICS_FAST)
+        PUT("; attention: f32 Q and accumulator on the stored cache, split over heads x blocks of up to %d keys",
+            QT_ATTN_BLOCK);
 #undef PUT
 }
 

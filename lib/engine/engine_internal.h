@@ -116,6 +116,13 @@ struct qt_engine_ctx {
     bool scales_ready;          /* DYNAMIC scales computed (first batch) */
     bool scales_from_meta;      /* FILE: from quanta.kv_cache.* metadata, not blk.N.attn_k_scale tensors */
 
+    /* --numerics fast attention (attn.c), sized at creation */
+    const struct qt__attn_kernels *attn; /* this CPU's kernels for the cache format */
+    int64_t attn_cap_items;     /* partial states one wave of rows may hold, in (row, KV head, block) items */
+    float *attn_parts;          /* (attn_cap_items, n_rep, 2 + head_dim) per query head: max, sum, acc */
+    int64_t *attn_prefix;       /* (n_rows + 1) first item of each row of a wave */
+    float *attn_scores;         /* (n_threads, QT_ATTN_BLOCK) one block's scores, then weights */
+
     /* activations of one batch (B <= n_rows rows) */
     float *x;                   /* (n_rows, n_embd) residual stream */
     float *xb;                  /* (n_rows, n_embd) normed input of a sub-layer */
@@ -163,6 +170,12 @@ void qt__engine_kv_free(qt_engine_ctx *e);
 void qt__engine_kv_store(qt_engine_ctx *e, int il, int32_t B);
 void qt__engine_kv_finish_batch(qt_engine_ctx *e);
 
+/* lib/engine/attn.c: the --numerics fast attention of batch rows [0, B) at layer il
+ * (heads x key blocks across threads), and its buffers (called by kv_init / kv_free). */
+void qt__attn_fast(qt_engine_ctx *e, int il, int32_t B);
+qt_status qt__attn_init(qt_engine_ctx *e);
+void qt__attn_free(qt_engine_ctx *e);
+
 /* lib/engine/matmul.c: out (B, m->n_out) = in (B, m->n_in) x W^T, threaded over rows. */
 void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m);
 /* Fill a qt__mat from a tensor with ne = [n_in, n_out] (checked by the caller);
@@ -184,6 +197,9 @@ void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B);
 /* Rows [0, B) are one sequence in slot 0 at positions n_past.. (the single-sequence API). */
 void qt__engine_rows_single(qt_engine_ctx *e, int32_t B);
 void qt__engine_logits(qt_engine_ctx *e, const float *x, int32_t n, float *logits);
+/* softmax(q K^T / sqrt(head_dim)) V for rows [0, B) from layer il's cache into e->att:
+ * --numerics llama in ggml's order (one thread per row and head), fast split-K (attn.c). */
+void qt__engine_attention(qt_engine_ctx *e, int il, int32_t B);
 
 /* The attention's value update, acc[d] = fmaf(v[d], w, acc[d]) for d < n
  * (forward.c): the scalar reference, and the AVX2 + FMA kernel (attn_axpy_avx2.c),

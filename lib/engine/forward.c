@@ -195,7 +195,11 @@ static void attention_items(void *ctx, int64_t i0, int64_t i1, int ti) {
     }
 }
 
-static void attention(qt_engine_ctx *e, int il, int32_t B) {
+void qt__engine_attention(qt_engine_ctx *e, int il, int32_t B) {
+    if (e->opts.numerics == QT_NUMERICS_FAST) { /* split-K over the stored cache (attn.c) */
+        qt__attn_fast(e, il, B);
+        return;
+    }
     attn_job j = {e, il, B};
     int64_t keys = 0;
     for (int32_t b = 0; b < B; b++) keys += e->row_pos[b] + 1;
@@ -261,7 +265,7 @@ void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B) {
     rope(e, e->q, B, e->hp.n_head);
     rope(e, e->k, B, e->hp.n_head_kv);
     qt__engine_kv_store(e, il, B);
-    attention(e, il, B);
+    qt__engine_attention(e, il, B);
     observe(e, il, "attn_output", e->att, B, e->n_q);
     qt__matmul(e, e->xb2, e->att, B, &L->wo);
     add_bias(e->xb2, L->bo, B, n_embd);

@@ -242,6 +242,8 @@ qt_status qt__engine_kv_init(qt_engine_ctx *e) {
     if (!e->k_cache || !e->v_cache)
         return qt_error(QT_ERR_NOMEM, "KV cache: out of memory (%zu bytes for n_ctx %d x %d sequences)", 2 * total,
                         e->n_ctx, e->n_seq);
+    qt_status s = qt__attn_init(e);
+    if (s != QT_OK) return s;
     if (e->kvf->scaled) return resolve_scales(e);
     e->scale_source = QT_KV_SCALE_ONE;
     e->scales_ready = true;
@@ -253,6 +255,7 @@ void qt__engine_kv_free(qt_engine_ctx *e) {
     free(e->v_cache);
     free(e->k_scale);
     free(e->v_scale);
+    qt__attn_free(e);
 }
 
 /* absmax / max_value over rows [0, B) of src (B, n_kv), per head or over all heads. */

@@ -650,6 +650,7 @@ static int export_logits(const char *dir) {
         qt_engine_opts_default(&o);
         o.n_ctx = 64;
         o.n_threads = 1;
+        o.numerics = QT_NUMERICS_LLAMA; /* compared with llama.cpp: its attention order (f16 Q and accumulator) */
         if (qt_model_open(qt_test_shared(rel), &m) != QT_OK || qt_engine_new(m, &o, &e) != QT_OK) {
             fprintf(stderr, "test_ggml_iquants --logits: %s: %s\n", rel, qt_last_error());
             qt_model_free(m);

@@ -358,6 +358,9 @@ static void test_gemm_kernels_threads_batches_numerics(void) {
                 qt_engine_opts o;
                 qt_engine_opts_default(&o);
                 o.n_ctx = 64;
+                /* an f32 cache: with f16, llama's attention rounds Q and its accumulator to f16 and
+                 * fast's does not, a difference of its own (test_engine_attn measures it) */
+                o.kv_type = QT_KV_TYPE_F32;
                 o.n_threads = runs[r].threads;
                 o.n_batch = runs[r].batch;
                 o.numerics = numerics;
