@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine_internal.h"
+#include "quant/gemm_k16.h"
 
 void qt_engine_opts_default(qt_engine_opts *o) {
     memset(o, 0, sizeof *o);
@@ -130,6 +131,8 @@ static void describe(qt_engine_ctx *e) {
     for (int t = 0; t < QT_TYPE_COUNT; t++) {
         if (!count[t]) continue;
         if (deq[t]) PUT("%s %s rows dequantized to f32, f32 dot", first ? "" : ";", qt_type_get((qt_type)t)->name);
+        else if (packed[t] && qt__k16_bytes((qt_type)t, 1, 256))
+            PUT("%s q8_K for %s rows packed k16", first ? "" : ";", qt_type_get((qt_type)t)->name);
         else if (packed[t]) PUT("%s q8s for %s rows packed x16", first ? "" : ";", qt_type_get((qt_type)t)->name);
         else PUT("%s %s for %s rows", first ? "" : ";", qt_type_get(act[t])->name, qt_type_get((qt_type)t)->name);
         any_ct |= !deq[t] && qt_type_get((qt_type)t)->engine_only;

@@ -39,6 +39,7 @@ typedef struct qt__mat {
                 int64_t ldo);
     uint8_t *x16_data;          /* (ceil(n_out / 16) groups, x16_group bytes), owned; NULL without x16 */
     size_t x16_group;           /* bytes of one group of 16 packed rows */
+    bool act_q8s;               /* x16 formats: q8s activations; false for the k16 K-quants (Q8_K, gemm_k16.h) */
 } qt__mat;
 
 typedef struct qt__layer {

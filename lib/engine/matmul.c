@@ -50,19 +50,31 @@
 #include "quant/ct_rows.h"
 #include "quant/dot.h"
 #include "quant/gemm.h"
+#include "quant/gemm_k16.h"
 #include "engine_internal.h"
 
 /* The x16 copy (lib/quant/gemm.h) of a type that has one at this CPU's level:
  * packed once here, then every matmul streams it. */
 static qt_status mat_pack(qt__mat *m) {
     const qt_type t = m->t->type;
-    const size_t bytes = qt__x16_bytes(t, m->n_out, m->n_in);
-    if (!qt__gemm_x16_kernel(t) || !bytes) return QT_OK;
+    const bool k16 = !qt__gemm_x16_kernel(t) && qt__gemm_k16_kernel(t) && qt__k16_bytes(t, m->n_out, m->n_in);
+    const size_t bytes = k16 ? qt__k16_bytes(t, m->n_out, m->n_in) : qt__x16_bytes(t, m->n_out, m->n_in);
+    if (!(k16 || qt__gemm_x16_kernel(t)) || !bytes) return QT_OK;
     m->x16_data = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     if (!m->x16_data)
         return qt_error(QT_ERR_NOMEM, "tensor '%s': out of memory packing %zu bytes of rows", m->t->name, bytes);
+    if (k16) {
+        /* Q8_K activations as for gemm_fast, whose bits these are (gemm_k16.h) */
+        qt__k16_pack(t, m->data, m->row_bytes, m->n_out, m->n_in, m->x16_data);
+        m->x16 = qt__gemm_k16_kernel(t);
+        m->x16_group = qt__k16_group_bytes(t, m->n_in);
+        m->gemm = NULL;
+        m->own_order = true;
+        return QT_OK;
+    }
     qt__x16_pack(t, m->data, m->row_bytes, m->n_out, m->n_in, m->x16_data);
     m->x16 = qt__gemm_x16_kernel(t);
+    m->act_q8s = true;
     m->x16_group = qt__x16_group_bytes(t, m->n_in);
     m->act_row_bytes = (size_t)(m->n_in / 32) * sizeof(qt__block_q8s);
     m->gemm = NULL;
@@ -210,7 +222,7 @@ static void act_rows(void *ctx, int64_t b0, int64_t b1, int ti) {
     for (int64_t b = b0; b < b1; b++) {
         const float *x = j->in + b * m->n_in;
         uint8_t *dst = j->dst + (size_t)b * m->act_row_bytes;
-        if (m->x16) qt__act_q8s(x, (qt__block_q8s *)dst, m->n_in);
+        if (m->act_q8s) qt__act_q8s(x, (qt__block_q8s *)dst, m->n_in);
         else if (m->act_static_scale > 0.0f) qt__ct_f8_act_quantize_static(x, dst, m->n_in, m->act_static_scale);
         else qt__act_quantize(m->act_type, x, dst, m->n_in);
     }
