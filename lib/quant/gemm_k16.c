@@ -71,10 +71,10 @@ static void k16_put(int kind, const k16_block *u, int i, uint8_t *tl) {
     for (int j = 0; j < k16_nsub(kind); j++) tl[k16_scales_off(kind) + 16 * j + i] = (uint8_t)u->sc[j];
     if (k16_has_min(kind))
         for (int j = 0; j < 8; j++) tl[k16_mins_off(kind) + 32 * (j / 2) + 2 * i + j % 2] = u->mn[j];
-    uint8_t *codes = tl + k16_codes_off(kind), *high = tl + k16_high_off(kind);
+    uint8_t *high = tl + k16_high_off(kind);
     for (int k = 0; k < 32; k++)
         for (int e = 0; e < 4; e++)
-            codes[64 * k + 4 * i + e] = (uint8_t)((u->q[4 * k + e] & 0x0F) | (u->q[128 + 4 * k + e] & 0x0F) << 4);
+            tl[k16_codes_at(kind, k) + 4 * i + e] = (uint8_t)((u->q[4 * k + e] & 0x0F) | (u->q[128 + 4 * k + e] & 0x0F) << 4);
     if (kind == K16_Q5_K)
         for (int q = 0; q < 64; q++)
             for (int e = 0; e < 4; e++)
@@ -84,7 +84,7 @@ static void k16_put(int kind, const k16_block *u, int i, uint8_t *tl) {
             for (int e = 0; e < 4; e++) {
                 uint8_t v = 0;
                 for (int p = 0; p < 4; p++) v |= (uint8_t)((u->q[4 * (m + 16 * p) + e] >> 4) << (2 * p));
-                high[64 * m + 4 * i + e] = v;
+                tl[k16_q6_high_at(m) + 4 * i + e] = v;
             }
 }
 
@@ -118,11 +118,11 @@ static void k16_get(int kind, const uint8_t *tl, int i, k16_block *u) {
     for (int j = 0; j < k16_nsub(kind); j++) u->sc[j] = (int8_t)tl[k16_scales_off(kind) + 16 * j + i];
     if (k16_has_min(kind))
         for (int j = 0; j < 8; j++) u->mn[j] = tl[k16_mins_off(kind) + 32 * (j / 2) + 2 * i + j % 2];
-    const uint8_t *codes = tl + k16_codes_off(kind), *high = tl + k16_high_off(kind);
+    const uint8_t *high = tl + k16_high_off(kind);
     for (int k = 0; k < 32; k++)
         for (int e = 0; e < 4; e++) {
-            u->q[4 * k + e] = codes[64 * k + 4 * i + e] & 0x0F;
-            u->q[128 + 4 * k + e] = codes[64 * k + 4 * i + e] >> 4;
+            u->q[4 * k + e] = tl[k16_codes_at(kind, k) + 4 * i + e] & 0x0F;
+            u->q[128 + 4 * k + e] = tl[k16_codes_at(kind, k) + 4 * i + e] >> 4;
         }
     if (kind == K16_Q5_K)
         for (int q = 0; q < 64; q++)
@@ -132,7 +132,7 @@ static void k16_get(int kind, const uint8_t *tl, int i, k16_block *u) {
         for (int m = 0; m < 16; m++)
             for (int e = 0; e < 4; e++)
                 for (int p = 0; p < 4; p++)
-                    u->q[4 * (m + 16 * p) + e] |= (uint8_t)(((high[64 * m + 4 * i + e] >> (2 * p)) & 3) << 4);
+                    u->q[4 * (m + 16 * p) + e] |= (uint8_t)(((tl[k16_q6_high_at(m) + 4 * i + e] >> (2 * p)) & 3) << 4);
 }
 
 /* The fast K order's step for one super-block (gemm_k.h): Q4_K/Q5_K scales
