@@ -93,7 +93,8 @@ qt__gemm_x16_fn qt__gemm_k16_kernel(qt_type t);
 QT_K16_DECLARE(ref)
 #ifdef QT_ARCH_X86
 QT_K16_DECLARE(avx512)
-QT_K16_DECLARE(avx2)
+void qt__gemm_k16_q4_K_avx2(const void *, int64_t, const void *, size_t, int64_t, int64_t, float *, int64_t);
+void qt__gemm_k16_q5_K_avx2(const void *, int64_t, const void *, size_t, int64_t, int64_t, float *, int64_t);
 #endif
 #undef QT_K16_DECLARE
 

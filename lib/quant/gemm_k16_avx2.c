@@ -1,15 +1,19 @@
-/* lib/quant/gemm_k16_avx2.c — the k16 kernels (gemm_k16.h) for AVX2 + FMA +
- * F16C: a group's 16 rows as two halves of 8 (one 256-bit int32 / float
- * vector each). Per 4-element group and activation row one maddubs of the
- * unsigned codes with the broadcast int8 word; the int16 pair sums are added
- * while they provably fit (Q4_K: eight of at most 2 * 15 * 128 = 3840; Q5_K:
- * four of 7936; Q6_K: two of 16128) and then widened by pmaddwd against the
- * 8 rows' sub-block scales (each scale in both int16 halves of its lane),
- * which folds the scale multiply into the widening. Q6_K's code offset is
- * taken off as 32 * sum(scale * bsum) (pmaddwd of the scales with the
- * bsums), Q4_K/Q5_K's mins as pmaddwd of int16 min pairs with bsum pairs.
- * Exact integers, gemm_k.h's float steps: the scalar reference's bits, as
- * the AVX-512 kernels'. Tiles: 8 rows x up to 2 activation rows (Q6_K: 1). */
+/* lib/quant/gemm_k16_avx2.c — the k16 kernels (gemm_k16.h) of Q4_K and Q5_K
+ * for AVX2 + FMA + F16C: a group's 16 rows as two halves of 8 (one 256-bit
+ * int32 / float vector each). Per 4-element group and activation row one
+ * maddubs of the unsigned codes with the broadcast int8 word; the int16 pair
+ * sums are added while they provably fit (Q4_K: eight of at most 2 * 15 *
+ * 128 = 3840; Q5_K: four of 7936) and then widened by pmaddwd against the 8
+ * rows' sub-block scales (each scale in both int16 halves of its lane), which
+ * folds the scale multiply into the widening; the mins are pmaddwd of int16
+ * min pairs with bsum pairs. Exact integers, gemm_k.h's float steps: the
+ * scalar reference's bits, as the AVX-512 kernels'. Tiles: 8 rows x up to 2
+ * activation rows.
+ * No Q6_K kernel at this level: one written the same way (two maddubs per
+ * int16 sum, the offset as 32 * sum(scale * bsum)) measured 0.55-0.95x the
+ * gemm_fast AVX2 kernel in bench_gemm (16 registers do not hold its four
+ * sub-block sums, scales and unpacked codes), so AVX2 Q6_K stays on gemm_fast
+ * (commit history: "k16: AVX2 kernels"). */
 #include <immintrin.h>
 #include <string.h>
 
@@ -55,54 +59,6 @@ K16_INLINE void k16_ints(int kind, int C, const uint8_t *t, int h, const block_q
     const uint8_t *scl = t + k16_scales_off(kind) + 8 * h;
 #pragma GCC unroll 2
     for (int c = 0; c < C; c++) isum[c] = msum[c] = zero;
-    if (kind == K16_Q6_K) {
-        const __m256i top = _mm256_set1_epi8(0x30);
-        __m256i off[2] = {zero, zero};
-        for (int jj = 0; jj < 4; jj++) { /* sub-blocks jj + 4p */
-            __m256i sc[4];
-#pragma GCC unroll 4
-            for (int p = 0; p < 4; p++) sc[p] = scale_pairs(kind, scl + 16 * (jj + 4 * p));
-#pragma GCC unroll 2
-            for (int q2 = 0; q2 < 4; q2 += 2) {
-                __m256i s16[2][4];
-#pragma GCC unroll 2
-                for (int c = 0; c < C; c++)
-#pragma GCC unroll 4
-                    for (int p = 0; p < 4; p++) s16[c][p] = zero;
-#pragma GCC unroll 2
-                for (int q = q2; q < q2 + 2; q++) {
-                    const int m = 4 * jj + q;
-                    const __m256i hb = _mm256_loadu_si256((const __m256i *)(t + k16_q6_high_at(m) + 32 * h));
-                    const __m256i a = _mm256_loadu_si256((const __m256i *)(t + k16_codes_at(kind, m) + 32 * h));
-                    const __m256i b = _mm256_loadu_si256((const __m256i *)(t + k16_codes_at(kind, m + 16) + 32 * h));
-                    __m256i v[4];
-                    v[0] = _mm256_or_si256(_mm256_and_si256(a, low), _mm256_and_si256(_mm256_slli_epi16(hb, 4), top));
-                    v[1] = _mm256_or_si256(_mm256_and_si256(b, low), _mm256_and_si256(_mm256_slli_epi16(hb, 2), top));
-                    v[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), low), _mm256_and_si256(hb, top));
-                    v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b, 4), low),
-                                           _mm256_and_si256(_mm256_srli_epi16(hb, 2), top));
-#pragma GCC unroll 2
-                    for (int c = 0; c < C; c++)
-#pragma GCC unroll 4
-                        for (int p = 0; p < 4; p++)
-                            s16[c][p] = _mm256_add_epi16(s16[c][p],
-                                                         _mm256_maddubs_epi16(v[p], bcast4(y[c]->qs + 4 * (m + 16 * p))));
-                }
-#pragma GCC unroll 2
-                for (int c = 0; c < C; c++)
-#pragma GCC unroll 4
-                    for (int p = 0; p < 4; p++) isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(s16[c][p], sc[p]));
-            }
-#pragma GCC unroll 2
-            for (int c = 0; c < C; c++)
-#pragma GCC unroll 4
-                for (int p = 0; p < 4; p++) /* sc * bsum: the scale pair (s, s) times (bsum, 0) */
-                    off[c] = _mm256_add_epi32(off[c], _mm256_madd_epi16(sc[p], pair32(y[c]->bsums[jj + 4 * p], 0)));
-        }
-#pragma GCC unroll 2
-        for (int c = 0; c < C; c++) isum[c] = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(off[c], 5));
-        return;
-    }
     const int per = kind == K16_Q4_K ? 8 : 4; /* maddubs results an int16 sum holds exactly */
     for (int j = 0; j < 4; j++) { /* sub-blocks j (low nibbles) and 4 + j (high) */
         const __m256i sl = scale_pairs(kind, scl + 16 * j), sh = scale_pairs(kind, scl + 16 * (4 + j));
@@ -188,7 +144,6 @@ K16_INLINE void k16_gemm(int kind, const void *wp, int64_t nr, const void *va, s
     const uint8_t *W = wp, *A = va;
     const int64_t nb = n / QK_K, ng = (nr + QT_X16_ROWS - 1) / QT_X16_ROWS;
     const size_t gbytes = (size_t)nb * k16_tile_bytes(kind);
-    const int CT = kind == K16_Q6_K ? 1 : 2; /* activation rows per tile that fit 16 registers */
     for (int64_t c0 = 0; c0 < nc; c0 += K16_PANEL) {
         const int64_t c1 = c0 + K16_PANEL < nc ? c0 + K16_PANEL : nc;
         for (int64_t gi = 0; gi < ng; gi++)
@@ -199,8 +154,7 @@ K16_INLINE void k16_gemm(int kind, const void *wp, int64_t nr, const void *va, s
                 const uint8_t *g = W + (size_t)gi * gbytes;
                 float *o = out + gi * QT_X16_ROWS + 8 * h;
                 int64_t c = c0;
-                if (CT == 2)
-                    for (; c + 2 <= c1; c += 2) k16_half(kind, 2, g, h, nb, A + (size_t)c * lda, lda, o + c * ldo, ldo, rows);
+                for (; c + 2 <= c1; c += 2) k16_half(kind, 2, g, h, nb, A + (size_t)c * lda, lda, o + c * ldo, ldo, rows);
                 for (; c < c1; c++) k16_half(kind, 1, g, h, nb, A + (size_t)c * lda, lda, o + c * ldo, ldo, rows);
             }
     }
@@ -213,4 +167,3 @@ K16_INLINE void k16_gemm(int kind, const void *wp, int64_t nr, const void *va, s
     }
 K16_ENTRY(q4_K, K16_Q4_K)
 K16_ENTRY(q5_K, K16_Q5_K)
-K16_ENTRY(q6_K, K16_Q6_K)
