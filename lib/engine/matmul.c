@@ -20,7 +20,9 @@
  * Where the CPU level has an x16 kernel (q4_0, q4_1, q5_0, q5_1, iq4_nl, q8_0: gemm.h) fast mode packs
  * the rows once, here at load, into groups of 16 rows with their scales
  * side by side, and every matmul (decode and prefill) streams that copy with
- * q8s activations (f32 scale and code sum per block); the caller may then drop
+ * q8s activations (f32 scale and code sum per block); Q4_K, Q5_K and Q6_K where
+ * the level has a k16 kernel are packed the same way (lib/quant/gemm_k16.h) and
+ * keep their Q8_K activations and gemm_fast's bits. The caller may then drop
  * the file's pages (qt__mat_drop_source) so resident memory stays the weights'.
  * Other types loop over vec_dot / vec_dot_gemm per element.
  *
