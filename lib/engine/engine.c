@@ -195,9 +195,10 @@ qt_status qt_engine_new(const qt_model *m, const qt_engine_opts *o, qt_engine_ct
     e->n_rows = e->n_batch + e->n_seq - 1;
     e->n_threads = o->n_threads > 0 ? o->n_threads : qt_default_threads();
 
+    /* the pool first: binding packs the x16 / k16 copies on it */
+    if ((s = qt_threadpool_create(e->n_threads, &e->pool)) != QT_OK) goto fail;
     if ((s = qt__engine_bind_weights(e)) != QT_OK) goto fail;
     if ((s = qt__engine_kv_init(e)) != QT_OK) goto fail;
-    if ((s = qt_threadpool_create(e->n_threads, &e->pool)) != QT_OK) goto fail;
     if ((s = alloc_buffers(e)) != QT_OK) goto fail;
     describe(e);
     *out = e;

@@ -57,7 +57,27 @@
 
 /* The x16 copy (lib/quant/gemm.h) of a type that has one at this CPU's level:
  * packed once here, then every matmul streams it. */
-static qt_status mat_pack(qt__mat *m) {
+typedef struct pack_job {
+    const qt__mat *m;
+    bool k16;
+} pack_job;
+
+static void pack_groups(void *ctx, int64_t g0, int64_t g1, int ti) {
+    (void)ti;
+    const pack_job *j = ctx;
+    const qt__mat *m = j->m;
+    if (j->k16) qt__k16_pack_groups(m->t->type, m->data, m->row_bytes, m->n_out, m->n_in, m->x16_data, g0, g1);
+    else qt__x16_pack_groups(m->t->type, m->data, m->row_bytes, m->n_out, m->n_in, m->x16_data, g0, g1);
+}
+
+/* The packed copy, groups split over the pool's threads (NULL: this thread); each
+ * group's bytes are its rows' whatever the split. */
+static void pack_all(qt__mat *m, bool k16, qt_threadpool *pool) {
+    pack_job j = {m, k16};
+    qt_parallel_for(pool, (m->n_out + QT_X16_ROWS - 1) / QT_X16_ROWS, pack_groups, &j);
+}
+
+static qt_status mat_pack(qt__mat *m, qt_threadpool *pool) {
     const qt_type t = m->t->type;
     const bool k16 = !qt__gemm_x16_kernel(t) && qt__gemm_k16_kernel(t) && qt__k16_bytes(t, m->n_out, m->n_in);
     const size_t bytes = k16 ? qt__k16_bytes(t, m->n_out, m->n_in) : qt__x16_bytes(t, m->n_out, m->n_in);
@@ -67,14 +87,14 @@ static qt_status mat_pack(qt__mat *m) {
         return qt_error(QT_ERR_NOMEM, "tensor '%s': out of memory packing %zu bytes of rows", m->t->name, bytes);
     if (k16) {
         /* Q8_K activations as for gemm_fast, whose bits these are (gemm_k16.h) */
-        qt__k16_pack(t, m->data, m->row_bytes, m->n_out, m->n_in, m->x16_data);
+        pack_all(m, true, pool);
         m->x16 = qt__gemm_k16_kernel(t);
         m->x16_group = qt__k16_group_bytes(t, m->n_in);
         m->gemm = NULL;
         m->own_order = true;
         return QT_OK;
     }
-    qt__x16_pack(t, m->data, m->row_bytes, m->n_out, m->n_in, m->x16_data);
+    pack_all(m, false, pool);
     m->x16 = qt__gemm_x16_kernel(t);
     m->act_q8s = true;
     m->x16_group = qt__x16_group_bytes(t, m->n_in);
@@ -85,6 +105,10 @@ static qt_status mat_pack(qt__mat *m) {
 }
 
 qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics) {
+    return qt__mat_init_pool(m, t, act_quant, numerics, NULL);
+}
+
+qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics, qt_threadpool *pool) {
     memset(m, 0, sizeof *m);
     m->t = t;
     m->tr = qt_type_get(t->type);
@@ -135,7 +159,7 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numeri
         }
     }
     m->act_row_bytes = qt_row_size(m->act_type, m->n_in);
-    if (numerics == QT_NUMERICS_FAST && !m->dequant_rows && m->act_type == vt) return mat_pack(m);
+    if (numerics == QT_NUMERICS_FAST && !m->dequant_rows && m->act_type == vt) return mat_pack(m, pool);
     return QT_OK;
 }
 
