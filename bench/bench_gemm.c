@@ -9,7 +9,10 @@
  *   x16 variant ("x16": --numerics fast on rows packed once, with q8s
  *   activations; its bits are its own order's, test_engine_dot), and at
  *   batch 1 the x16 order's scalar reference on the packed rows ("x16 ref",
- *   vs_ref = its cpu_s / the variant's).
+ *   vs_ref = its cpu_s / the variant's), and
+ *   each k16 variant ("k16": the K-quants packed 16 rows per tile, gemm_k16.h,
+ *           gemm_fast's bits) and at batch 1 its scalar reference ("k16 ref").
+ * --output adds Llama-3.2-1B's output matrix (128256 x 2048; try --batch 1).
  * Both give the same bits (test_engine_dot); only speed differs. The
  * weight-only compressed-tensors 4-bit rows (lib/quant/ct4.h: ct_w4_g128,
  * ct_nvfp4, ct_mxfp4) are timed against f32 activations as the engine runs
@@ -37,6 +40,7 @@
 #include "quant/ct4.h"
 #include "quant/dot.h"
 #include "quant/gemm.h"
+#include "quant/gemm_k16.h"
 #include "quant/variants.h"
 
 typedef struct { const char *name; int64_t rows, cols; } shape;
@@ -46,6 +50,7 @@ static const shape shapes[] = {
     {"attn_q/attn_output 2048x2048", 2048, 2048},
     {"ffn_gate/ffn_up 8192x2048", 8192, 2048},
     {"ffn_down 2048x8192", 2048, 8192},
+    {"output 128256x2048", 128256, 2048}, /* only with --output: the tied embeddings as the output matrix */
 };
 
 static qt_vec_dot_fn dots_fn; /* the vec_dot the "dots" loop calls */
@@ -174,15 +179,16 @@ static void bench_ct4(qt_type t, const shape *sh, const int64_t *batches, int nb
 }
 
 int main(int argc, char **argv) {
-    int reps = 3, nbatch = 0, ntypes = 0;
+    int reps = 3, nbatch = 0, ntypes = 0, with_output = 0;
     int64_t batches[16];
     const char *types[16];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc && nbatch < 16) batches[nbatch++] = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--type") && i + 1 < argc && ntypes < 16) types[ntypes++] = argv[++i];
+        else if (!strcmp(argv[i], "--output")) with_output = 1;
         else {
-            fprintf(stderr, "usage: bench_gemm [--reps N (1-%d)] [--batch B]... [--type NAME]...\n", MAX_REPS);
+            fprintf(stderr, "usage: bench_gemm [--reps N (1-%d)] [--batch B]... [--type NAME]... [--output]\n", MAX_REPS);
             return strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
@@ -204,6 +210,7 @@ int main(int argc, char **argv) {
         if (!want) continue;
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
             const shape *sh = &shapes[si];
+            if (sh->rows > 100000 && !with_output) continue;
             int64_t maxb = 1;
             for (int i = 0; i < nbatch; i++) maxb = batches[i] > maxb ? batches[i] : maxb;
             const size_t ldw = qt_row_size(t, sh->cols), lda = qt_row_size(vt->type, sh->cols);
@@ -219,6 +226,10 @@ int main(int argc, char **argv) {
             }
             /* the x16 copy and q8s activations, where the type has a packer */
             const size_t xb = qt__x16_bytes(t, sh->rows, sh->cols), lds = (size_t)(sh->cols / 32) * sizeof(qt__block_q8s);
+            /* the k16 copy (K-quants), against the same Q8_K activations as the gemm kernels */
+            const size_t kb = qt__k16_bytes(t, sh->rows, sh->cols);
+            uint8_t *kp = kb ? xmalloc(kb) : NULL;
+            if (kp) qt__k16_pack(t, w, ldw, sh->rows, sh->cols, kp);
             uint8_t *wp = xb ? xmalloc(xb) : NULL, *xs = xb ? xmalloc(lds * (size_t)maxb) : NULL;
             if (wp) {
                 qt__x16_pack(t, w, ldw, sh->rows, sh->cols, wp);
@@ -275,9 +286,32 @@ int main(int argc, char **argv) {
                         printf("}");
                     }
                 }
+                if (kp) {
+                    double ref_cpu = 0;
+                    qt__gemm_x16_fn ref = NULL;
+                    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++)
+                        if (v->type == t && v->gemm_k16_ref) ref = v->gemm_k16_ref;
+                    if (B == 1 && ref && sh->rows < 100000) {
+                        time_x16(ref, kp, sh->rows, a, lda, B, sh->cols, out, reps, &ref_cpu, &wall);
+                        printf(",\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": 1, \"kernel\": \"k16 ref\", "
+                               "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"vs_dots\": %.2f}",
+                               tr->name, sh->name, ref_cpu, wall, flop / ref_cpu / 1e9, dots_cpu / ref_cpu);
+                    }
+                    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+                        if (v->type != t || v->level > qt__cpu_level_get() || !v->gemm_k16) continue;
+                        double cpu;
+                        time_x16(v->gemm_k16, kp, sh->rows, a, lda, B, sh->cols, out, reps, &cpu, &wall);
+                        printf(",\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"k16 %s\", "
+                               "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"weight_gbps\": %.2f, \"vs_dots\": %.2f",
+                               tr->name, sh->name, (long long)B, qt__cpu_level_str(v->level), cpu, wall, flop / cpu / 1e9,
+                               wbytes / cpu / 1e9, dots_cpu / cpu);
+                        if (B == 1 && ref_cpu > 0) printf(", \"vs_ref\": %.2f", ref_cpu / cpu);
+                        printf("}");
+                    }
+                }
                 fflush(stdout);
             }
-            free(w); free(a); free(src); free(out); free(wp); free(xs);
+            free(w); free(a); free(src); free(out); free(wp); free(xs); free(kp);
         }
         fprintf(stderr, "bench_gemm: %s done\n", tr->name);
     }

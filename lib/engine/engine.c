@@ -6,6 +6,7 @@
 
 #include "attn.h"
 #include "engine_internal.h"
+#include "quant/gemm_k16.h"
 
 void qt_engine_opts_default(qt_engine_opts *o) {
     memset(o, 0, sizeof *o);
@@ -134,6 +135,8 @@ static void describe(qt_engine_ctx *e) {
             PUT("%s f32 for %s rows (fused dot for one row, dequantized per row for batches)", first ? "" : ";",
                 qt_type_get((qt_type)t)->name);
         else if (deq[t]) PUT("%s %s rows dequantized to f32, f32 dot", first ? "" : ";", qt_type_get((qt_type)t)->name);
+        else if (packed[t] && qt__k16_bytes((qt_type)t, 1, 256))
+            PUT("%s q8_K for %s rows packed k16", first ? "" : ";", qt_type_get((qt_type)t)->name);
         else if (packed[t]) PUT("%s q8s for %s rows packed x16", first ? "" : ";", qt_type_get((qt_type)t)->name);
         else PUT("%s %s for %s rows", first ? "" : ";", qt_type_get(act[t])->name, qt_type_get((qt_type)t)->name);
         any_ct |= !deq[t] && qt_type_get((qt_type)t)->engine_only;
@@ -199,9 +202,10 @@ qt_status qt_engine_new(const qt_model *m, const qt_engine_opts *o, qt_engine_ct
     e->n_rows = e->n_batch + e->n_seq - 1;
     e->n_threads = o->n_threads > 0 ? o->n_threads : qt_default_threads();
 
+    /* the pool first: binding packs the x16 / k16 copies on it */
+    if ((s = qt_threadpool_create(e->n_threads, &e->pool)) != QT_OK) goto fail;
     if ((s = qt__engine_bind_weights(e)) != QT_OK) goto fail;
     if ((s = qt__engine_kv_init(e)) != QT_OK) goto fail;
-    if ((s = qt_threadpool_create(e->n_threads, &e->pool)) != QT_OK) goto fail;
     if ((s = alloc_buffers(e)) != QT_OK) goto fail;
     describe(e);
     *out = e;

@@ -20,7 +20,9 @@
  * Where the CPU level has an x16 kernel (q4_0, q4_1, q5_0, q5_1, iq4_nl, q8_0: gemm.h) fast mode packs
  * the rows once, here at load, into groups of 16 rows with their scales
  * side by side, and every matmul (decode and prefill) streams that copy with
- * q8s activations (f32 scale and code sum per block); the caller may then drop
+ * q8s activations (f32 scale and code sum per block); Q4_K, Q5_K and Q6_K where
+ * the level has a k16 kernel are packed the same way (lib/quant/gemm_k16.h) and
+ * keep their Q8_K activations and gemm_fast's bits. The caller may then drop
  * the file's pages (qt__mat_drop_source) so resident memory stays the weights'.
  * Other types loop over vec_dot / vec_dot_gemm per element.
  * Weight-only compressed-tensors 4-bit rows (lib/quant/ct4.h) take f32
@@ -57,19 +59,51 @@
 #include "quant/ct_rows.h"
 #include "quant/dot.h"
 #include "quant/gemm.h"
+#include "quant/gemm_k16.h"
 #include "engine_internal.h"
 
 /* The x16 copy (lib/quant/gemm.h) of a type that has one at this CPU's level:
  * packed once here, then every matmul streams it. */
-static qt_status mat_pack(qt__mat *m) {
+typedef struct pack_job {
+    const qt__mat *m;
+    bool k16;
+} pack_job;
+
+static void pack_groups(void *ctx, int64_t g0, int64_t g1, int ti) {
+    (void)ti;
+    const pack_job *j = ctx;
+    const qt__mat *m = j->m;
+    if (j->k16) qt__k16_pack_groups(m->t->type, m->data, m->row_bytes, m->n_out, m->n_in, m->x16_data, g0, g1);
+    else qt__x16_pack_groups(m->t->type, m->data, m->row_bytes, m->n_out, m->n_in, m->x16_data, g0, g1);
+}
+
+/* The packed copy, groups split over the pool's threads (NULL: this thread); each
+ * group's bytes are its rows' whatever the split. */
+static void pack_all(qt__mat *m, bool k16, qt_threadpool *pool) {
+    pack_job j = {m, k16};
+    qt_parallel_for(pool, (m->n_out + QT_X16_ROWS - 1) / QT_X16_ROWS, pack_groups, &j);
+}
+
+static qt_status mat_pack(qt__mat *m, qt_threadpool *pool) {
     const qt_type t = m->t->type;
-    const size_t bytes = qt__x16_bytes(t, m->n_out, m->n_in);
-    if (!qt__gemm_x16_kernel(t) || !bytes) return QT_OK;
+    const bool k16 = !qt__gemm_x16_kernel(t) && qt__gemm_k16_kernel(t) && qt__k16_bytes(t, m->n_out, m->n_in);
+    const size_t bytes = k16 ? qt__k16_bytes(t, m->n_out, m->n_in) : qt__x16_bytes(t, m->n_out, m->n_in);
+    if (!(k16 || qt__gemm_x16_kernel(t)) || !bytes) return QT_OK;
     m->x16_data = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     if (!m->x16_data)
         return qt_error(QT_ERR_NOMEM, "tensor '%s': out of memory packing %zu bytes of rows", m->t->name, bytes);
-    qt__x16_pack(t, m->data, m->row_bytes, m->n_out, m->n_in, m->x16_data);
+    if (k16) {
+        /* Q8_K activations as for gemm_fast, whose bits these are (gemm_k16.h) */
+        pack_all(m, true, pool);
+        m->x16 = qt__gemm_k16_kernel(t);
+        m->x16_group = qt__k16_group_bytes(t, m->n_in);
+        m->gemm = NULL;
+        m->own_order = true;
+        return QT_OK;
+    }
+    pack_all(m, false, pool);
     m->x16 = qt__gemm_x16_kernel(t);
+    m->act_q8s = true;
     m->x16_group = qt__x16_group_bytes(t, m->n_in);
     m->act_row_bytes = (size_t)(m->n_in / 32) * sizeof(qt__block_q8s);
     m->gemm = NULL;
@@ -78,6 +112,10 @@ static qt_status mat_pack(qt__mat *m) {
 }
 
 qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics) {
+    return qt__mat_init_pool(m, t, act_quant, numerics, NULL);
+}
+
+qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics, qt_threadpool *pool) {
     memset(m, 0, sizeof *m);
     m->t = t;
     m->tr = qt_type_get(t->type);
@@ -143,7 +181,7 @@ qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numeri
         }
     }
     m->act_row_bytes = qt_row_size(m->act_type, m->n_in);
-    if (numerics == QT_NUMERICS_FAST && !m->dequant_rows && m->act_type == vt) return mat_pack(m);
+    if (numerics == QT_NUMERICS_FAST && !m->dequant_rows && m->act_type == vt) return mat_pack(m, pool);
     return QT_OK;
 }
 
@@ -236,7 +274,7 @@ static void act_rows(void *ctx, int64_t b0, int64_t b1, int ti) {
     for (int64_t b = b0; b < b1; b++) {
         const float *x = j->in + b * m->n_in;
         uint8_t *dst = j->dst + (size_t)b * m->act_row_bytes;
-        if (m->x16) qt__act_q8s(x, (qt__block_q8s *)dst, m->n_in);
+        if (m->act_q8s) qt__act_q8s(x, (qt__block_q8s *)dst, m->n_in);
         else if (m->act_static_scale > 0.0f) qt__ct_f8_act_quantize_static(x, dst, m->n_in, m->act_static_scale);
         else qt__act_quantize(m->act_type, x, dst, m->n_in);
     }

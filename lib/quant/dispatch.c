@@ -17,6 +17,7 @@ static qt__ct_int4_row_fn ct_int4_kernel = qt__ct_int4_row_ref;
 static qt__gemm_fn gemm_kernels[QT_TYPE_COUNT]; /* NULL: none at this level */
 static qt__gemm_fn gemm_fast_kernels[QT_TYPE_COUNT];
 static qt__gemm_x16_fn gemm_x16_kernels[QT_TYPE_COUNT];
+static qt__gemm_x16_fn gemm_k16_kernels[QT_TYPE_COUNT];
 static int gemm_min_batch[QT_TYPE_COUNT];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -36,6 +37,7 @@ static void apply(const qt__kernel_variant *v) {
     }
     if (v->gemm_fast) gemm_fast_kernels[v->type] = v->gemm_fast;
     if (v->gemm_x16) gemm_x16_kernels[v->type] = v->gemm_x16;
+    if (v->gemm_k16) gemm_k16_kernels[v->type] = v->gemm_k16;
 }
 
 static void resolve(void) {
@@ -78,4 +80,9 @@ int qt__gemm_min_batch(qt_type t) {
 qt__gemm_x16_fn qt__gemm_x16_kernel(qt_type t) {
     pthread_once(&once, resolve);
     return (unsigned)t < QT_TYPE_COUNT ? gemm_x16_kernels[t] : NULL;
+}
+
+qt__gemm_x16_fn qt__gemm_k16_kernel(qt_type t) {
+    pthread_once(&once, resolve);
+    return (unsigned)t < QT_TYPE_COUNT ? gemm_k16_kernels[t] : NULL;
 }

@@ -101,6 +101,8 @@ void qt__act_q8s(const float *x, qt__block_q8s *y, int64_t n);
 size_t qt__x16_bytes(qt_type t, int64_t nr, int64_t n);
 /* Pack nr rows (ldw bytes apart) into dst (qt__x16_bytes of them). */
 void qt__x16_pack(qt_type t, const void *w, size_t ldw, int64_t nr, int64_t n, void *dst);
+/* Only groups g0 <= g < g1 of them (each written alone: threads may pack disjoint ranges). */
+void qt__x16_pack_groups(qt_type t, const void *w, size_t ldw, int64_t nr, int64_t n, void *dst, int64_t g0, int64_t g1);
 /* Bytes of one group of QT_X16_ROWS packed rows. */
 size_t qt__x16_group_bytes(qt_type t, int64_t n);
 

@@ -32,14 +32,19 @@ static uint32_t load32(const uint8_t *p) {
 }
 
 void qt__x16_pack(qt_type t, const void *w, size_t ldw, int64_t nr, int64_t n, void *dst) {
+    qt__x16_pack_groups(t, w, ldw, nr, n, dst, 0, (nr + QT_X16_ROWS - 1) / QT_X16_ROWS);
+}
+
+void qt__x16_pack_groups(qt_type t, const void *w, size_t ldw, int64_t nr, int64_t n, void *dst, int64_t g0, int64_t g1) {
     const int kind = x16_kind(t);
     const qt__x16_format *f = &qt__x16_formats[kind];
     const size_t tile = x16_tile_bytes(kind), qh_off = x16_qh_off(kind), codes = x16_codes_off(kind);
     const uint32_t flip = kind == X16_Q8_0 ? 0x80808080u : 0;
-    const int64_t nb = n / 32, ng = (nr + QT_X16_ROWS - 1) / QT_X16_ROWS;
+    const int64_t nb = n / 32, r1 = g1 * QT_X16_ROWS < nr ? g1 * QT_X16_ROWS : nr;
     uint8_t *d = dst;
-    memset(d, 0, (size_t)ng * (size_t)nb * tile); /* padding rows: zero scales, codes and masks */
-    for (int64_t r = 0; r < nr; r++) {
+    /* padding rows: zero scales, codes and masks */
+    memset(d + (size_t)g0 * (size_t)nb * tile, 0, (size_t)(g1 - g0) * (size_t)nb * tile);
+    for (int64_t r = g0 * QT_X16_ROWS; r < r1; r++) {
         const uint8_t *row = (const uint8_t *)w + (size_t)r * ldw;
         const int i = (int)(r % QT_X16_ROWS);
         uint8_t *g = d + (size_t)(r / QT_X16_ROWS) * (size_t)nb * tile;

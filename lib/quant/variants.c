@@ -11,6 +11,7 @@
 #include "gemm.h"
 #include "gemm_f16.h"
 #include "gemm_k.h"
+#include "gemm_k16.h"
 #include "simd.h"
 #include "variants.h"
 
@@ -99,6 +100,13 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_BF16, QT__CPU_AVX2, .gemm_fast = qt__gemm_fast_bf16_avx2, .gemm_fast_ref = qt__dot_fast_bf16_ref},
     {QT_TYPE_F16, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_f16_avx512, .gemm_fast_ref = qt__gemm_f16_ref},
     {QT_TYPE_BF16, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_bf16_avx512, .gemm_fast_ref = qt__dot_fast_bf16_ref},
+    /* --numerics fast K-quants on k16-packed rows (gemm_k16_avx2.c, gemm_k16_avx512.c): gemm_fast's bits;
+       no AVX2 Q6_K (slower than its gemm_fast, gemm_k16_avx2.c) */
+    {QT_TYPE_Q4_K, QT__CPU_AVX2, .gemm_k16 = qt__gemm_k16_q4_K_avx2, .gemm_k16_ref = qt__gemm_k16_q4_K_ref},
+    {QT_TYPE_Q5_K, QT__CPU_AVX2, .gemm_k16 = qt__gemm_k16_q5_K_avx2, .gemm_k16_ref = qt__gemm_k16_q5_K_ref},
+    {QT_TYPE_Q4_K, QT__CPU_AVX512, .gemm_k16 = qt__gemm_k16_q4_K_avx512, .gemm_k16_ref = qt__gemm_k16_q4_K_ref},
+    {QT_TYPE_Q5_K, QT__CPU_AVX512, .gemm_k16 = qt__gemm_k16_q5_K_avx512, .gemm_k16_ref = qt__gemm_k16_q5_K_ref},
+    {QT_TYPE_Q6_K, QT__CPU_AVX512, .gemm_k16 = qt__gemm_k16_q6_K_avx512, .gemm_k16_ref = qt__gemm_k16_q6_K_ref},
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .to_float = qt__dequantize_q4_0_avx512},
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .to_float = qt__dequantize_q8_0_avx512},
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .to_float = qt__dequantize_q4_K_avx512},

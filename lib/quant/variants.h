@@ -15,6 +15,7 @@
 #include "core/cpu_level.h"
 #include "ct_internal.h"
 #include "gemm.h"
+#include "gemm_k16.h"
 #include "quanta/quant.h"
 
 typedef struct qt__kernel_variant {
@@ -35,6 +36,9 @@ typedef struct qt__kernel_variant {
     qt__gemm_x16_fn gemm_x16;       /* --numerics fast on rows packed by qt__x16_pack (gemm.h); preferred
                                        over gemm_fast where both run */
     qt__gemm_x16_fn gemm_x16_ref;   /* its scalar reference on packed rows (qt__gemm_x16_*_ref) */
+    qt__gemm_x16_fn gemm_k16;       /* --numerics fast on K-quant rows packed by qt__k16_pack (gemm_k16.h), Q8_K
+                                       activations; gemm_fast's bits, preferred over it */
+    qt__gemm_x16_fn gemm_k16_ref;   /* its scalar reference on packed rows (qt__gemm_k16_*_ref) */
 } qt__kernel_variant;
 
 /* Ends with a row whose level is QT__CPU_LEVEL_COUNT. */

@@ -12,6 +12,8 @@
 
 #include "quant/dot.h"
 #include "quant/gemm.h"
+#include "quant/gemm_k.h"
+#include "quant/gemm_k16.h"
 #include "qtest.h"
 #include "quant/blocks.h"
 #include "quant/variants.h"
@@ -555,10 +557,115 @@ static void test_x16_variants_equal_reference(void) {
     if (!ran) SKIP("no x16 variant runs on this CPU");
 }
 
+
+/* The fast K order's one-element reference for a k16 type (gemm_k16.h: the k16 kernels keep its bits). */
+static qt_vec_dot_fn k16_order_ref(qt_type t) {
+    return t == QT_TYPE_Q4_K ? qt__dot_fast_q4_K_ref : t == QT_TYPE_Q5_K ? qt__dot_fast_q5_K_ref : qt__dot_fast_q6_K_ref;
+}
+
+/* One k16 kernel (K-quants on packed rows, gemm_k16.h) against the fast K
+ * order's scalar reference on the plain rows, bit for bit, and against the
+ * scalar kernel on the packed rows: rows 1, 3, 15, 16, 17, 33 (partial
+ * groups), batch 1..9, 63..65, 129 and 512, three lengths; and started at
+ * group 1, as a thread's share of the rows is, it gives those rows' bits. */
+static void check_k16(qt_type t, qt__gemm_x16_fn kern, qt__gemm_x16_fn kref, const char *level) {
+    const int64_t rows[] = {1, 3, 15, 16, 17, 33}, batch[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 63, 64, 65, 129, 512};
+    const int64_t lens[] = {256, 512, 2048}, max_nr = 33, max_nc = 512, ldo = max_nr + 3;
+    const size_t lda_max = qt_row_size(QT_TYPE_Q8_K, 2048);
+    const qt_vec_dot_fn dot = k16_order_ref(t);
+    uint8_t *w = malloc(qt_row_size(t, 2048) * max_nr), *a = malloc(lda_max * max_nc);
+    uint8_t *wp = malloc(qt__k16_bytes(t, max_nr, 2048));
+    float *y = malloc(2048 * sizeof *y), *out = malloc((size_t)(ldo * max_nc) * sizeof *out);
+    float *out2 = malloc((size_t)(ldo * max_nc) * sizeof *out2);
+    long mismatches = 0, checked = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        const int64_t n = lens[li];
+        const size_t ldw = qt_row_size(t, n), lda = qt_row_size(QT_TYPE_Q8_K, n);
+        random_rows(t, w, max_nr, n);
+        for (int64_t c = 0; c < max_nc; c++) {
+            fill(y, n, 0.25f + (float)(c % 7));
+            CHECK(qt__act_quantize(QT_TYPE_Q8_K, y, a + (size_t)c * lda, n));
+        }
+        for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+            const int64_t nr = rows[ri];
+            qt__k16_pack(t, w, ldw, nr, n, wp);
+            for (size_t bi = 0; bi < sizeof batch / sizeof batch[0]; bi++) {
+                const int64_t nc = batch[bi];
+                if (nc == 512 && nr != 17) continue; /* the big batch once */
+                for (int64_t i = 0; i < ldo * nc; i++) out[i] = out2[i] = -1234.5f;
+                kern(wp, nr, a, lda, nc, n, out, ldo);
+                if (nc <= 9) kref(wp, nr, a, lda, nc, n, out2, ldo);
+                for (int64_t c = 0; c < nc; c++)
+                    for (int64_t r = 0; r < ldo; r++) {
+                        const float got = out[c * ldo + r];
+                        const float want = r < nr ? dot(w + (size_t)r * ldw, a + (size_t)c * lda, n) : -1234.5f;
+                        checked++;
+                        if ((memcmp(&got, &want, sizeof got) || (nc <= 9 && memcmp(&got, &out2[c * ldo + r], sizeof got))) &&
+                            mismatches++ < 5)
+                            CHECK_MSG(0, "%s k16 %s n=%lld rows %lld batch %lld: out[%lld][%lld] = %.9g, reference %.9g, "
+                                      "packed reference %.9g", qt_type_get(t)->name, level, (long long)n, (long long)nr,
+                                      (long long)nc, (long long)c, (long long)r, (double)got, (double)want,
+                                      (double)out2[c * ldo + r]);
+                    }
+                if (nr > QT_X16_ROWS) { /* rows 16.. alone, from their group */
+                    kern(wp + qt__k16_group_bytes(t, n), nr - QT_X16_ROWS, a, lda, nc, n, out2, ldo);
+                    for (int64_t c = 0; c < nc; c++)
+                        for (int64_t r = QT_X16_ROWS; r < nr; r++)
+                            if (memcmp(&out[c * ldo + r], &out2[c * ldo + r - QT_X16_ROWS], sizeof(float)) &&
+                                mismatches++ < 5)
+                                CHECK_MSG(0, "%s k16 %s n=%lld rows %lld batch %lld: row %lld differs started at group 1",
+                                          qt_type_get(t)->name, level, (long long)n, (long long)nr, (long long)nc,
+                                          (long long)r);
+                }
+            }
+        }
+    }
+    CHECK_MSG(mismatches == 0, "%s k16 %s: %ld of %ld elements differ", qt_type_get(t)->name, level, mismatches, checked);
+    CHECK(checked > 0);
+    free(w); free(a); free(wp); free(y); free(out); free(out2);
+}
+
+/* Every k16 variant of lib/quant/variants.c gives the fast K order's bits;
+ * packing group by group (as threads do) gives the one-call copy's bytes;
+ * the scalar packed reference runs at every level. */
+static void test_k16_variants_equal_reference(void) {
+    int ran = 0;
+    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+        if (!v->gemm_k16) continue;
+        const char *level = qt__cpu_level_str(v->level);
+        if (v->level > qt__cpu_level_get()) {
+            fprintf(stderr, "  SKIPPED k16 %s %s: this CPU (or QUANTA_CPU) lacks it\n", qt_type_get(v->type)->name, level);
+            continue;
+        }
+        CHECK_MSG(v->gemm_k16_ref != NULL, "%s: a k16 variant without a reference", level);
+        CHECK_MSG(qt__k16_bytes(v->type, 1, 256) > 0, "%s %s: a k16 kernel for a type without a packer",
+                  qt_type_get(v->type)->name, level);
+        if (v->gemm_k16_ref) check_k16(v->type, v->gemm_k16, v->gemm_k16_ref, level);
+        ran++;
+    }
+    const qt_type types[] = {QT_TYPE_Q4_K, QT_TYPE_Q5_K, QT_TYPE_Q6_K};
+    const qt__gemm_x16_fn refs[] = {qt__gemm_k16_q4_K_ref, qt__gemm_k16_q5_K_ref, qt__gemm_k16_q6_K_ref};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const qt_type t = types[ti];
+        enum { NR = 37, N = 512 };
+        const size_t ldw = qt_row_size(t, N), bytes = qt__k16_bytes(t, NR, N);
+        uint8_t *w = malloc(ldw * NR), *p1 = malloc(bytes), *p2 = malloc(bytes);
+        random_rows(t, w, NR, N);
+        qt__k16_pack(t, w, ldw, NR, N, p1);
+        memset(p2, 0xAB, bytes);
+        for (int64_t g = 2; g >= 0; g--) qt__k16_pack_groups(t, w, ldw, NR, N, p2, g, g + 1); /* 3 groups, any order */
+        CHECK_MSG(memcmp(p1, p2, bytes) == 0, "%s: k16 packed group by group differs", qt_type_get(t)->name);
+        if (qt__cpu_level_get() == QT__CPU_SCALAR) check_k16(t, refs[ti], refs[ti], "scalar"), ran++;
+        free(w); free(p1); free(p2);
+    }
+    if (!ran) SKIP("no k16 variant runs on this CPU");
+}
+
 int main(void) {
     QT_RUN(test_dot_variants_equal_reference);
     QT_RUN(test_gemm_variants_equal_vec_dot);
     QT_RUN(test_x16_variants_equal_reference);
+    QT_RUN(test_k16_variants_equal_reference);
     QT_RUN(test_vec_dot_types_are_llama_cpp_pairs);
     QT_RUN(test_every_kernel_matches_dequantized_dot);
     QT_RUN(test_act_q8_0_definition);
