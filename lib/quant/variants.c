@@ -103,6 +103,14 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .to_float = qt__dequantize_q4_K_avx512},
     {QT_TYPE_Q6_K, QT__CPU_AVX512, .to_float = qt__dequantize_q6_K_avx512},
     {QT_TYPE_COUNT, QT__CPU_AVX512, .ct_int4_row = qt__ct_int4_row_avx512},
+    /* AMX-INT8 (gemm_x16_amx.c): --numerics fast on x16-packed rows, TDPBSUD block sums from 16 batch rows
+       (bench_gemm), the AVX-512 kernel's bits */
+    {QT_TYPE_Q4_0, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q4_0_amx, .gemm_x16_ref = qt__gemm_x16_q4_0_ref},
+    {QT_TYPE_Q4_1, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q4_1_amx, .gemm_x16_ref = qt__gemm_x16_q4_1_ref},
+    {QT_TYPE_Q5_0, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q5_0_amx, .gemm_x16_ref = qt__gemm_x16_q5_0_ref},
+    {QT_TYPE_Q5_1, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q5_1_amx, .gemm_x16_ref = qt__gemm_x16_q5_1_ref},
+    {QT_TYPE_IQ4_NL, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_iq4_nl_amx, .gemm_x16_ref = qt__gemm_x16_iq4_nl_ref},
+    {QT_TYPE_Q8_0, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q8_0_amx, .gemm_x16_ref = qt__gemm_x16_q8_0_ref},
 #endif
     {.type = QT_TYPE_COUNT, .level = QT__CPU_LEVEL_COUNT}, /* end */
 };
