@@ -82,7 +82,7 @@ typedef struct qt_cpu_features {
 } qt_cpu_features;
 
 /* Detected on first call; QUANTA_CPU=scalar|avx2|avx512 in the environment caps
- * what is reported (to test and benchmark the fallbacks on a big machine). */
+ * what is reported (to test and benchmark the fallbacks on a big machine; avx512 turns AMX off). */
 QT_API const qt_cpu_features *qt_cpu(void);
 /* "amx" / "avx512" / "avx2" / "scalar": the kernel level dispatch chose. */
 QT_API const char *qt_cpu_level_name(void);
