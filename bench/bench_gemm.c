@@ -28,7 +28,11 @@
  * step needs, to set against the machine's bandwidth) and vs_dots (the dots
  * cpu_s / this cpu_s).
  *
- *   bench_gemm [--reps N] [--batch B ...] [--type NAME ...]
+ * --x16-only times only the x16 kernels (vs_dots is then absent); --shape
+ * SUBSTR (repeatable) picks shapes by name; "output" (the 128256 x 2048 tied
+ * embedding, 263 MB as q8_0) runs only when named so.
+ *
+ *   bench_gemm [--reps N] [--batch B ...] [--type NAME ...] [--shape SUBSTR ...] [--x16-only]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -43,14 +47,14 @@
 #include "quant/gemm_k16.h"
 #include "quant/variants.h"
 
-typedef struct { const char *name; int64_t rows, cols; } shape;
+typedef struct { const char *name; int64_t rows, cols; int named_only; } shape;
 
 /* Llama-3.2-1B (config.json: hidden 2048, intermediate 8192, 8 KV heads of 64) */
 static const shape shapes[] = {
-    {"attn_q/attn_output 2048x2048", 2048, 2048},
-    {"ffn_gate/ffn_up 8192x2048", 8192, 2048},
-    {"ffn_down 2048x8192", 2048, 8192},
-    {"output 128256x2048", 128256, 2048}, /* only with --output: the tied embeddings as the output matrix */
+    {"attn_q/attn_output 2048x2048", 2048, 2048, 0},
+    {"ffn_gate/ffn_up 8192x2048", 8192, 2048, 0},
+    {"ffn_down 2048x8192", 2048, 8192, 0},
+    {"output 128256x2048", 128256, 2048, 1}, /* only with --output or --shape output: 0.5 s a call at B = 512 */
 };
 
 static qt_vec_dot_fn dots_fn; /* the vec_dot the "dots" loop calls */
@@ -178,17 +182,28 @@ static void bench_ct4(qt_type t, const shape *sh, const int64_t *batches, int nb
     free(w); free(codes); free(wf); free(a); free(out); free(scratch);
 }
 
+/* Whether a shape runs: every shape not named_only by default (the output matrix too with --output), else
+ * those whose name contains one of the --shape strings. */
+static int shape_picked(const shape *sh, const char *const *names, int n, int with_output) {
+    int pick = !n && (!sh->named_only || with_output);
+    for (int k = 0; k < n; k++) pick |= strstr(sh->name, names[k]) != NULL;
+    return pick;
+}
+
 int main(int argc, char **argv) {
-    int reps = 3, nbatch = 0, ntypes = 0, with_output = 0;
+    int reps = 3, nbatch = 0, ntypes = 0, nshapes = 0, x16_only = 0, with_output = 0;
     int64_t batches[16];
-    const char *types[16];
+    const char *types[16], *shape_names[16];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc && nbatch < 16) batches[nbatch++] = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--type") && i + 1 < argc && ntypes < 16) types[ntypes++] = argv[++i];
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc && nshapes < 16) shape_names[nshapes++] = argv[++i];
+        else if (!strcmp(argv[i], "--x16-only")) x16_only = 1;
         else if (!strcmp(argv[i], "--output")) with_output = 1;
         else {
-            fprintf(stderr, "usage: bench_gemm [--reps N (1-%d)] [--batch B]... [--type NAME]... [--output]\n", MAX_REPS);
+            fprintf(stderr, "usage: bench_gemm [--reps N (1-%d)] [--batch B]... [--type NAME]... [--shape SUBSTR]... "
+                            "[--x16-only] [--output]\n", MAX_REPS);
             return strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
@@ -210,7 +225,8 @@ int main(int argc, char **argv) {
         if (!want) continue;
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
             const shape *sh = &shapes[si];
-            if (sh->rows > 100000 && !with_output) continue;
+            if (!shape_picked(sh, shape_names, nshapes, with_output) || (x16_only && !qt__x16_bytes(t, sh->rows, sh->cols)))
+                continue;
             int64_t maxb = 1;
             for (int i = 0; i < nbatch; i++) maxb = batches[i] > maxb ? batches[i] : maxb;
             const size_t ldw = qt_row_size(t, sh->cols), lda = qt_row_size(vt->type, sh->cols);
@@ -243,32 +259,34 @@ int main(int argc, char **argv) {
                 const double flop = 2.0 * (double)sh->rows * (double)sh->cols * (double)B;
                 const double wbytes = (double)ldw * (double)sh->rows; /* weight bytes streamed per call */
                 dots_fn = tr->vec_dot;
-                double dots_cpu, wall;
-                time_gemm(gemm_by_dots, w, ldw, sh->rows, a, lda, B, sh->cols, out, reps, &dots_cpu, &wall);
-                printf("%s\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"dots %s\", "
-                       "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"weight_gbps\": %.2f, \"vs_dots\": 1.00}",
-                       first ? "" : ",", tr->name, sh->name, (long long)B, qt_cpu_level_name(), dots_cpu, wall,
-                       flop / dots_cpu / 1e9, wbytes / dots_cpu / 1e9);
-                first = 0;
-                for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
-                    if (v->type != t || v->level > qt__cpu_level_get()) continue;
-                    for (int fast = 0; fast < 2; fast++) {
-                        const qt__gemm_fn g = fast ? v->gemm_fast : v->gemm;
-                        if (!g) continue;
-                        double cpu;
-                        time_gemm(g, w, ldw, sh->rows, a, lda, B, sh->cols, out, reps, &cpu, &wall);
-                        printf(",\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"gemm%s %s\", "
-                               "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"weight_gbps\": %.2f, \"vs_dots\": %.2f}",
-                               tr->name, sh->name, (long long)B, fast ? " fast" : "", qt__cpu_level_str(v->level), cpu, wall,
-                               flop / cpu / 1e9, wbytes / cpu / 1e9, dots_cpu / cpu);
+                double dots_cpu = 0, wall;
+                if (!x16_only) {
+                    time_gemm(gemm_by_dots, w, ldw, sh->rows, a, lda, B, sh->cols, out, reps, &dots_cpu, &wall);
+                    printf("%s\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"dots %s\", "
+                           "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"weight_gbps\": %.2f, \"vs_dots\": 1.00}",
+                           first ? "" : ",", tr->name, sh->name, (long long)B, qt_cpu_level_name(), dots_cpu, wall,
+                           flop / dots_cpu / 1e9, wbytes / dots_cpu / 1e9);
+                    first = 0;
+                    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+                        if (v->type != t || v->level > qt__cpu_level_get()) continue;
+                        for (int fast = 0; fast < 2; fast++) {
+                            const qt__gemm_fn g = fast ? v->gemm_fast : v->gemm;
+                            if (!g) continue;
+                            double cpu;
+                            time_gemm(g, w, ldw, sh->rows, a, lda, B, sh->cols, out, reps, &cpu, &wall);
+                            printf(",\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"gemm%s %s\", "
+                                   "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"weight_gbps\": %.2f, \"vs_dots\": %.2f}",
+                                   tr->name, sh->name, (long long)B, fast ? " fast" : "", qt__cpu_level_str(v->level), cpu, wall,
+                                   flop / cpu / 1e9, wbytes / cpu / 1e9, dots_cpu / cpu);
+                        }
                     }
-                }
+                } /* !x16_only */
                 if (xs) {
                     double ref_cpu = 0;
                     qt__gemm_x16_fn ref = NULL;
                     for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++)
                         if (v->type == t && v->gemm_x16_ref) ref = v->gemm_x16_ref;
-                    if (B == 1 && ref) {
+                    if (B == 1 && ref && !x16_only) {
                         time_x16(ref, wp, sh->rows, xs, lds, B, sh->cols, out, reps, &ref_cpu, &wall);
                         printf(",\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": 1, \"kernel\": \"x16 ref\", "
                                "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"vs_dots\": %.2f}",
@@ -278,11 +296,13 @@ int main(int argc, char **argv) {
                         if (v->type != t || v->level > qt__cpu_level_get() || !v->gemm_x16) continue;
                         double cpu;
                         time_x16(v->gemm_x16, wp, sh->rows, xs, lds, B, sh->cols, out, reps, &cpu, &wall);
-                        printf(",\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"x16 %s\", "
-                               "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"vs_dots\": %.2f",
-                               tr->name, sh->name, (long long)B, qt__cpu_level_str(v->level), cpu, wall, flop / cpu / 1e9,
-                               dots_cpu / cpu);
-                        if (B == 1) printf(", \"vs_ref\": %.2f", ref_cpu / cpu);
+                        printf("%s\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"x16 %s\", "
+                               "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f",
+                               first ? "" : ",", tr->name, sh->name, (long long)B, qt__cpu_level_str(v->level), cpu, wall,
+                               flop / cpu / 1e9);
+                        first = 0;
+                        if (!x16_only) printf(", \"vs_dots\": %.2f", dots_cpu / cpu);
+                        if (B == 1 && !x16_only) printf(", \"vs_ref\": %.2f", ref_cpu / cpu);
                         printf("}");
                     }
                 }
@@ -319,8 +339,9 @@ int main(int argc, char **argv) {
     for (size_t ti = 0; ti < sizeof ct4 / sizeof ct4[0]; ti++) {
         int want = !ntypes;
         for (int k = 0; k < ntypes; k++) want |= !strcmp(types[k], qt_type_get(ct4[ti])->name);
-        if (!want) continue;
-        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) bench_ct4(ct4[ti], &shapes[si], batches, nbatch, reps, &first);
+        if (!want || x16_only) continue;
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            if (shape_picked(&shapes[si], shape_names, nshapes, with_output)) bench_ct4(ct4[ti], &shapes[si], batches, nbatch, reps, &first);
         fprintf(stderr, "bench_gemm: %s done\n", qt_type_get(ct4[ti])->name);
     }
     printf("\n  ]\n}\n");

@@ -82,10 +82,14 @@ typedef struct qt_cpu_features {
 } qt_cpu_features;
 
 /* Detected on first call; QUANTA_CPU=scalar|avx2|avx512 in the environment caps
- * what is reported (to test and benchmark the fallbacks on a big machine). */
+ * what is reported (to test and benchmark the fallbacks on a big machine; avx512 turns AMX off). */
 QT_API const qt_cpu_features *qt_cpu(void);
-/* "avx512" / "avx2" / "scalar": the kernel level dispatch chose. */
+/* "amx" / "avx512" / "avx2" / "scalar": the kernel level dispatch chose. */
 QT_API const char *qt_cpu_level_name(void);
+/* The level with, where the CPU has AMX-INT8 but the level is below amx, why:
+ * "avx512 (AMX off: QUANTA_CPU=avx512)", "avx512 (AMX off: the kernel refused
+ * tile data: arch_prctl ...: Operation not permitted)". */
+QT_API const char *qt_cpu_level_detail(void);
 
 /* ---- threads ------------------------------------------------------------ */
 /* A fixed pool: qt_parallel_for runs fn(ctx, begin, end, thread_index) over

@@ -131,6 +131,7 @@ qt__gemm_x16_fn qt__gemm_x16_kernel(qt_type t);
 QT_X16_DECLARE(ref) /* qt__gemm_x16_ref for each type, for the variants table */
 
 #ifdef QT_ARCH_X86
+QT_X16_DECLARE(amx) /* gemm_x16_amx.c: AMX tiles from 16 batch rows, the VNNI kernel below and for the rest */
 QT_X16_DECLARE(avx512)
 QT_X16_DECLARE(avx2)
 void qt__gemm_q8_0_avx2(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,

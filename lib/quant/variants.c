@@ -128,6 +128,14 @@ const qt__kernel_variant qt__variants[] = {
     QT_CT4_GEMM(w4g32, W4_G32), QT_CT4_GEMM(w4g64, W4_G64), QT_CT4_GEMM(w4g128, W4_G128),
 #undef QT_CT4_GEMM
 #undef QT_CT4
+    /* AMX-INT8 (gemm_x16_amx.c): --numerics fast on x16-packed rows, TDPBSUD block sums from 16 batch rows
+       (bench_gemm), the AVX-512 kernel's bits */
+    {QT_TYPE_Q4_0, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q4_0_amx, .gemm_x16_ref = qt__gemm_x16_q4_0_ref},
+    {QT_TYPE_Q4_1, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q4_1_amx, .gemm_x16_ref = qt__gemm_x16_q4_1_ref},
+    {QT_TYPE_Q5_0, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q5_0_amx, .gemm_x16_ref = qt__gemm_x16_q5_0_ref},
+    {QT_TYPE_Q5_1, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q5_1_amx, .gemm_x16_ref = qt__gemm_x16_q5_1_ref},
+    {QT_TYPE_IQ4_NL, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_iq4_nl_amx, .gemm_x16_ref = qt__gemm_x16_iq4_nl_ref},
+    {QT_TYPE_Q8_0, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q8_0_amx, .gemm_x16_ref = qt__gemm_x16_q8_0_ref},
 #endif
     {.type = QT_TYPE_COUNT, .level = QT__CPU_LEVEL_COUNT}, /* end */
 };

@@ -66,7 +66,15 @@ static void test_cpu_detect_consistent(void) {
     if (f->avx512bw) CHECK(f->avx512f);
     if (f->avx2) CHECK(f->avx);
     const char *lvl = qt_cpu_level_name();
-    CHECK(!strcmp(lvl, "avx512") || !strcmp(lvl, "avx2") || !strcmp(lvl, "scalar"));
+    CHECK(!strcmp(lvl, "amx") || !strcmp(lvl, "avx512") || !strcmp(lvl, "avx2") || !strcmp(lvl, "scalar"));
+    /* the detail starts with the level; AMX only with the kernel's permission, and never under QUANTA_CPU=avx512 */
+    CHECK(!strncmp(qt_cpu_level_detail(), lvl, strlen(lvl)));
+    if (!strcmp(lvl, "amx")) CHECK(f->amx_usable && f->amx_int8 && f->amx_tile);
+    const char *cap = getenv("QUANTA_CPU");
+    if (cap && (!strcmp(cap, "avx512") || !strcmp(cap, "avx2"))) {
+        CHECK(strcmp(lvl, "amx") != 0);
+        CHECK(!f->amx_usable);
+    }
 }
 
 int main(void) {

@@ -280,7 +280,7 @@ static void test_dispatch_follows_cpu_level(void) {
     CHECK(!strcmp(qt_cpu_level_name(), qt__cpu_level_str(cpu)));
     /* Known choices, written out: q4_0 and q6_K dequantize with the level's own kernel. */
     const qt_type_traits *q4 = qt_type_get(QT_TYPE_Q4_0), *q6 = qt_type_get(QT_TYPE_Q6_K);
-    if (cpu == QT__CPU_AVX512) {
+    if (cpu >= QT__CPU_AVX512) {
         CHECK(q4->to_float == qt__dequantize_q4_0_avx512);
         CHECK(q6->to_float == qt__dequantize_q6_K_avx512);
         CHECK(qt__ct_int4_row_kernel() == qt__ct_int4_row_avx512);

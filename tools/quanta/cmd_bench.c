@@ -109,7 +109,7 @@ static void llama_bench_row(const qt_bench_result *r, const char *test, int32_t 
 
 static void print_tables(const bench_args *a, const qt_bandwidth *bw, const qt_bench_result *r) {
     printf("machine: read bandwidth %.1f GB/s (median of %d, best %.1f) with %d threads over %.0f MiB, kernels %s\n\n",
-           bw->read_gbps, bw->reps, bw->read_gbps_max, bw->threads, bw->buffer_bytes / 1048576.0, qt_cpu_level_name());
+           bw->read_gbps, bw->reps, bw->read_gbps_max, bw->threads, bw->buffer_bytes / 1048576.0, qt_cpu_level_detail());
     printf("| model | file type | params | prefill tok/s | decode tok/s | TTFT ms | ITL p50 ms | ITL p99 ms | peak RSS MiB "
            "| weight MiB/token | GB/s | of bandwidth |\n");
     printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -158,8 +158,9 @@ static int emit_json(const bench_args *a, const qt_bandwidth *bw, const qt_bench
         json_object_set_new(o, "bandwidth_ratio", jnum(r[i].bandwidth_ratio));
         json_array_append_new(models, o);
     }
-    json_t *machine = json_pack("{s:o, s:o, s:i, s:s, s:I, s:I, s:i}", "read_gbps", jnum(bw->read_gbps), "read_gbps_max",
+    json_t *machine = json_pack("{s:o, s:o, s:i, s:s, s:s, s:I, s:I, s:i}", "read_gbps", jnum(bw->read_gbps), "read_gbps_max",
                                 jnum(bw->read_gbps_max), "threads", bw->threads, "cpu_level", qt_cpu_level_name(),
+                                "cpu_level_detail", qt_cpu_level_detail(),
                                 "buffer_bytes", (json_int_t)bw->buffer_bytes, "llc_bytes", (json_int_t)bw->llc_bytes,
                                 "reps", bw->reps);
     json_t *root = json_pack("{s:o, s:s, s:o}", "machine", machine, "kv_dtype", a->kv, "models", models);

@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
         return CLI_OK;
     }
     if (!strcmp(verb, "--version") || !strcmp(verb, "-V")) {
-        printf("quanta %s (kernels: %s)\n", qt_version(), qt_cpu_level_name());
+        printf("quanta %s (kernels: %s)\n", qt_version(), qt_cpu_level_detail());
         return CLI_OK;
     }
     cli_signals_install();
