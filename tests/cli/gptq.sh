@@ -119,6 +119,9 @@ check "rtn w4a16 g64 (stories260K)" 0 "$q" quantize "$stories" "$tmp/w4-rtn" --s
 check "imatrix rtn w4a16 g64 (stories260K)" 0 "$q" quantize "$stories" "$tmp/w4-imx" --scheme w4a16 --group-size 64 -q \
     --imatrix "$shared/reference/llamacpp-quantize/imatrix-stories260K.gguf"
 ok grep -q '"method": "imatrix-rtn"' "$tmp/w4-imx/config.json"
+# the imatrix's SHA-256 is the checkpoint's provenance (and a resumed run's identity)
+imx_sha=$(sha256sum "$shared/reference/llamacpp-quantize/imatrix-stories260K.gguf" | cut -c1-64)
+ok grep -qF "$imx_sha" "$tmp/w4-imx/config.json"
 expect "inspect w4a16 g64" 0 "" "$q" inspect "$tmp/w4-gptq"
 w_b=$(ppl "$stories" 256 20); w_r=$(ppl "$tmp/w4-rtn" 256 20); w_i=$(ppl "$tmp/w4-imx" 256 20); w_g=$(ppl "$tmp/w4-gptq" 256 20)
 echo "stories260K, evaluation slice, ctx 256, 20 chunks: F32 $w_b, w4a16 g64 RTN $w_r, imatrix RTN $w_i, GPTQ $w_g"

@@ -737,9 +737,21 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     }
     if ((rc = kv_scales(a, m)) != CLI_OK || (rc = qkv_ct(VERB, &a->kv, &o)) != CLI_OK) return rc;
     ct_imatrix imx = {.label = a->o.imatrix, .quiet = a->quiet};
+    char imx_sha[65];
+    qt_gguf_kv imx_kv[1];
     if (a->o.imatrix) {
         qt_status ist = qt_imatrix_open(a->o.imatrix, &imx.im);
+        char *buf = NULL;
+        size_t len = 0;
+        if (ist == QT_OK && (ist = qt_read_file(a->o.imatrix, &buf, &len)) != QT_OK) qt_imatrix_close(imx.im);
         if (ist != QT_OK) return cli_fail(ist);
+        /* provenance (quantization_config.quanta.calibration), and so part of a resumed run's identity */
+        qt_sha256_hex(buf, len, imx_sha);
+        free(buf);
+        imx_kv[0] = (qt_gguf_kv){QT_QUANTIZE_KEY_IMATRIX_SHA256,
+                                 {.type = QT_GGUF_STRING, .str = {.ptr = imx_sha, .len = strlen(imx_sha)}}};
+        o.calibration = imx_kv;
+        o.n_calibration = 1;
         o.importance = ct_importance;
         o.importance_ctx = &imx;
         o.method = "imatrix-rtn";
