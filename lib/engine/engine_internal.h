@@ -189,7 +189,7 @@ void qt__mat_free(qt__mat *m);
 /* After packing: drop the source tensor's whole pages from memory (for a read-only
  * file mapping only: they read back from the file if touched), so the packed
  * copy does not double the resident weights. No-op without a packed copy. */
-void qt__mat_drop_source(const qt__mat *m);
+void qt__mat_drop_source(const qt__mat *m, const qt_model *model);
 
 /* lib/engine/forward.c */
 qt_status qt__engine_forward(qt_engine_ctx *e, const int32_t *tokens, int32_t B, int32_t first_logit, float *logits);

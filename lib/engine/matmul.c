@@ -48,19 +48,17 @@
  * the kernel its sequence would get evaluated alone, so sequences never change
  * each other's bits.
  */
-#define _DEFAULT_SOURCE /* madvise */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "quant/ct_rows.h"
 #include "quant/dot.h"
 #include "quant/gemm.h"
 #include "quant/gemm_k16.h"
 #include "engine_internal.h"
+#include "model/model_internal.h"
 
 /* The x16 copy (lib/quant/gemm.h) of a type that has one at this CPU's level:
  * packed once here, then every matmul streams it. */
@@ -190,13 +188,8 @@ void qt__mat_free(qt__mat *m) {
     memset(m, 0, sizeof *m);
 }
 
-void qt__mat_drop_source(const qt__mat *m) {
-    const long pg = sysconf(_SC_PAGESIZE);
-    const size_t n = (size_t)m->n_out * m->row_bytes;
-    if (!m->x16_data || pg <= 0 || n < (size_t)pg) return;
-    const uintptr_t a = ((uintptr_t)m->data + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-    const uintptr_t b = ((uintptr_t)m->data + n) & ~((uintptr_t)pg - 1);
-    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+void qt__mat_drop_source(const qt__mat *m, const qt_model *model) {
+    if (m->x16_data) qt__model_drop_pages(model, m->data, (size_t)m->n_out * m->row_bytes);
 }
 
 /* Output rows per unit of work: a multiple of every gemm tile's row count,

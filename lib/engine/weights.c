@@ -91,7 +91,7 @@ static qt_status bind_matrix(const qt_engine_ctx *e, const qt_tensor *t, int64_t
     s = qt__mat_init_pool(m, t, !e->opts.act_quant_off, e->opts.numerics, e->pool);
     if (s != QT_OK) return with_path(e, s);
     /* a packed copy replaces the pages of a tensor in a read-only file mapping */
-    if (m->x16_data && qt__model_in_map(e->model, t->data, t->nbytes)) qt__mat_drop_source(m);
+    qt__mat_drop_source(m, e->model);
     return QT_OK;
 }
 

@@ -332,6 +332,7 @@ static qt_status load_f32(ct_writer *w, const ptensor *p, float *out) {
         qt_status s = qt__row_to_f32(t->type, (const uint8_t *)t->data + (size_t)src * rb, out + r * p->cols, p->cols);
         if (s != QT_OK) return qt_error(s, "%s: tensor '%s': %s", w->m->path, t->name, qt_last_error());
     }
+    qt__model_drop_pages(w->m, t->data, t->nbytes); /* read once: residency stays far below the model's size */
     return QT_OK;
 }
 
@@ -687,6 +688,7 @@ static qt_status write_dense(ct_writer *w, qt_st_writer *sw, const ptensor *p) {
             (s = qt__row_from_f32(w->dtype, f, o, row_len)) == QT_OK)
             s = qt_st_writer_write(sw, o, out_b);
     }
+    qt__model_drop_pages(w->m, t->data, t->nbytes);
     free(f);
     free(o);
     return s;

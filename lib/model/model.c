@@ -1,7 +1,11 @@
 /* lib/model/model.c — the one in-memory model: lifetime, tensor table, lookups.
  * Readers (lib/io/) fill it through the qt__model_* builders. */
+#define _DEFAULT_SOURCE /* madvise */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "model_internal.h"
 
@@ -64,6 +68,14 @@ bool qt__model_in_map(const qt_model *m, const void *p, size_t n) {
         if (b >= m->maps[i].data && n <= m->maps[i].size && b - m->maps[i].data <= (ptrdiff_t)(m->maps[i].size - n))
             return true;
     return false;
+}
+
+void qt__model_drop_pages(const qt_model *m, const void *p, size_t n) {
+    const long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0 || !p || n < (size_t)pg || !qt__model_in_map(m, p, n)) return;
+    const uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+    const uintptr_t b = ((uintptr_t)p + n) & ~((uintptr_t)pg - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 void *qt__model_alloc(qt_model *m, size_t n) {

@@ -28,6 +28,11 @@ int32_t qt__model_add_map(qt_model *m, qt_mmap *map);
 /* True if [p, p + n) lies inside one of the model's read-only file mappings
  * (so its pages may be dropped: they read back from the file). */
 bool qt__model_in_map(const qt_model *m, const void *p, size_t n);
+/* Drop the whole pages inside [p, p + n) when that range lies in one of the
+ * model's read-only file mappings (they read back from the file if touched
+ * again, so this only bounds residency); anything else (an owned buffer, which
+ * MADV_DONTNEED would zero) is left alone. */
+void qt__model_drop_pages(const qt_model *m, const void *p, size_t n);
 /* Heap memory freed with the model (zeroed). NULL on OOM (error set). */
 void *qt__model_alloc(qt_model *m, size_t n);
 char *qt__model_strdup(qt_model *m, const char *s);

@@ -11,9 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
+#include "model/model_internal.h"
 #include "quanta/gguf.h"
 #include "quantize_internal.h"
 
@@ -38,12 +37,7 @@ typedef struct run_ctx {
     const qt_quantize_opts *o;
     qt__resume *r;            /* the run's staging; NULL for the estimate */
     const qt__quantize_given *given; /* NULL, or data computed by an algorithm */
-    bool drop;                /* the tensors point into a read-only file mapping (GGUF input):
-                                 their pages may be dropped; never an owned buffer, which
-                                 MADV_DONTNEED would zero */
 } run_ctx;
-
-static void drop_range(const void *p, size_t n);
 
 static void quantize_chunk(void *vctx, int64_t begin, int64_t end, int ti) {
     run_ctx *c = vctx;
@@ -72,18 +66,8 @@ static void quantize_chunk(void *vctx, int64_t begin, int64_t end, int ti) {
         }
         c->err[ch][0] = e2;
         c->err[ch][1] = w2;
-        if (c->drop) drop_range((const uint8_t *)c->src->data + (size_t)r0 * src_row, (size_t)(r1 - r0) * src_row);
+        qt__model_drop_pages(c->m, (const uint8_t *)c->src->data + (size_t)r0 * src_row, (size_t)(r1 - r0) * src_row);
     }
-}
-
-/* Drop the whole pages inside [p, p + n) of the mapped input: a file mapping
- * reads them back if they are touched again, so this only bounds residency. */
-static void drop_range(const void *p, size_t n) {
-    const long pg = sysconf(_SC_PAGESIZE);
-    if (pg <= 0 || !p || n < (size_t)pg) return;
-    uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-    uintptr_t b = ((uintptr_t)p + n) & ~((uintptr_t)pg - 1);
-    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 static int32_t plan_index(const qt_quantize_plan *p, const qt_tensor *t) {
@@ -97,8 +81,6 @@ static qt_type hook_type(void *user, const qt_tensor *t) {
     int32_t i = plan_index(c->p, t);
     return i < 0 ? QT_TYPE_COUNT : c->p->tensors[i].type;
 }
-
-static void drop_pages(const qt_tensor *t) { drop_range(t->data, t->nbytes); }
 
 static qt_status convert(run_ctx *c, qt_quantize_tensor *q, const qt_tensor *t, qt_type type, void *dst) {
     qt__qplan_priv *pv = c->p->priv;
@@ -191,7 +173,7 @@ static qt_status hook_data(void *user, const qt_tensor *t, qt_type type, void *d
         s = qt_error(QT_ERR_INTERNAL, "%s: tensor '%s' is not in the plan", qt_model_path(c->m), t->name);
     }
     free(loaded);
-    if (c->drop) drop_pages(t);
+    qt__model_drop_pages(c->m, t->data, t->nbytes);
     return s;
 }
 
@@ -256,7 +238,7 @@ static void free_scratch(run_ctx *c) {
 
 qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quantize_opts *o, qt_quantize_plan *p,
                              uint64_t *size_only, qt__resume *r, const qt__quantize_given *given) {
-    run_ctx c = {.m = m, .p = p, .o = o, .r = r, .given = given, .drop = qt_model_gguf(m) != NULL};
+    run_ctx c = {.m = m, .p = p, .o = o, .r = r, .given = given};
     qt_status s = QT_OK;
     if (!size_only) {
         c.n_threads = o->threads > 0 ? o->threads : qt_default_threads();
