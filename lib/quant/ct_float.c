@@ -153,10 +153,15 @@ static qt_status check_fp4(const char *what, int64_t rows, int64_t cols, int64_t
 float qt_ct_amax(const float *w, int64_t n, qt_ct_dtype dt) { return amax_of(w, n, 1, dt); }
 
 /* generate_gparam: 448*6 / max(amax, tiny), computed against the weight
- * tensor (so rounded to its dtype), then kept as fp32. */
+ * tensor (so rounded to its dtype), then kept as fp32. On purpose unlike
+ * llm-compressor: where that rounding overflows (an f16 model whose amax is
+ * below 2688 / 65504 = 0.041, common: weights of std 0.02), the f32 quotient
+ * is kept, since llm-compressor's inf would make every scale of the tensor
+ * zero or NaN. bf16 cannot overflow here. */
 float qt_ct_nvfp4_global_scale(float amax, qt_ct_dtype dt) {
     if (amax < 0x1.0p-126f) amax = 0x1.0p-126f;
-    return qt_ct_round_dtype(fp8_max * fp4_max / amax, dt);
+    const float g = fp8_max * fp4_max / amax, r = qt_ct_round_dtype(g, dt);
+    return isfinite(r) ? r : g;
 }
 
 qt_status qt_ct_nvfp4_quantize(const float *w, int64_t rows, int64_t cols, qt_ct_dtype dt,

@@ -26,6 +26,17 @@ static float *random_matrix(int64_t rows, int64_t cols, float scale, float offse
 
 /* ---- packing: the shared vectors and the worked example ---------------------- */
 
+/* nvfp4's global scale 448*6/amax rounded to the weight dtype: in f16 it
+ * overflows below amax 0.041 (typical weights), where the f32 quotient is
+ * kept; bf16 rounds as llm-compressor does. */
+static void test_nvfp4_global_scale_f16(void) {
+    const float amax = 0.0346f, g = 448.0f * 6.0f / amax;
+    const float f16 = qt_ct_nvfp4_global_scale(amax, QT_CT_F16), bf16 = qt_ct_nvfp4_global_scale(amax, QT_CT_BF16);
+    CHECK(isfinite(f16) && f16 == g);
+    CHECK(bf16 == qt_ct_round_dtype(g, QT_CT_BF16) && bf16 != g);
+    CHECK(qt_ct_nvfp4_global_scale(1.0f, QT_CT_F16) == qt_ct_round_dtype(2688.0f, QT_CT_F16));
+}
+
 static void test_manifest_vectors(void) {
     json_error_t jerr;
     json_t *m = json_load_file(qt_test_shared("testvectors/compressed-tensors/MANIFEST.json"), 0, &jerr);
@@ -554,6 +565,7 @@ static void test_int_weighted(void) {
 
 int main(void) {
     QT_RUN(test_int_weighted);
+    QT_RUN(test_nvfp4_global_scale_f16);
     QT_RUN(test_manifest_vectors);
     QT_RUN(test_worked_packing_example);
     QT_RUN(test_pack_refuses_out_of_range);
