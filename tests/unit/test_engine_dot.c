@@ -339,7 +339,7 @@ static void random_rows(qt_type t, uint8_t *w, int64_t nr, int64_t n) {
     size_t off[2];
     const int nh = half_offsets(t, off);
     const size_t bytes = qt_row_size(t, n) * (size_t)nr, bsize = qt_type_get(t)->block_bytes;
-    for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)(frand() * 128.0f + 128.0f);
+    for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)(int)(frand() * 128.0f + 128.0f); /* 256 wraps to 0 */
     for (size_t b = 0; b < bytes / bsize; b++)
         for (int h = 0; h < nh; h++) {
             const qt_half v = qt_f32_to_fp16(0.05f * frand());
