@@ -754,9 +754,11 @@ qt_status qt_st_writer_open_staged(const char *path, const qt_st_entry *entries,
     const uint64_t head = 8 + (uint64_t)padded, at = stage ? stage->resume_at : 0;
     if (at && (at < head || at > head + w->total)) {
         free(text);
-        qt_st_writer_abort(w);
-        return qt_error(QT_ERR_FORMAT, "%s: %llu bytes recorded as complete, outside this file's %llu header and %llu data "
-                        "bytes", path, (unsigned long long)at, (unsigned long long)head, (unsigned long long)w->total);
+        const qt_status e = qt_error(QT_ERR_FORMAT, "%s: %llu bytes recorded as complete, outside this file's %llu header "
+                                     "and %llu data bytes", path, (unsigned long long)at, (unsigned long long)head,
+                                     (unsigned long long)w->total);
+        qt_st_writer_abort(w); /* frees w: the message is made first */
+        return e;
     }
     s = stage ? qt_afile_open_staged(path, stage, &w->f) : qt_afile_open(path, &w->f);
     if (s == QT_OK && at) {
