@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ct_resume.h"
+#include "io_internal.h"
 #include "quanta/quantize.h"
 #include "quantize/quantize_internal.h"
 
@@ -134,15 +135,7 @@ qt_status qt__ct_resume_checkpoint(qt__ct_resume *r) {
     json_object_set_new(r->state, "shard_tensors", json_integer(r->at.shard_tensors));
     json_object_set_new(r->state, "shard_at", json_integer((json_int_t)r->at.shard_at));
     json_object_set_new(r->state, "tensors_done", json_integer(r->at.tensors_done));
-    char *text = json_dumps(r->state, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (!text) return qt_error(QT_ERR_NOMEM, "out of memory");
-    qt_afile *f;
-    qt_status s = qt_afile_open(r->state_path, &f);
-    if (s == QT_OK) s = qt_afile_write(f, text, strlen(text));
-    if (s == QT_OK) s = qt_afile_write(f, "\n", 1);
-    if (s == QT_OK) s = qt_afile_commit(f);
-    else qt_afile_abort(f);
-    free(text);
+    const qt_status s = qt__json_write_atomic(r->state_path, r->state, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (s == QT_OK) r->state_written = true;
     return s;
 }

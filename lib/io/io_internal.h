@@ -121,4 +121,10 @@ qt_status qt__refuse_input(const qt_model *m, const char *out);
  * then itself; anything else in it is QT_ERR_IO and nothing is removed past it. Absent: QT_OK. */
 qt_status qt__remove_stage_dir(const char *dir);
 
+/* A resume state file (quantize's OUT.partial.state, GPTQ's OUT.partial.layers.state, a
+ * compressed-tensors run's): the JSON (json_dumps flags), a newline, written to a temporary
+ * beside path and renamed over it, so a reader sees the old state or the new, never half. */
+struct json_t;
+qt_status qt__json_write_atomic(const char *path, const struct json_t *j, size_t flags);
+
 #endif

@@ -1,4 +1,5 @@
 /* lib/io/io_util.c — arena, name hash index and row conversions used by lib/io/. */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -150,4 +151,17 @@ qt_status qt__refuse_input(const qt_model *m, const char *out) {
     if (same || in_hf_input(out, m->path))
         return qt_error(QT_ERR_ARG, "%s: is the input (%s); write the output somewhere else", out, m->path);
     return QT_OK;
+}
+
+qt_status qt__json_write_atomic(const char *path, const struct json_t *j, size_t flags) {
+    char *text = json_dumps(j, flags);
+    if (!text) return qt_error(QT_ERR_NOMEM, "%s: out of memory", path);
+    qt_afile *f = NULL;
+    qt_status s = qt_afile_open(path, &f);
+    if (s == QT_OK) s = qt_afile_write(f, text, strlen(text));
+    if (s == QT_OK) s = qt_afile_write(f, "\n", 1);
+    if (s == QT_OK) s = qt_afile_commit(f);
+    else if (f) qt_afile_abort(f);
+    free(text);
+    return s;
 }

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/io_internal.h"
 #include "quantize_internal.h"
 
 #define LAYERS_FORMAT 1
@@ -278,14 +279,7 @@ qt_status qt__gptq_state_save_layer(qt__gptq_state *g, const qt_quantize_plan *p
                                                       "loss", r->loss));
     json_object_set_new(g->state, "layers_done", json_integer(g->layers_done + 1));
     json_object_set_new(g->state, "bytes_done", json_integer((json_int_t)bytes));
-    char *text = json_dumps(g->state, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-    if (!text) return qt_error(QT_ERR_NOMEM, "out of memory");
-    qt_afile *f;
-    s = qt_afile_open(g->state_path, &f);
-    if (s == QT_OK) s = qt_afile_write(f, text, strlen(text));
-    if (s == QT_OK) s = qt_afile_commit(f);
-    else qt_afile_abort(f);
-    free(text);
+    s = qt__json_write_atomic(g->state_path, g->state, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     if (s == QT_OK) {
         g->layers_done++;
         g->bytes_done = bytes;

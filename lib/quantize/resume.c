@@ -275,15 +275,7 @@ qt_status qt__resume_checkpoint(qt__resume *r, const qt_quantize_plan *p, int32_
     json_object_set_new(r->state, "tensors_done", json_integer(n_done));
     json_object_set_new(r->state, "bytes_done", json_integer((json_int_t)bytes));
     json_object_set_new(r->state, "measured", ms);
-    char *text = json_dumps(r->state, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (!text) return qt_error(QT_ERR_NOMEM, "out of memory");
-    qt_afile *f;
-    qt_status s = qt_afile_open(r->state_path, &f);
-    if (s == QT_OK) s = qt_afile_write(f, text, strlen(text));
-    if (s == QT_OK) s = qt_afile_write(f, "\n", 1);
-    if (s == QT_OK) s = qt_afile_commit(f);
-    else qt_afile_abort(f);
-    free(text);
+    const qt_status s = qt__json_write_atomic(r->state_path, r->state, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (s == QT_OK) r->state_written = true;
     return s;
 }
