@@ -13,6 +13,7 @@
 # signal is sent while the process is stopped at a known tensor
 # (QUANTA_TEST_PAUSE_AFTER_TENSORS, docs/quantize.md).
 source "$(dirname "$0")/lib/harness.sh"
+source "$(dirname "$0")/lib/resume.sh"
 q=$(realpath "$q")  # runs below change directory
 shared=$(realpath "$shared")
 stories="$shared/models/stories260K.gguf"
@@ -22,20 +23,9 @@ head -n 400 "$text" >"$tmp/calib.txt"
 
 # OUT is always "out" inside a fresh directory: the command line (OUT included) is
 # recorded in config.json, so every run of a case must name it alike.
-run_in() { (cd "$1" && shift && "$@"); }
-state_int() { sed -n "s/^  \"$1\": \([0-9]*\).*/\1/p" "$2" | head -1; }
-printed_resume() { grep -A1 "to continue:" "$1" | tail -1 | sed "s|^  quanta |\"$q\" |"; }
 # name and sha256 of every file of a directory, sorted: what "byte-identical" compares
 listing() { (cd "$1" && find . -type f | LC_ALL=C sort | xargs sha256sum); }
 same_dir() { [ "$(listing "$1")" = "$(listing "$2")" ] && [ -n "$(listing "$1")" ]; }
-wait_stopped() {
-    for _ in $(seq 20000); do
-        st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
-        [ -z "$st" ] || [ "$st" = T ] && return 0
-        sleep 0.01
-    done
-    return 1
-}
 
 # ---- usage ----------------------------------------------------------------------------------
 expect "--help" 0 "" "$q" quantize --help

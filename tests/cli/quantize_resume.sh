@@ -12,6 +12,7 @@
 # No step depends on time: a signal is sent while the process is stopped at a
 # known tensor (QUANTA_TEST_PAUSE_AFTER_TENSORS, docs/quantize.md).
 source "$(dirname "$0")/lib/harness.sh"
+source "$(dirname "$0")/lib/resume.sh"
 q=$(realpath "$q")  # runs below change directory
 shared=$(realpath "$shared")
 stories="$shared/models/stories260K.gguf"
@@ -20,19 +21,6 @@ imx="$shared/reference/llamacpp-quantize/imatrix-tiny256.gguf"
 
 # OUT is always "out.gguf" inside a fresh directory: the command line (OUT
 # included) is recorded in the file, so every run of a case must name it alike.
-run_in() { (cd "$1" && shift && "$@"); }
-state_int() { sed -n "s/^  \"$1\": \([0-9]*\).*/\1/p" "$2" | head -1; }
-# The command printed after "to continue:", with this build's quanta.
-printed_resume() { grep -A1 "to continue:" "$1" | tail -1 | sed "s|^  quanta |\"$q\" |"; }
-# Waits (polling, no timeout assumed) until process $1 is stopped or gone.
-wait_stopped() {
-    for _ in $(seq 20000); do
-        st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
-        [ -z "$st" ] || [ "$st" = T ] && return 0
-        sleep 0.01
-    done
-    return 1
-}
 
 # ---- usage ----------------------------------------------------------------------------------
 expect "--help" 0 "" "$q" quantize --help
