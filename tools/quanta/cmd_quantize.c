@@ -261,9 +261,6 @@ static int parse(int argc, char **argv, args *a) {
         return cli_usage(VERB, "--act-order goes with --algo gptq (or awq+gptq, smoothquant+gptq)");
     if (a->alpha >= 0 && a->smoothing != QT_SMOOTH_SMOOTHQUANT)
         return cli_usage(VERB, "--alpha goes with --algo smoothquant or smoothquant+gptq");
-    if (a->smoothing != QT_SMOOTH_NONE && (a->o.resumable || a->o.resume))
-        return cli_usage(VERB, "--%s: an --algo %s run cannot be resumed yet (its smoothing scales are not kept between "
-                               "runs; --algo gptq can)", a->o.resume ? "resume" : "resumable", a->algo);
     a->o.algorithm = a->algo;
     int rc = qkv_check(VERB, &a->kv, a->calib.file != NULL);
     if (rc != CLI_OK) return rc;
@@ -692,10 +689,6 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     int rc = ct_refuse_gguf_options(a, int_scheme && !a->algo);
     if (rc == CLI_OK) rc = qkv_ct(VERB, &a->kv, NULL);
     if (rc != CLI_OK) return rc;
-    if ((a->o.resumable || a->o.resume) && a->algo)
-        return cli_usage(VERB, "--%s: an --algo %s run onto compressed-tensors (--scheme %s) cannot be resumed yet (round "
-                         "to nearest can, and --algo gptq onto GGUF)", a->o.resume ? "resume" : "resumable", a->algo,
-                         a->scheme);
     const char *keep[MAX_PATTERNS + 1];
     for (int32_t i = 0; i < a->o.n_keep; i++) keep[i] = a->o.keep[i];
     keep[a->o.n_keep] = NULL;
@@ -769,6 +762,10 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
         st = qt_gptq_quantize_ct(m, key, a->out, &o, &g, &e, &r);
         cli_progress_end();
         if (st == QT_OK) gptq_summary(a, &r);
+        if (st != QT_OK && r.n_layers_kept && !e.partial_kept)
+            fprintf(stderr, "quanta: kept %d finished %s layers in %s%s and its state file; to continue:\n  %s\n",
+                    r.n_layers_kept, a->algo, a->out, QT_QUANTIZE_LAYERS_SUFFIX,
+                    a->resume_cmd ? a->resume_cmd : "(out of memory)");
     } else {
         o.progress = cli_progress(a->quiet);
         st = qt_ct_export(m, key, a->out, &o, &e);
