@@ -417,8 +417,8 @@ QT_API qt_gptq_run_opts qt_gptq_run_opts_default(void);
  * o->imatrix must be NULL and o->algorithm name the algorithm ("gptq",
  * "awq", "awq+gptq", ...: the plan's exact size includes that key). With
  * g->smoothing every linear of the layers (and the norms that absorbed the
- * scales) is written from the smoothed values. o->resumable (plain GPTQ
- * only): each finished layer's bytes are kept in OUT.partial.layers (+ .state)
+ * scales) is written from the smoothed values. o->resumable (any
+ * algorithm): each finished layer's bytes (smoothed norms included) are kept in OUT.partial.layers (+ .state)
  * until the file is written; o->resume continues from the last finished layer
  * (then from the last complete tensor of OUT.partial), the bytes equal an
  * uninterrupted run's. */
@@ -431,7 +431,11 @@ QT_API qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, 
  * fused shards share fixed first, as the writer fixes them), then
  * qt_ct_export with those codes (o->int_codes / o->float_codes are GPTQ's;
  * o->input_amax as for rtn). The engine runs later layers on the dequantized
- * values. o->keep must be empty. */
+ * values. o->keep must be empty. o->resumable: each finished layer's codes,
+ * the f32 values the engine ran on and the smoothed norms are kept in
+ * OUT.partial.layers (+ .state) until the directory is written; o->resume
+ * continues from the last finished layer (then from the last complete stored
+ * tensor of OUT.partial); every file equals an uninterrupted run's. */
 struct qt_ct_export_opts;
 struct qt_ct_export_estimate;
 QT_API qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char *out_dir,
