@@ -328,6 +328,7 @@ static int clear_stale(const args *a) {
 
 /* VmHWM of this process in bytes (0 where /proc is missing). */
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+static json_t *gptq_memory_json(const qt_gptq_memory *x);
 
 static void print_plan(const qt_quantize_plan *p) {
     fprintf(stderr, "%-36s %-8s %-8s %12s %7s\n", "tensor", "from", "to", "bytes", "bpw");
@@ -391,6 +392,7 @@ static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     json_object_set_new(root, "peak_rss_bytes", json_integer((json_int_t)(a->dry_run ? p->peak_rss_estimate : rss)));
     json_object_set_new(root, "peak_rss_measured", json_boolean(!a->dry_run));
     if (a->algo) json_object_set_new(root, "peak_rss_estimate_bytes", json_integer((json_int_t)a->mem.total));
+    if (a->algo) json_object_set_new(root, "peak_rss_estimate_terms", gptq_memory_json(&a->mem));
     json_object_set_new(root, "fallbacks", json_integer(p->n_fallbacks));
     if (!a->dry_run) json_object_set_new(root, "resumed_tensors", json_integer(p->n_resumed));
     if (p->imatrix_sha256[0]) json_object_set_new(root, "imatrix_sha256", json_string(p->imatrix_sha256));
@@ -471,6 +473,14 @@ static qt_gptq_memory gptq_memory(const args *a, const qt_model *m, const qt_qua
     qt_gptq_memory_estimate(m, p, ct_group, a->qc.set.tokens, a->qc.set.n_samples, a->qc.set.seq_len,
                             a->o.threads > 0 ? a->o.threads : qt_default_threads(), rss_now(), qt_bench_peak_rss(), &mem);
     return mem;
+}
+
+/* The estimate's terms (the same names `quanta plan --json` gives its quanta_job). */
+static json_t *gptq_memory_json(const qt_gptq_memory *x) {
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "base", (json_int_t)x->base, "peak_before",
+                     (json_int_t)x->peak_before, "model", (json_int_t)x->model, "engine", (json_int_t)x->engine, "hidden",
+                     (json_int_t)x->hidden, "hessians", (json_int_t)x->hessians, "linear", (json_int_t)x->linear,
+                     "output", (json_int_t)x->output, "write", (json_int_t)x->write, "blas", (json_int_t)x->blas);
 }
 
 static void gptq_memory_print(const qt_gptq_memory *x, uint64_t measured) {
@@ -653,6 +663,7 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
     if (!a->dry_run) json_object_set_new(root, "resumed_tensors", json_integer(e->n_resumed));
     json_object_set_new(root, "per_channel_fallback", json_integer(e->n_fallback));
     if (a->algo) json_object_set_new(root, "peak_rss_estimate_bytes", json_integer((json_int_t)a->mem.total));
+    if (a->algo) json_object_set_new(root, "peak_rss_estimate_terms", gptq_memory_json(&a->mem));
     if (a->calib.file) json_object_set_new(root, "calibration", calib_json(&a->qc.set));
     if (a->kv.on) json_object_set_new(root, "kv_cache", qkv_json(&a->kv));
     for (int32_t i = 0; i < e->n_tensors; i++) {
