@@ -31,6 +31,11 @@ typedef struct qt__qplan_priv {
     int32_t *plan_index;         /* (model tensors) index into tensors[], -1: not written */
     int32_t n_model_tensors;
     char **fallback_strs;        /* (n_fallbacks) "name: wanted -> type" for quanta.fallbacks */
+    const qt_type *mix_types;    /* (n_model_tensors) --target-size's choice, QT_TYPE_COUNT: the rules; NULL: none */
+    char **mix_strs;             /* (n_mix) "name=TYPE" for quanta.mix.types */
+    int32_t n_mix;
+    uint64_t mix_budget;         /* bytes the mixed tensors could take */
+    double mix_cost;             /* their predicted cost */
 } qt__qplan_priv;
 
 /* OUT.partial and OUT.partial.state for one run (resume.c). */
@@ -203,5 +208,10 @@ qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quant
 /* A run's write to out_path through its staging (OUT.partial, --resumable). */
 qt_status qt__quantize_write_staged(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
                                     qt_quantize_plan *p, const qt__quantize_given *given);
+
+/* qt_quantize_plan_make with --target-size's types (mix_types: one per model tensor,
+ * QT_TYPE_COUNT where the rules decide), recorded in quanta.mix.* (lib/quantize/target.c). */
+qt_status qt__quantize_plan_make_mix(const qt_model *m, const qt_quantize_opts *o, const qt_type *mix_types,
+                                     uint64_t budget, double cost, qt_quantize_plan **out);
 
 #endif
