@@ -26,6 +26,7 @@
 #include "quanta/smooth.h"
 #include "quanta/quantize.h"
 #include "quanta/eval.h"
+#include "quanta/tasks.h"
 #include "quanta/serve.h"
 #include "quanta/loadtest.h"
 #include "quanta/synth.h"

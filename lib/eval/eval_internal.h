@@ -2,15 +2,35 @@
 #ifndef QT_EVAL_INTERNAL_H
 #define QT_EVAL_INTERNAL_H
 
+#include <jansson.h>
 #include <stdarg.h>
 #include <stddef.h>
 
 #include "core/strbuf.h"
 #include "quanta/eval.h"
+#include "quanta/tasks.h"
 
 /* Reports are built in the growable string of lib/core/strbuf.h. */
 
 /* The last path component ("a/b/c.gguf" -> "c.gguf"; "model@kv=f32" kept whole). */
 const char *qt__eval_basename(const char *path);
+
+
+/* mc.c: one --mc line into *it (messages "NAME:LINE: field 'F': ..."); and the
+ * ending a model picks for a context, by log-likelihood per byte (best_norm,
+ * lm-eval's acc_norm) and summed (best_sum, acc), lowest index on ties. */
+qt_status qt__mc_parse_item(json_t *obj, const char *name, int64_t line, qt_mc_item *it);
+qt_status qt__mc_pick(qt_eval_score_fn score, void *user, const char *context, const char *const *endings, int32_t n,
+                      int32_t *best_norm, int32_t *best_sum);
+
+/* checks.c: a check type by name (-1 unknown); a PCRE2 pattern compiled (*out a
+ * pcre2_code *), the JSON Schema subset (validate: QT_ERR_FORMAT naming path and
+ * keyword; match: why gets QT_CHECK_WHY_LEN bytes), an OpenAI tools list. */
+int qt__check_type_parse(const char *name);
+qt_status qt__regex_compile(const char *pattern, void **out);
+void qt__regex_free(void *re);
+qt_status qt__schema_validate(json_t *schema, const char *path);
+bool qt__schema_match(json_t *schema, json_t *doc, const char *path, char *why);
+qt_status qt__tools_validate(json_t *tools);
 
 #endif

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quanta/eval.h"
+#include "eval_internal.h"
 
 static void item_free(qt_mc_item *it) {
     free(it->context);
@@ -57,7 +57,7 @@ static qt_status parse_label(json_t *lab, const char *name, int64_t line, int32_
     return QT_OK;
 }
 
-static qt_status parse_item(json_t *obj, const char *name, int64_t line, qt_mc_item *it) {
+qt_status qt__mc_parse_item(json_t *obj, const char *name, int64_t line, qt_mc_item *it) {
     memset(it, 0, sizeof *it);
     it->line = line;
     if (!json_is_object(obj))
@@ -128,7 +128,7 @@ qt_status qt_mc_parse(const char *text, size_t len, const char *name, qt_mc_set 
             set->items = ni;
             cap = nc;
         }
-        s = parse_item(obj, name, line, &set->items[set->n_items]);
+        s = qt__mc_parse_item(obj, name, line, &set->items[set->n_items]);
         set->n_items++; /* counted even on failure so qt_mc_free releases what was parsed */
         json_decref(obj);
     }
@@ -155,6 +155,29 @@ void qt_mc_result_free(qt_mc_result *r) {
     r->choice = NULL;
 }
 
+qt_status qt__mc_pick(qt_eval_score_fn score, void *user, const char *context, const char *const *endings, int32_t n,
+                      int32_t *best_norm, int32_t *best_sum) {
+    double v_norm = -INFINITY, v_sum = -INFINITY;
+    *best_norm = *best_sum = 0;
+    for (int32_t j = 0; j < n; j++) {
+        /* the ending follows the context after one space, as hellaswag is scored */
+        size_t el = strlen(endings[j]);
+        char *cont = malloc(el + 2);
+        if (!cont) return qt_error(QT_ERR_NOMEM, "multiple choice: out of memory");
+        cont[0] = ' ';
+        memcpy(cont + 1, endings[j], el + 1);
+        qt_eval_score sc;
+        qt_status s = score(user, context, cont, &sc);
+        free(cont);
+        if (s) return s;
+        double per_byte = sc.logprob / (double)el;
+        /* strict '>' keeps the lowest index on ties, deterministically */
+        if (per_byte > v_norm) { v_norm = per_byte; *best_norm = j; }
+        if (sc.logprob > v_sum) { v_sum = sc.logprob; *best_sum = j; }
+    }
+    return QT_OK;
+}
+
 qt_status qt_mc_run(const qt_mc_set *set, qt_eval_score_fn score, void *user, const qt_progress *progress,
                     qt_mc_result *out) {
     memset(out, 0, sizeof *out);
@@ -165,24 +188,9 @@ qt_status qt_mc_run(const qt_mc_set *set, qt_eval_score_fn score, void *user, co
     for (int32_t i = 0; i < set->n_items; i++) {
         if (qt_cancelled()) { qt_mc_result_free(out); return qt_error(QT_ERR_INTERRUPTED, "multiple choice: interrupted"); }
         const qt_mc_item *it = &set->items[i];
-        int32_t best_norm = 0, best_sum = 0;
-        double v_norm = -INFINITY, v_sum = -INFINITY;
-        for (int32_t j = 0; j < it->n_endings; j++) {
-            /* the ending follows the context after one space, as hellaswag is scored */
-            size_t el = strlen(it->endings[j]);
-            char *cont = malloc(el + 2);
-            if (!cont) { qt_mc_result_free(out); return qt_error(QT_ERR_NOMEM, "multiple choice: out of memory"); }
-            cont[0] = ' ';
-            memcpy(cont + 1, it->endings[j], el + 1);
-            qt_eval_score sc;
-            qt_status s = score(user, it->context, cont, &sc);
-            free(cont);
-            if (s) { qt_mc_result_free(out); return s; }
-            double per_byte = sc.logprob / (double)el;
-            /* strict '>' keeps the lowest index on ties, deterministically */
-            if (per_byte > v_norm) { v_norm = per_byte; best_norm = j; }
-            if (sc.logprob > v_sum) { v_sum = sc.logprob; best_sum = j; }
-        }
+        int32_t best_norm, best_sum;
+        qt_status s = qt__mc_pick(score, user, it->context, (const char *const *)it->endings, it->n_endings, &best_norm, &best_sum);
+        if (s) { qt_mc_result_free(out); return s; }
         out->choice[i] = best_norm;
         out->n_correct += best_norm == it->label;
         out->n_correct_sum += best_sum == it->label;
