@@ -19,6 +19,8 @@
 #   CHUNKS   evaluate only the first N chunks (default: all, the whole slice)
 #   LLAMA_PERPLEXITY  llama.cpp's llama-perplexity binary (default: none, column empty)
 #   OUT      working directory, kept (default: a new temporary one)
+#   REUSE=1  keep what OUT already holds: the quantized rows, eval.json, and each GGUF's
+#            llama-perplexity result (NAME.llama-ppl); only what is missing is made
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 QUANTA=${QUANTA:-$HERE/../build/quanta}
@@ -83,19 +85,22 @@ for r in "${rows[@]}"; do
         imatrix) args+=(--imatrix "$imatrix") ;;
         *) args+=(--algo "$algo" --calib calib.txt --nsamples "$NSAMPLES" --seqlen "$SEQLEN") ;;
     esac
+    names+=("$out")
+    [ "${REUSE:-}" = 1 ] && [ -e "$OUT/$out" ] && continue
     log "$name: quanta quantize stories260K.gguf $out ${args[*]}"
-    rm -rf "${OUT:?}/$out"
+    rm -rf "${OUT:?}/$out" "$OUT/eval.json"
     (cd "$OUT" && "$QUANTA" quantize "$model" "$out" "${args[@]}" --threads "$THREADS" -q) ||
         die "$name: quantize failed"
-    names+=("$out")
 done
 [ ${#names[@]} -gt 0 ] || die "no row matches ROWS=$ROWS"
 
 cands=()
 for n in "${names[@]}"; do cands+=(--candidate "$n"); done
+[ "${REUSE:-}" = 1 ] && [ -s "$OUT/eval.json" ] || {
 log "quanta eval of ${#names[@]} rows (the whole evaluation slice, context 256)"
 (cd "$OUT" && "$QUANTA" eval --base "$model" "${cands[@]}" -f eval.txt -c 256 --numerics llama ${CHUNKS:+--chunks "$CHUNKS"} \
     --threads "$THREADS" --json=eval.json -q >/dev/null) || [ -s "$OUT/eval.json" ] || die "quanta eval failed"
+}
 
 # llama.cpp's perplexity of each GGUF row (and of the base), same text and context
 declare -A lppl
@@ -104,9 +109,12 @@ if [ -n "${LLAMA_PERPLEXITY:-}" ]; then
         case "$n" in *.gguf) ;; *) continue ;; esac
         path="$OUT/$n"
         [ "$n" = stories260K.gguf ] && path="$model"
-        log "llama-perplexity $n"
-        lppl[$n]=$("$LLAMA_PERPLEXITY" -m "$path" -f "$OUT/eval.txt" -c 256 -t "$THREADS" ${CHUNKS:+--chunks "$CHUNKS"} 2>&1 |
-            sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
+        if ! [ "${REUSE:-}" = 1 ] || ! [ -s "$OUT/$n.llama-ppl" ]; then
+            log "llama-perplexity $n"
+            "$LLAMA_PERPLEXITY" -m "$path" -f "$OUT/eval.txt" -c 256 -t "$THREADS" ${CHUNKS:+--chunks "$CHUNKS"} 2>&1 |
+                sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' >"$OUT/$n.llama-ppl"
+        fi
+        lppl[$n]=$(cat "$OUT/$n.llama-ppl")
     done
 fi
 lp_json="{}"
