@@ -370,6 +370,14 @@ typedef struct qt_quantize_target {
     double bpw;                   /* or: 8 x tensor data bytes / weights at most (plan.bits_per_weight) */
     const qt_type *candidates;    /* (n_candidates); NULL: QT_QUANTIZE_MIX_DEFAULT */
     int32_t n_candidates;
+    /* sensitivity: false, the proxy above; true, measured (lib/quantize/mix_measure.c): the mean KL
+     * divergence per token of the next-token distribution on these calibration sequences with only
+     * that tensor in that type (decoder linears and the token embedding rebound in the engine, the
+     * output projection exact from its input rows; a tied embedding keeps its proxy, scaled by the
+     * median measured/proxy ratio) */
+    bool measured;
+    const int32_t *tokens;        /* (n_seq, n_tok) calibration sequences, for measured */
+    int32_t n_seq, n_tok;
 } qt_quantize_target;
 
 /* The default candidates: the legacy, K- and i-quants llama.cpp reads on every
@@ -394,7 +402,7 @@ typedef struct qt_quantize_mix {
     uint64_t used_bytes;          /* what it takes */
     double predicted_cost;        /* sum of the chosen costs */
     bool exact;                   /* the knapsack was solved exactly */
-    const char *sensitivity;      /* "proxy" */
+    const char *sensitivity;      /* "proxy" or "measured" */
 } qt_quantize_mix;
 
 /* A plan (as qt_quantize_plan_make, with o's imatrix, --keep, threads) whose
@@ -533,8 +541,8 @@ QT_API void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p
 #define QT_QUANTIZE_KEY_IMATRIX_SHA256 "quanta.imatrix.sha256"
 #define QT_QUANTIZE_KEY_FALLBACKS "quanta.fallbacks"
 #define QT_QUANTIZE_KEY_ALGORITHM "quanta.algorithm" /* "gptq", "awq", "awq+gptq", "smoothquant", ...; absent: RTN */
-/* --target-size / --target-bpw (docs/quantize.md "Target size"): the chosen mix, one "tensor=TYPE" string per
- * tensor the allocation chose a type for; the budget its tensors were given (bytes); the sensitivity used. */
+/* --target-size / --target-bpw (docs/quantize.md "Target size"): the chosen types, comma-separated, one per
+ * quantized tensor in file order (a string: every byte is out of the budget); the budget its tensors were given (bytes); the sensitivity used. */
 #define QT_QUANTIZE_KEY_MIX_TYPES "quanta.mix.types"
 #define QT_QUANTIZE_KEY_MIX_BUDGET "quanta.mix.budget_bytes"
 #define QT_QUANTIZE_KEY_MIX_SENSITIVITY "quanta.mix.sensitivity"

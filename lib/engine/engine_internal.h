@@ -161,6 +161,9 @@ struct qt_engine_ctx {
 
 /* lib/engine/weights.c: bind and check every tensor; free what was allocated. */
 qt_status qt__engine_bind_weights(qt_engine_ctx *e);
+/* Rebinds the token embedding (same shape, a type with a dequantizer; t outlives the use):
+ * --sensitivity measured. QT_ERR_UNSUPPORTED when it is also the (tied) output. */
+qt_status qt__engine_set_token_embd(qt_engine_ctx *e, const qt_tensor *t);
 void qt__engine_free_weights(qt_engine_ctx *e);
 
 /* lib/engine/kv.c: allocate the cache and resolve its scales. */

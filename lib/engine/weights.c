@@ -266,3 +266,13 @@ void qt__engine_free_weights(qt_engine_ctx *e) {
     free(e->rope_cos);
     free(e->rope_sin);
 }
+
+qt_status qt__engine_set_token_embd(qt_engine_ctx *e, const qt_tensor *t) {
+    if (e->output_tied) return qt_error(QT_ERR_UNSUPPORTED, "engine: token_embd is also the (tied) output projection");
+    if (t->ne[0] != e->tok_embd.t->ne[0] || t->ne[1] != e->tok_embd.t->ne[1])
+        return qt_error(QT_ERR_SHAPE, "engine: token_embd: shape differs");
+    qt__mat_free(&e->tok_embd);
+    qt_status s = qt__mat_init(&e->tok_embd, t, false, QT_NUMERICS_LLAMA);
+    if (s == QT_OK && !e->tok_embd.tr->to_float) s = qt_error(QT_ERR_UNSUPPORTED, "engine: token_embd: no dequantizer");
+    return s;
+}

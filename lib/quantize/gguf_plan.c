@@ -113,17 +113,17 @@ static qt_type mix_type(const plan_ctx *c, const qt_tensor *t) {
     return pv->mix_types ? pv->mix_types[t - pv->first] : QT_TYPE_COUNT;
 }
 
-/* "name=TYPE" for every tensor the mix chose (quanta.mix.types). */
+/* The types the mix chose, comma-separated, one per quantized tensor in file order
+ * (quanta.mix.types: a few bytes a tensor, since every byte is out of the budget). */
 static qt_status record_mix(qt_quantize_plan *p) {
     qt__qplan_priv *pv = p->priv;
     if (!pv->mix_types) return QT_OK;
-    if (!(pv->mix_strs = calloc((size_t)p->n_tensors + 1, sizeof(char *)))) return qt_error(QT_ERR_NOMEM, "out of memory");
-    for (int32_t i = 0; i < pv->n_model_tensors; i++) {
-        if (pv->plan_index[i] < 0 || pv->mix_types[i] == QT_TYPE_COUNT || p->tensors[pv->plan_index[i]].kept) continue;
-        const qt_quantize_tensor *q = &p->tensors[pv->plan_index[i]];
-        char buf[QT_MAX_NAME + 32];
-        snprintf(buf, sizeof buf, "%s=%s", q->name, qt_type_get(q->type)->name);
-        if (!(pv->mix_strs[pv->n_mix++] = strdup(buf))) return qt_error(QT_ERR_NOMEM, "out of memory");
+    if (!(pv->mix_str = calloc((size_t)p->n_tensors + 1, 12))) return qt_error(QT_ERR_NOMEM, "out of memory");
+    for (int32_t i = 0; i < p->n_tensors; i++) {
+        const qt_quantize_tensor *q = &p->tensors[i];
+        if (q->kept) continue;
+        if (pv->n_mix++) strcat(pv->mix_str, ",");
+        strcat(pv->mix_str, qt_type_get(q->type)->name);
     }
     return QT_OK;
 }
@@ -263,11 +263,11 @@ static qt_status plan_all(plan_ctx *c) {
 }
 
 qt_status qt_quantize_plan_make(const qt_model *m, const qt_quantize_opts *o, qt_quantize_plan **out) {
-    return qt__quantize_plan_make_mix(m, o, NULL, 0, 0, out);
+    return qt__quantize_plan_make_mix(m, o, NULL, 0, 0, NULL, out);
 }
 
 qt_status qt__quantize_plan_make_mix(const qt_model *m, const qt_quantize_opts *o, const qt_type *mix_types,
-                                     uint64_t budget, double cost, qt_quantize_plan **out) {
+                                     uint64_t budget, double cost, const char *sensitivity, qt_quantize_plan **out) {
     *out = NULL;
     const qt_gguf_ftype_info *ft = o->scheme ? qt_gguf_ftype_find(o->scheme) : NULL;
     if (!ft) return qt_error(QT_ERR_ARG, "unknown GGUF file type '%s' (llama-quantize's names: q4_k_m, q8_0, iq4_xs, ...; "
@@ -280,6 +280,7 @@ qt_status qt__quantize_plan_make_mix(const qt_model *m, const qt_quantize_opts *
     pv->mix_types = mix_types;
     pv->mix_budget = budget;
     pv->mix_cost = cost;
+    pv->mix_sensitivity = sensitivity;
     const qt_hparams *hp = qt_model_hparams(m);
     plan_ctx c = {.m = m, .o = o, .p = p, .path = qt_model_path(m)};
     c.rm = (qt__recipe_model){hp->arch_name, hp->n_layer, 0, qt_model_find_tensor(m, "output.weight") == NULL,
@@ -308,8 +309,7 @@ void qt_quantize_plan_free(qt_quantize_plan *p) {
         if (pv->im) qt_imatrix_close(pv->im);
         for (int32_t i = 0; i < p->n_fallbacks && pv->fallback_strs; i++) free(pv->fallback_strs[i]);
         free(pv->fallback_strs);
-        for (int32_t i = 0; i < pv->n_mix; i++) free(pv->mix_strs[i]);
-        free(pv->mix_strs);
+        free(pv->mix_str);
         free(pv->plan_index);
         free(pv);
     }

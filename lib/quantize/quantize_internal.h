@@ -32,10 +32,11 @@ typedef struct qt__qplan_priv {
     int32_t n_model_tensors;
     char **fallback_strs;        /* (n_fallbacks) "name: wanted -> type" for quanta.fallbacks */
     const qt_type *mix_types;    /* (n_model_tensors) --target-size's choice, QT_TYPE_COUNT: the rules; NULL: none */
-    char **mix_strs;             /* (n_mix) "name=TYPE" for quanta.mix.types */
+    char *mix_str;               /* quanta.mix.types: the n_mix chosen types, comma-separated, in file order */
     int32_t n_mix;
     uint64_t mix_budget;         /* bytes the mixed tensors could take */
     double mix_cost;             /* their predicted cost */
+    const char *mix_sensitivity; /* "proxy", "measured" (static) */
 } qt__qplan_priv;
 
 /* OUT.partial and OUT.partial.state for one run (resume.c). */
@@ -212,6 +213,11 @@ qt_status qt__quantize_write_staged(const qt_model *m, const char *out_path, con
 /* qt_quantize_plan_make with --target-size's types (mix_types: one per model tensor,
  * QT_TYPE_COUNT where the rules decide), recorded in quanta.mix.* (lib/quantize/target.c). */
 qt_status qt__quantize_plan_make_mix(const qt_model *m, const qt_quantize_opts *o, const qt_type *mix_types,
-                                     uint64_t budget, double cost, qt_quantize_plan **out);
+                                     uint64_t budget, double cost, const char *sensitivity, qt_quantize_plan **out);
+/* --sensitivity measured: mix->t[].cost (the proxy's on entry) replaced by measured KL divergences
+ * (lib/quantize/mix_measure.c); weights: (mix->n) the importance weights the run quantizes with. */
+struct qt_quantize_mix;
+qt_status qt__mix_measure(const qt_model *m, const qt_quantize_target *tg, int threads, struct qt_quantize_mix *mx,
+                          const qt_quantize_plan *base, float *const *weights);
 
 #endif

@@ -217,7 +217,7 @@ static qt_status allocate_and_plan(target_ctx *c, uint64_t budget, bool padded, 
         mx->exact = r.exact;
         qt_quantize_opts o = *c->o;
         o.scheme = mix_ftype(mx);
-        s = qt__quantize_plan_make_mix(c->m, &o, types, budget, r.cost, p);
+        s = qt__quantize_plan_make_mix(c->m, &o, types, budget, r.cost, mx->sensitivity, p);
     }
     if (s == QT_OK) {
         const uint64_t limit = c->tg->file_bytes ? c->tg->file_bytes : UINT64_MAX;
@@ -235,7 +235,7 @@ static qt_status first_budget(const target_ctx *c, uint64_t *budget, bool *padde
         all_padded += pad(b->tensors[i].bytes);
         if (b->tensors[i].kept) kept += b->tensors[i].bytes;
     }
-    for (int32_t i = 0; i < c->mix->n; i++) names += strlen(b->tensors[c->mix->t[i].plan_index].name) + 8 + 1 + 8;
+    names = (uint64_t)c->mix->n * 12; /* quanta.mix.types: a type name and a comma each */
     if (c->tg->file_bytes) {
         /* header and kept tensors as the base plan lays them out, the mix keys on top (~names + 128 bytes) */
         uint64_t kept_padded = 0;
@@ -289,18 +289,36 @@ qt_status qt_quantize_plan_target(const qt_model *m, const qt_quantize_opts *o, 
     if (s == QT_OK && o->imatrix) s = qt_imatrix_open(o->imatrix, &c.im);
     if (s == QT_OK) s = collect(&c);
     if (s == QT_OK) s = scan(&c);
+    if (s == QT_OK && tg->measured) {
+        c.mix->sensitivity = "measured";
+        s = qt__mix_measure(m, tg, o->threads, c.mix, c.base, c.weights);
+    }
     uint64_t budget = 0, over = 0;
     bool padded = false;
     if (s == QT_OK) s = first_budget(&c, &budget, &padded);
     qt_quantize_plan *p = NULL;
-    /* the estimate of the rest is generous; should the file still be over, take the excess off and again */
-    for (int it = 0; s == QT_OK && it < 8; it++) {
+    /* The estimate of the rest is generous: bytes left over go back into the budget, and a
+     * file over the target has the excess taken off; the last budget that fitted is kept. */
+    uint64_t fit = 0;
+    bool have_fit = false;
+    for (int it = 0; s == QT_OK && it < 12; it++) {
         s = allocate_and_plan(&c, budget, padded, types, &p, &over);
-        if (s != QT_OK || !over) break;
+        if (s != QT_OK) break;
+        if (over) {
+            qt_quantize_plan_free(p);
+            p = NULL;
+            if (have_fit) { s = allocate_and_plan(&c, fit, padded, types, &p, &over); break; }
+            if (over + ALIGN >= budget) { s = qt_error(QT_ERR_RANGE, "target size: nothing fits"); break; }
+            budget -= over + ALIGN;
+            continue;
+        }
+        const uint64_t slack = tg->file_bytes ? tg->file_bytes - p->output_bytes : 0;
+        if (slack < ALIGN || it == 11) break;
+        have_fit = true;
+        fit = budget;
         qt_quantize_plan_free(p);
         p = NULL;
-        if (over >= budget) { s = qt_error(QT_ERR_RANGE, "target size: nothing fits"); break; }
-        budget -= over + ALIGN;
+        budget += slack;
     }
     if (s == QT_OK && over) s = qt_error(QT_ERR_INTERNAL, "target size: the plan stays %llu bytes over", (unsigned long long)over);
     for (int32_t i = 0; c.weights && i < c.mix->n; i++) free(c.weights[i]);

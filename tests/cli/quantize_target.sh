@@ -40,7 +40,7 @@ expect "write, 2 threads" 0 "" "$q" quantize "$stories" "$tmp/m.gguf" --target-s
 ok cmp -s "$tmp/m.gguf" "$tmp/m1.gguf"
 expect "inspect" 0 "" "$q" inspect "$tmp/m.gguf" --json
 ok has out "quanta.mix.types"
-ok grep -qa "blk.0.ffn_down.weight=f16" "$tmp/m.gguf" # the array's strings, as stored
+ok grep -qa ",f16," "$tmp/m.gguf" # the chosen types, one string (172-wide ffn_down: f16)
 ok has out "quanta.mix.budget_bytes"
 expect "runs" 0 "" "$q" run -m "$tmp/m.gguf" -p "Once upon a time" -n 4 --temp 0
 
@@ -59,6 +59,19 @@ ok awk -v b="$bpw" 'BEGIN { exit !(b <= 4.5 && b > 4.0) }'
 ok test -z "$(grep -oE '"type": "(iq2_xxs|iq2_xs|iq1_s)"' "$tmp/out" | head -1)"
 expect "candidates" 0 "" "$q" quantize "$tiny" --target-bpw 5 --candidates q4_K,q6_K --dry-run --json -q
 ok test -z "$(sed -n '/"tensors": \[/,$p' "$tmp/out" | grep -oE '"type": "[a-z0-9_A-Z]+"' | grep -vE '"(q4_K|q6_K|f32)"' | head -1)"
+
+calib="$tmp/calib.txt"
+tail -n +4331 "$shared/data/tinystories-valid-first1000.txt" >"$calib"
+expect "measured without --calib" 2 "needs --calib FILE" "$q" quantize "$stories" "$tmp/x.gguf" --target-size 300KB --sensitivity measured
+expect "--sensitivity alone" 2 "goes with --target-size" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --sensitivity proxy
+expect "measured" 0 "" "$q" quantize "$stories" "$tmp/ms.gguf" --target-size 300000B --imatrix "$im" --calib "$calib" \
+    --nsamples 4 --seqlen 64 --sensitivity measured --dry-run --json -q
+ok has out '"sensitivity": "measured"'
+ok test "$(json_int output_bytes "$tmp/out")" -le 300000
+cp "$tmp/out" "$tmp/ms1.json"
+expect "measured, 1 thread" 0 "" "$q" quantize "$stories" "$tmp/ms.gguf" --target-size 300000B --imatrix "$im" \
+    --calib "$calib" --nsamples 4 --seqlen 64 --sensitivity measured --dry-run --json -q --threads 1
+ok cmp -s "$tmp/out" "$tmp/ms1.json"
 
 echo "quantize_target: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -42,6 +42,10 @@ static void help(void) {
            "                             imatrix-weighted weight error: --imatrix or --calib, else\n"
            "                             unweighted); docs/quantize.md \"Target size\"\n"
            "  --target-bpw B             the same with at most B bits per weight of tensor data\n"
+           "  --sensitivity proxy|measured  what a tensor's type costs: proxy (default), the imatrix-\n"
+           "                             weighted weight error; measured (needs --calib), the mean KL\n"
+           "                             divergence per token of the next-token distribution on the\n"
+           "                             calibration tokens with only that tensor in that type\n"
            "  --candidates T,T,...       the types to choose from (default: iq1_s .. q8_0 and f16, those\n"
            "                             whose block divides each tensor's row length; the i-quants that\n"
            "                             need an imatrix only where it has the tensor)\n"
@@ -144,6 +148,7 @@ typedef struct args {
     qt_quantize_target target;  /* --target-size / --target-bpw (file_bytes or bpw non-zero: on) */
     qt_type cand[64];           /* --candidates */
     qt_quantize_mix *mix;       /* the allocation's choice */
+    bool sensitivity_given;     /* --sensitivity */
 } args;
 
 static int parse_type(const char *opt, const char *v, qt_type *out) {
@@ -220,6 +225,12 @@ static int parse_value(args *a, const char *opt, const char *v) {
     else if (!strcmp(opt, "--imatrix")) a->o.imatrix = v;
     else if (!strcmp(opt, "--target-size") || !strcmp(opt, "--target-bpw")) return parse_target(a, opt, v);
     else if (!strcmp(opt, "--candidates")) return parse_candidates(a, v);
+    else if (!strcmp(opt, "--sensitivity")) {
+        if (strcmp(v, "proxy") && strcmp(v, "measured"))
+            return cli_usage(VERB, "--sensitivity '%s': expected proxy or measured", v);
+        a->target.measured = !strcmp(v, "measured");
+        a->sensitivity_given = true;
+    }
     else if (!strcmp(opt, "--tensor-type")) return parse_override(a, v);
     else if (!strcmp(opt, "--keep")) {
         if (a->o.n_keep >= MAX_PATTERNS) return cli_usage(VERB, "at most %d --keep options", MAX_PATTERNS);
@@ -263,7 +274,7 @@ static int parse(int argc, char **argv, args *a) {
     static const char *with_value[] = {"--scheme", "--imatrix", "--tensor-type", "--keep", "--output-tensor-type",
                                        "--token-embedding-type", "--threads", "--algo", "--alpha", "--group-size",
                                        "--kv-dtype", "--kv-calib", "--kv-scale-gran", "--max-shard-size",
-                                       "--target-size", "--target-bpw", "--candidates"};
+                                       "--target-size", "--target-bpw", "--candidates", "--sensitivity"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int j = cli_json_arg(VERB, s, &a->json);
@@ -299,6 +310,9 @@ static int parse(int argc, char **argv, args *a) {
         return cli_usage(VERB, "--scheme and --target-%s: the target chooses every tensor's GGUF type; give one of them",
                          a->target.file_bytes ? "size" : "bpw");
     if (a->target.candidates && !target) return cli_usage(VERB, "--candidates goes with --target-size or --target-bpw");
+    if (a->sensitivity_given && !target) return cli_usage(VERB, "--sensitivity goes with --target-size or --target-bpw");
+    if (a->target.measured && !a->calib.file)
+        return cli_usage(VERB, "--sensitivity measured needs --calib FILE (the KL divergence is measured on its tokens)");
     if (target) a->scheme = "f16"; /* a GGUF file; the allocation names its file type */
     if (!a->scheme) return cli_usage(VERB, "need --scheme (e.g. --scheme q4_k_m) or --target-size SIZE");
     if (a->dry_run && (a->o.resumable || a->o.resume))
@@ -306,7 +320,7 @@ static int parse(int argc, char **argv, args *a) {
     if (a->calib.tuned && !a->calib.file && !(a->kv.on && a->kv.mode == QT_KV_CALIB_RANDOM))
         return cli_usage(VERB, "--nsamples, --seqlen, --seed and --allow-short-calib apply to --calib FILE (or to "
                                "--kv-calib random)");
-    if (a->calib.file && a->o.imatrix)
+    if (a->calib.file && a->o.imatrix && !a->target.measured)
         return cli_usage(VERB, "--calib computes the importance matrix that --imatrix would give; use one of them");
     if (a->algo && !a->calib.file) return cli_usage(VERB, "--algo %s needs --calib FILE (calibration text)", a->algo);
     if (a->algo && a->o.imatrix)
@@ -623,6 +637,8 @@ static qt_status run_gptq(args *a, qt_model *m, qt_quantize_plan *p) {
  * with --algo gptq the samples themselves (GPTQ's Hessians replace the imatrix). */
 static int gguf_calibrate(args *a, const qt_model *m) {
     if (!a->calib.file) return CLI_OK;
+    if (a->o.imatrix) /* --sensitivity measured with --imatrix: the samples are the measurement's tokens only */
+        return qcalib_samples(m, &a->calib, &a->qc);
     if (a->algo) { /* the samples, in a dry run too: their provenance keys are in the file's size */
         int rc = qcalib_samples(m, &a->calib, &a->qc);
         if (rc == CLI_OK) a->o.calib = &a->qc.set;
@@ -656,6 +672,9 @@ static int run_gguf(args *a, qt_model *m) {
     if (a->kv.on) a->o.kv_scales = &a->kv.s;
     const bool target = a->target.file_bytes || a->target.bpw > 0;
     if (target) a->o.scheme = NULL; /* named by the allocation */
+    a->target.tokens = a->qc.set.tokens;
+    a->target.n_seq = a->qc.set.n_samples;
+    a->target.n_tok = a->qc.set.seq_len;
     qt_status st = target ? qt_quantize_plan_target(m, &a->o, &a->target, &p, &a->mix) : qt_quantize_plan_make(m, &a->o, &p);
     if (target && st == QT_OK) a->o.scheme = p->ftype->name;
     qcalib_drop_file(&a->qc); /* the plan has it mapped */
