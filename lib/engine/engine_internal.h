@@ -179,6 +179,8 @@ void qt__attn_free(qt_engine_ctx *e);
 
 /* lib/engine/matmul.c: out (B, m->n_out) = in (B, m->n_in) x W^T, threaded over rows. */
 void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m);
+/* n matmuls of the same input rows: outs[i] = ms[i] in, the conversion of `in` shared where formats agree. */
+void qt__matmul_shared(qt_engine_ctx *e, const float *in, int32_t B, int n, float *const outs[], const qt__mat *const ms[]);
 /* Fill a qt__mat from a tensor with ne = [n_in, n_out] (checked by the caller);
  * QT_NUMERICS_FAST lets it take a kernel with its own float order. */
 qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics);

@@ -252,11 +252,9 @@ void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B) {
     /* attention */
     for (int32_t b = 0; b < B; b++) rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)b * n_embd, L->attn_norm, n_embd, eps);
     observe(e, il, "attn_q", e->xb, B, n_embd);
-    qt__matmul(e, e->q, e->xb, B, &L->wq);
     observe(e, il, "attn_k", e->xb, B, n_embd);
-    qt__matmul(e, e->k, e->xb, B, &L->wk);
     observe(e, il, "attn_v", e->xb, B, n_embd);
-    qt__matmul(e, e->v, e->xb, B, &L->wv);
+    qt__matmul_shared(e, e->xb, B, 3, (float *const[]){e->q, e->k, e->v}, (const qt__mat *const[]){&L->wq, &L->wk, &L->wv});
     add_bias(e->q, L->bq, B, e->n_q);
     add_bias(e->k, L->bk, B, e->n_kv);
     add_bias(e->v, L->bv, B, e->n_kv);
@@ -274,10 +272,9 @@ void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B) {
     /* feed-forward (SwiGLU) */
     for (int32_t b = 0; b < B; b++) rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)b * n_embd, L->ffn_norm, n_embd, eps);
     observe(e, il, "ffn_gate", e->xb, B, n_embd);
-    qt__matmul(e, e->hb, e->xb, B, &L->w_gate);
-    add_bias(e->hb, L->b_gate, B, e->hp.n_ff);
     observe(e, il, "ffn_up", e->xb, B, n_embd);
-    qt__matmul(e, e->hb2, e->xb, B, &L->w_up);
+    qt__matmul_shared(e, e->xb, B, 2, (float *const[]){e->hb, e->hb2}, (const qt__mat *const[]){&L->w_gate, &L->w_up});
+    add_bias(e->hb, L->b_gate, B, e->hp.n_ff);
     add_bias(e->hb2, L->b_up, B, e->hp.n_ff);
     swiglu(e->hb, e->hb2, B, e->hp.n_ff);
     observe(e, il, "ffn_down", e->hb, B, e->hp.n_ff);
