@@ -211,5 +211,9 @@ void qt__engine_attention(qt_engine_ctx *e, int il, int32_t B);
  * equal bit for bit (one rounding per element either way). */
 void qt__attn_axpy_ref(float *acc, const float *v, float w, int32_t n);
 void qt__attn_axpy_avx2(float *acc, const float *v, float w, int32_t n);
+/* SwiGLU of one row, g = silu(g) * u in llama.cpp's AVX-512 order (forward.c): the scalar
+ * reference, and the AVX-512F kernel (swiglu_avx512.c) with its bits. */
+void qt__swiglu_ref(float *g, const float *u, int64_t n);
+void qt__swiglu_avx512(float *g, const float *u, int64_t n);
 
 #endif
