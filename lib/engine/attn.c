@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "attn.h"
+#include "core/cpu_level.h"
 #include "engine_internal.h"
 #include "quanta/num.h"
 
@@ -232,6 +233,12 @@ static void merge_items(void *ctx, int64_t i0, int64_t i1, int ti) {
         const int32_t kvh = h / e->n_rep, rep = h % e->n_rep;
         const float *first = e->attn_parts + (size_t)(j->prefix[r] + kvh * nb) * item_floats(e) + (size_t)rep * (hd + 2);
         const size_t step = item_floats(e);
+#if QT_ARCH_X86
+        void (*const axpy)(float *, const float *, float, int32_t) =
+            qt__cpu_level_get() >= QT__CPU_AVX2 ? qt__attn_axpy_avx2 : qt__attn_axpy_ref;
+#else
+        void (*const axpy)(float *, const float *, float, int32_t) = qt__attn_axpy_ref;
+#endif
         float M = -INFINITY;
         for (int64_t c = 0; c < nb; c++) M = fmaxf(M, first[c * step]);
         float S = 0.0f, *out = e->att + (size_t)b * e->n_q + (size_t)h * hd;
@@ -239,7 +246,7 @@ static void merge_items(void *ctx, int64_t i0, int64_t i1, int ti) {
         for (int64_t c = 0; c < nb; c++) {
             const float *st = first + c * step, f = qt__attn_exp1(st[0] - M);
             S = fmaf(st[1], f, S);
-            for (int32_t d = 0; d < hd; d++) out[d] = fmaf(st[2 + d], f, out[d]);
+            axpy(out, st + 2, f, hd); /* out[d] = fmaf(st[2 + d], f, out[d]): the same single rounding */
         }
         const float inv = S == 0.0f ? 0.0f : 1.0f / S;
         for (int32_t d = 0; d < hd; d++) out[d] *= inv;

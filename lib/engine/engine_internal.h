@@ -182,6 +182,8 @@ void qt__attn_free(qt_engine_ctx *e);
 
 /* lib/engine/matmul.c: out (B, m->n_out) = in (B, m->n_in) x W^T, threaded over rows. */
 void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m);
+/* n matmuls of the same input rows: outs[i] = ms[i] in, the conversion of `in` shared where formats agree. */
+void qt__matmul_shared(qt_engine_ctx *e, const float *in, int32_t B, int n, float *const outs[], const qt__mat *const ms[]);
 /* Fill a qt__mat from a tensor with ne = [n_in, n_out] (checked by the caller);
  * QT_NUMERICS_FAST lets it take a kernel with its own float order. */
 qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics);
@@ -212,5 +214,9 @@ void qt__engine_attention(qt_engine_ctx *e, int il, int32_t B);
  * equal bit for bit (one rounding per element either way). */
 void qt__attn_axpy_ref(float *acc, const float *v, float w, int32_t n);
 void qt__attn_axpy_avx2(float *acc, const float *v, float w, int32_t n);
+/* SwiGLU of one row, g = silu(g) * u in llama.cpp's AVX-512 order (forward.c): the scalar
+ * reference, and the AVX-512F kernel (swiglu_avx512.c) with its bits. */
+void qt__swiglu_ref(float *g, const float *u, int64_t n);
+void qt__swiglu_avx512(float *g, const float *u, int64_t n);
 
 #endif

@@ -211,7 +211,8 @@ void qt__engine_attention(qt_engine_ctx *e, int il, int32_t B) {
 
 /* ggml_v_expf as llama.cpp's AVX-512 build evaluates it (vec.h, after ARM's
  * optimized-routines expf; max error 1.45 ulp + 0.5): x = n ln2 + b with
- * n = round(x / ln2), a degree-5 polynomial in b, scaled by 2^n (scalef). */
+ * n = round(x / ln2), a degree-5 polynomial in b, scaled by 2^n (scalef).
+ * swiglu_avx512.c takes the same steps 16 at a time. */
 static float expf_ggml_avx512(float x) {
     const float shift = 0x1.8p23f;
     const float n = fmaf(x, 0x1.715476p+0f, shift) - shift;
@@ -223,16 +224,43 @@ static float expf_ggml_avx512(float x) {
     return ldexpf(j, (int)n);
 }
 
-/* SwiGLU row by row: silu(gate) * up, silu(x) = x / (1 + exp(-x)).
+/* SwiGLU of one row: silu(gate) * up, silu(x) = x / (1 + exp(-x)).
  * ggml_vec_swiglu_f32 (AVX-512) takes 16 elements at a time through
  * expf_ggml_avx512 and the last n % 16 through the C library's expf. */
-static void swiglu(float *g, const float *u, int64_t rows, int64_t n) {
+void qt__swiglu_ref(float *g, const float *u, int64_t n) {
     const int64_t n_vec = n - n % 16;
-    for (int64_t r = 0; r < rows; r++, g += n, u += n) {
-        int64_t i = 0;
-        for (; i < n_vec; i++) g[i] = (g[i] / (1.0f + expf_ggml_avx512(0.0f - g[i]))) * u[i];
-        for (; i < n; i++) g[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
+    int64_t i = 0;
+    for (; i < n_vec; i++) g[i] = (g[i] / (1.0f + expf_ggml_avx512(0.0f - g[i]))) * u[i];
+    for (; i < n; i++) g[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
+}
+
+typedef struct swiglu_job {
+    float *g;                   /* (rows, n): gate in, result out */
+    const float *u;             /* (rows, n) */
+    int64_t n;
+} swiglu_job;
+
+static void swiglu_rows(void *ctx, int64_t r0, int64_t r1, int ti) {
+    (void)ti;
+    const swiglu_job *j = ctx;
+#if QT_ARCH_X86
+    const bool v512 = qt__cpu_level_get() >= QT__CPU_AVX512;
+#endif
+    for (int64_t r = r0; r < r1; r++) {
+#if QT_ARCH_X86
+        if (v512) {
+            qt__swiglu_avx512(j->g + r * j->n, j->u + r * j->n, j->n);
+            continue;
+        }
+#endif
+        qt__swiglu_ref(j->g + r * j->n, j->u + r * j->n, j->n);
     }
+}
+
+/* Rows split over the pool: each element's result is the same whoever computes it. */
+static void swiglu(qt_engine_ctx *e, float *g, const float *u, int64_t rows, int64_t n) {
+    swiglu_job j = {g, u, n};
+    qt_parallel_for(rows * n < 32768 ? NULL : e->pool, rows, swiglu_rows, &j);
 }
 
 static void residual_add(float *x, const float *y, int64_t n) {
@@ -252,11 +280,9 @@ void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B) {
     /* attention */
     for (int32_t b = 0; b < B; b++) rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)b * n_embd, L->attn_norm, n_embd, eps);
     observe(e, il, "attn_q", e->xb, B, n_embd);
-    qt__matmul(e, e->q, e->xb, B, &L->wq);
     observe(e, il, "attn_k", e->xb, B, n_embd);
-    qt__matmul(e, e->k, e->xb, B, &L->wk);
     observe(e, il, "attn_v", e->xb, B, n_embd);
-    qt__matmul(e, e->v, e->xb, B, &L->wv);
+    qt__matmul_shared(e, e->xb, B, 3, (float *const[]){e->q, e->k, e->v}, (const qt__mat *const[]){&L->wq, &L->wk, &L->wv});
     add_bias(e->q, L->bq, B, e->n_q);
     add_bias(e->k, L->bk, B, e->n_kv);
     add_bias(e->v, L->bv, B, e->n_kv);
@@ -274,12 +300,11 @@ void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B) {
     /* feed-forward (SwiGLU) */
     for (int32_t b = 0; b < B; b++) rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)b * n_embd, L->ffn_norm, n_embd, eps);
     observe(e, il, "ffn_gate", e->xb, B, n_embd);
-    qt__matmul(e, e->hb, e->xb, B, &L->w_gate);
-    add_bias(e->hb, L->b_gate, B, e->hp.n_ff);
     observe(e, il, "ffn_up", e->xb, B, n_embd);
-    qt__matmul(e, e->hb2, e->xb, B, &L->w_up);
+    qt__matmul_shared(e, e->xb, B, 2, (float *const[]){e->hb, e->hb2}, (const qt__mat *const[]){&L->w_gate, &L->w_up});
+    add_bias(e->hb, L->b_gate, B, e->hp.n_ff);
     add_bias(e->hb2, L->b_up, B, e->hp.n_ff);
-    swiglu(e->hb, e->hb2, B, e->hp.n_ff);
+    swiglu(e, e->hb, e->hb2, B, e->hp.n_ff);
     observe(e, il, "ffn_down", e->hb, B, e->hp.n_ff);
     if (e->observe_only) return; /* e->x is not this layer's output: nobody reads it */
     qt__matmul(e, e->xb2, e->hb, B, &L->w_down);

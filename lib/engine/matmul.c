@@ -273,15 +273,43 @@ static void act_rows(void *ctx, int64_t b0, int64_t b1, int ti) {
     }
 }
 
-void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m) {
+/* Whether a and b read the same activation rows: same conversion, same length. */
+static bool same_act(const qt__mat *a, const qt__mat *b) {
+    return a->act_type == b->act_type && a->act_q8s == b->act_q8s && a->n_in == b->n_in &&
+           a->act_static_scale == b->act_static_scale && a->act_row_bytes == b->act_row_bytes;
+}
+
+/* The B input rows as m's activations (in e->act), or in itself for f32. */
+static const void *matmul_act(qt_engine_ctx *e, const float *in, int32_t B, const qt__mat *m, bool small) {
+    if (m->act_type == QT_TYPE_F32) return in;
+    act_job aj = {m, in, e->act};
+    qt_parallel_for(small || B < 8 ? NULL : e->pool, B, act_rows, &aj);
+    return e->act;
+}
+
+static bool matmul_small(int32_t B, const qt__mat *m) {
     /* below ~32k multiply-adds waking the pool costs more than it saves */
-    const bool small = (int64_t)B * m->n_out * m->n_in < 32768;
-    const void *act = in;
-    if (m->act_type != QT_TYPE_F32) {
-        act_job aj = {m, in, e->act};
-        qt_parallel_for(small || B < 8 ? NULL : e->pool, B, act_rows, &aj);
-        act = e->act;
-    }
+    return (int64_t)B * m->n_out * m->n_in < 32768;
+}
+
+static void matmul_run(qt_engine_ctx *e, float *out, const void *act, int32_t B, const qt__mat *m) {
     matmul_job j = {e, m, out, act, B};
-    qt_parallel_for(small ? NULL : e->pool, (m->n_out + MATMUL_ROW_UNIT - 1) / MATMUL_ROW_UNIT, matmul_units, &j);
+    qt_parallel_for(matmul_small(B, m) ? NULL : e->pool, (m->n_out + MATMUL_ROW_UNIT - 1) / MATMUL_ROW_UNIT,
+                    matmul_units, &j);
+}
+
+void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m) {
+    matmul_run(e, out, matmul_act(e, in, B, m, matmul_small(B, m)), B, m);
+}
+
+/* Linears reading the same input (q/k/v, gate/up): the rows are converted
+ * once for each run of matrices with the same activation format, not once per
+ * matrix (the conversion is a pure function of the rows, so the bits are
+ * qt__matmul's). */
+void qt__matmul_shared(qt_engine_ctx *e, const float *in, int32_t B, int n, float *const outs[], const qt__mat *const ms[]) {
+    const void *act = NULL;
+    for (int i = 0; i < n; i++) {
+        if (i == 0 || !same_act(ms[i], ms[i - 1])) act = matmul_act(e, in, B, ms[i], matmul_small(B, ms[i]));
+        matmul_run(e, outs[i], act, B, ms[i]);
+    }
 }

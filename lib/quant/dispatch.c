@@ -19,6 +19,7 @@ static qt__gemm_fn gemm_fast_kernels[QT_TYPE_COUNT];
 static qt__gemm_x16_fn gemm_x16_kernels[QT_TYPE_COUNT];
 static qt__gemm_x16_fn gemm_k16_kernels[QT_TYPE_COUNT];
 static int gemm_min_batch[QT_TYPE_COUNT];
+static qt__act_q8s_fn act_q8s_kernel = qt__act_q8s_ref;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void apply(const qt__kernel_variant *v) {
@@ -38,6 +39,7 @@ static void apply(const qt__kernel_variant *v) {
     if (v->gemm_fast) gemm_fast_kernels[v->type] = v->gemm_fast;
     if (v->gemm_x16) gemm_x16_kernels[v->type] = v->gemm_x16;
     if (v->gemm_k16) gemm_k16_kernels[v->type] = v->gemm_k16;
+    if (v->act_q8s) act_q8s_kernel = v->act_q8s;
 }
 
 static void resolve(void) {
@@ -85,4 +87,9 @@ qt__gemm_x16_fn qt__gemm_x16_kernel(qt_type t) {
 qt__gemm_x16_fn qt__gemm_k16_kernel(qt_type t) {
     pthread_once(&once, resolve);
     return (unsigned)t < QT_TYPE_COUNT ? gemm_k16_kernels[t] : NULL;
+}
+
+void qt__act_q8s(const float *x, qt__block_q8s *y, int64_t n) {
+    pthread_once(&once, resolve);
+    act_q8s_kernel(x, y, n);
 }

@@ -96,6 +96,10 @@ typedef struct {
 
 /* x as q8s blocks: the codes of llama.cpp's CPU quantize_row_q8_0 (dot.c). n % 32 == 0. */
 void qt__act_q8s(const float *x, qt__block_q8s *y, int64_t n);
+/* Its scalar reference; the variant (variants.c field act_q8s) gives its bits for finite x with
+ * 127 / amax finite in every block (the reference's conversion is undefined beyond). */
+void qt__act_q8s_ref(const float *x, qt__block_q8s *y, int64_t n);
+typedef void (*qt__act_q8s_fn)(const float *x, qt__block_q8s *y, int64_t n);
 
 /* Bytes of the x16 copy of nr rows of n elements of type t (0: t has no packer or n % 32). */
 size_t qt__x16_bytes(qt_type t, int64_t nr, int64_t n);
@@ -134,6 +138,7 @@ QT_X16_DECLARE(ref) /* qt__gemm_x16_ref for each type, for the variants table */
 QT_X16_DECLARE(amx) /* gemm_x16_amx.c: AMX tiles from 16 batch rows, the VNNI kernel below and for the rest */
 QT_X16_DECLARE(avx512)
 QT_X16_DECLARE(avx2)
+void qt__act_q8s_avx2(const float *x, qt__block_q8s *y, int64_t n);
 void qt__gemm_q8_0_avx2(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
                         float *out, int64_t ldo);
 void qt__gemm_q4_0_avx2(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,

@@ -74,7 +74,7 @@ void qt__x16_pack_groups(qt_type t, const void *w, size_t ldw, int64_t nr, int64
  * and the code sum. Keeping llama's
  * rounding of d and s keeps fast within rounding of llama (an f32 scale,
  * more exact, moved random-weight logits 5 % of their range away from it). */
-void qt__act_q8s(const float *x, qt__block_q8s *y, int64_t n) {
+void qt__act_q8s_ref(const float *x, qt__block_q8s *y, int64_t n) {
     for (int64_t b = 0; b < n / 32; b++, x += 32) {
         float amax = 0.0f;
         for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));

@@ -39,6 +39,8 @@ typedef struct qt__kernel_variant {
     qt__gemm_x16_fn gemm_k16;       /* --numerics fast on K-quant rows packed by qt__k16_pack (gemm_k16.h), Q8_K
                                        activations; gemm_fast's bits, preferred over it */
     qt__gemm_x16_fn gemm_k16_ref;   /* its scalar reference on packed rows (qt__gemm_k16_*_ref) */
+    qt__act_q8s_fn act_q8s;         /* the x16 kernels' activation quantizer (row type QT_TYPE_Q8_0 only;
+                                       reference qt__act_q8s_ref) */
 } qt__kernel_variant;
 
 /* Ends with a row whose level is QT__CPU_LEVEL_COUNT. */

@@ -558,6 +558,45 @@ static void test_x16_variants_equal_reference(void) {
 }
 
 
+/* Every act_q8s variant gives qt__act_q8s_ref's bytes: random rows at several
+ * scales, and blocks of zeros, of -0, of exact halves (amax 127, so x * id is
+ * x and nearbyintf's ties go to even), of subnormals beside a tiny normal
+ * maximum and of huge values (finite rows whose 127 / amax is finite: beyond
+ * that the reference's float-to-int8 conversion is undefined). */
+static void test_act_q8s_variants_equal_reference(void) {
+    enum { N = 32 * 12 };
+    float x[N];
+    qt__block_q8s got[N / 32], want[N / 32];
+    int ran = 0;
+    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+        if (!v->act_q8s) continue;
+        const char *level = qt__cpu_level_str(v->level);
+        if (v->level > qt__cpu_level_get()) {
+            fprintf(stderr, "  SKIPPED act_q8s %s: this CPU (or QUANTA_CPU) lacks it\n", level);
+            continue;
+        }
+        for (int rep = 0; rep < 8; rep++) {
+            fill(x, N, 0.01f + 3.0f * rep);
+            for (int j = 0; j < 32; j++) {
+                x[32 + j] = 0.0f;
+                x[64 + j] = -0.0f;
+                x[96 + j] = j == 0 ? 127.0f : (float)(j - 16) + 0.5f; /* ties: -15.5 .. 14.5 */
+                x[128 + j] = j == 5 ? 1e-30f : (j % 2 ? -1.0f : 1.0f) * 1e-40f * (float)(j + 1);
+                x[160 + j] = (j % 3 ? 1.0f : -1.0f) * (3e37f / 32.0f) * (float)(j + 1);
+            }
+            if (rep % 2) x[200] = -x[200] * 1000.0f; /* one outlier sets the scale */
+            memset(got, 0x5A, sizeof got);
+            v->act_q8s(x, got, N);
+            qt__act_q8s_ref(x, want, N);
+            for (int b = 0; b < N / 32; b++)
+                CHECK_MSG(memcmp(&got[b], &want[b], sizeof got[b]) == 0, "act_q8s %s rep %d block %d: d %.9g/%.9g sum %d/%d",
+                          level, rep, b, (double)got[b].d, (double)want[b].d, got[b].sum, want[b].sum);
+        }
+        ran++;
+    }
+    if (!ran) SKIP("no act_q8s variant runs on this CPU");
+}
+
 /* The fast K order's one-element reference for a k16 type (gemm_k16.h: the k16 kernels keep its bits). */
 static qt_vec_dot_fn k16_order_ref(qt_type t) {
     return t == QT_TYPE_Q4_K ? qt__dot_fast_q4_K_ref : t == QT_TYPE_Q5_K ? qt__dot_fast_q5_K_ref : qt__dot_fast_q6_K_ref;
@@ -754,6 +793,7 @@ int main(void) {
     QT_RUN(test_dot_variants_equal_reference);
     QT_RUN(test_gemm_variants_equal_vec_dot);
     QT_RUN(test_x16_variants_equal_reference);
+    QT_RUN(test_act_q8s_variants_equal_reference);
     QT_RUN(test_k16_variants_equal_reference);
     QT_RUN(test_x16_amx_tile_edges);
     QT_RUN(test_vec_dot_types_are_llama_cpp_pairs);
