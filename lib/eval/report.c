@@ -264,6 +264,7 @@ static json_t *report_json(const qt_eval_report *r) {
     json_object_set_new(th, "max_ppl_delta_pct", jnum(r->thresholds.max_ppl_delta_pct));
     json_object_set_new(th, "max_kld", jnum(r->thresholds.max_kld));
     json_object_set_new(th, "min_top1", jnum(r->thresholds.min_top1));
+    json_object_set_new(th, "max_pass_drop_pct", jnum(r->thresholds.max_pass_drop_pct));
     json_object_set_new(th, "strict", json_boolean(r->strict));
     json_object_set_new(root, "thresholds", th);
 

@@ -395,6 +395,47 @@ static uint64_t evaluated_bytes(const qt_eval_result *R, int64_t n_tokens) {
     return n < R->text_len ? n : R->text_len;
 }
 
+/* Every task prompt (a chat's contents) joined by blank lines: the tasks' text for the held-out check. */
+static qt_status tasks_text(const qt_task_set *set, char **out, size_t *len) {
+    qt__sbuf b = {0};
+    for (int32_t i = 0; i < set->n_items; i++) {
+        const qt_task_item *it = &set->items[i];
+        if (it->prompt) { qt__sb_puts(&b, it->prompt); qt__sb_puts(&b, "\n\n"); continue; }
+        json_t *msgs = json_loads(it->messages, 0, NULL), *m;
+        size_t j;
+        json_array_foreach(msgs, j, m) {
+            qt__sb_puts(&b, json_string_value(json_object_get(m, "content")));
+            qt__sb_puts(&b, "\n\n");
+        }
+        json_decref(msgs);
+    }
+    *len = b.n;
+    return qt__sb_finish(&b, out, "tasks");
+}
+
+/* The held-out rule for task prompts: as for the evaluation text, a warning, a failure with --strict. */
+static qt_status check_tasks_heldout(qt_eval_result *R, const qt_eval_opts *o, int32_t k, const qt_calib_fingerprint *fp) {
+    char *text;
+    size_t len;
+    qt_heldout_result h;
+    qt_status s = tasks_text(R->tasks, &text, &len);
+    if (!s) s = qt_heldout_check(fp, text, len, len, &h);
+    free(text);
+    if (s || !h.overlaps) return s;
+    qt_eval_candidate *c = &R->cands[k];
+    char msg[QT_EVAL_REASON_LEN];
+    snprintf(msg, sizeof msg, "the task prompts overlap the candidate's calibration text (%.1f %% of their 13-word shingles)",
+             100.0 * h.overlap);
+    if (o->strict) {
+        qt_eval_verdict_note(&c->verdict, QT_VERDICT_FAIL, "%s; --strict", msg);
+    } else if (c->n_warnings < MAX_WARNINGS) {
+        snprintf(R->warn[k][c->n_warnings], QT_EVAL_REASON_LEN, "%s", msg);
+        R->warn_ptr[k][c->n_warnings] = R->warn[k][c->n_warnings];
+        c->n_warnings++;
+    }
+    return QT_OK;
+}
+
 static qt_status check_heldout(qt_eval_result *R, const qt_eval_opts *o, int32_t k, uint64_t used) {
     runner *r = &R->runners[k + 1];
     qt_eval_candidate *c = &R->cands[k];
@@ -403,6 +444,7 @@ static qt_status check_heldout(qt_eval_result *R, const qt_eval_opts *o, int32_t
     qt_status s = qt_calib_from_model(r->model, &fp, &has);
     if (s || !has) return s;
     s = qt_heldout_check(&fp, R->text, R->text_len, used, &R->heldout[k]);
+    if (!s && R->tasks) s = check_tasks_heldout(R, o, k, &fp);
     qt_calib_fingerprint_free(&fp);
     if (s) return s;
     c->heldout = &R->heldout[k];

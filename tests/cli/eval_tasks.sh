@@ -74,5 +74,19 @@ expect bad-type 1 "bad2.jsonl:2: field 'checks[0].type': unknown check type 'ble
     --candidate "$q4" -f "$text" --tasks "$tmp/bad2.jsonl"
 expect bad-samples 2 "--samples" "$q" eval --base "$base" --candidate "$q4" -f "$text" --tasks "$tmp/tasks.jsonl" --samples 0
 
+# the held-out rule: task prompts taken from a candidate's calibration text warn, and fail with --strict
+tail -n +4331 "$text" >"$tmp/cal.txt"
+head -n 4330 "$text" >"$tmp/heldout.txt"
+expect quantize 0 '' "$q" quantize "$base" "$tmp/q8.gguf" --scheme q8_0 --calib "$tmp/cal.txt" --seqlen 128 --nsamples 20 -q
+awk 'NF >= 20 && NF <= 35 { print }' "$tmp/cal.txt" | head -n 3 | jq -Rc '{prompt: ., max_tokens: 1, checks: [{type: "json"}]}' >"$tmp/seen.jsonl"
+head -n 4330 "$text" | awk 'NF >= 20 && NF <= 35 { print }' | head -n 3 | jq -Rc '{prompt: ., max_tokens: 1, checks: [{type: "json"}]}' >"$tmp/unseen.jsonl"
+expect seen-warns 0 "out:task prompts overlap the candidate's calibration text" "$q" eval --base "$base" --candidate "$tmp/q8.gguf" \
+    -f "$tmp/heldout.txt" --chunks 1 --tasks "$tmp/seen.jsonl" "${eng[@]}" --quiet --max-ppl-delta-pct 100
+expect seen-strict 1 "out:task prompts overlap the candidate's calibration text" "$q" eval --base "$base" \
+    --candidate "$tmp/q8.gguf" -f "$tmp/heldout.txt" --chunks 1 --tasks "$tmp/seen.jsonl" "${eng[@]}" --quiet --strict --max-ppl-delta-pct 100
+expect unseen 0 '' "$q" eval --base "$base" --candidate "$tmp/q8.gguf" -f "$tmp/heldout.txt" --chunks 1 \
+    --tasks "$tmp/unseen.jsonl" "${eng[@]}" --quiet --strict --max-ppl-delta-pct 100
+if grep -q "task prompts overlap" "$tmp/out"; then echo "FAIL unseen: warned"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+
 echo "eval_tasks: $pass passed, $fail failed"
 [ "$fail" = 0 ]
