@@ -508,6 +508,18 @@ static qt_status tokenize_text(qt_eval_result *R) {
     return qt_tokenize(R->tok, R->text, R->text_len, v->add_bos, &R->ids, &R->n_ids);
 }
 
+/* A task file with chat items needs every model's chat template. */
+static qt_status tasks_need_template(const qt_eval_result *R) {
+    int32_t chat = -1;
+    for (int32_t i = 0; R->tasks && i < R->tasks->n_items && chat < 0; i++)
+        if (R->tasks->items[i].messages) chat = i;
+    for (int32_t i = 0; chat >= 0 && i <= R->n; i++)
+        if (!qt_model_vocab(R->runners[i].model)->chat_template)
+            return qt_error(QT_ERR_UNSUPPORTED, "%s: no chat template, and %s:%lld (item '%s') has messages", R->runners[i].spec->label,
+                            R->tasks_path, (long long)R->tasks->items[chat].line, R->tasks->items[chat].id);
+    return QT_OK;
+}
+
 static void fill_info(qt_eval_model_info *info, const runner *r) {
     info->label = r->spec->label;
     info->path = r->spec->path;
@@ -545,6 +557,7 @@ qt_status qt_eval_run(const qt_eval_model *base, const qt_eval_model *cands, int
     for (int32_t i = 0; i <= n_cands && !s; i++) s = open_runner(R, i, o->n_ctx);
     if (s) goto done;
     R->n_vocab = qt_engine_n_vocab(R->runners[0].engine);
+    if ((s = tasks_need_template(R))) goto done; /* before any generation */
     if ((s = tokenize_text(R))) goto done;
 
     int32_t total = R->n_ids / o->n_ctx;

@@ -1,4 +1,6 @@
 #!/bin/bash
+# (heavy under sanitizers: 48 quanta run calls and five evals; checked once under ASan by hand, the unit and fuzz
+# targets cover its parsers and checks under the sanitizers)
 # tests/cli/eval_tasks.sh QUANTA SHARED_DIR — `quanta eval --tasks`: a task file
 # built here from the F32 stories260K's own greedy continuations (quanta run
 # --temp 0 --numerics llama, so every CPU gets the same text) of story
@@ -72,6 +74,9 @@ expect bad-regex 1 "bad.jsonl:1: field 'checks[0].pattern': invalid regex" "$q" 
 printf '{"prompt": "a", "checks": [{"type": "json"}]}\n{"prompt": "b", "checks": [{"type": "bleu"}]}\n' >"$tmp/bad2.jsonl"
 expect bad-type 1 "bad2.jsonl:2: field 'checks[0].type': unknown check type 'bleu'" "$q" eval --base /nonexistent.gguf \
     --candidate "$q4" -f "$text" --tasks "$tmp/bad2.jsonl"
+printf '{"id": "chat", "messages": [{"role": "user", "content": "hi"}], "checks": [{"type": "json"}]}\n' >"$tmp/chat.jsonl"
+expect no-template 1 "chat.jsonl:1 (item 'chat') has messages" "$q" eval --base "$base" --candidate "$q4" -f "$text" \
+    --chunks 1 --tasks "$tmp/chat.jsonl" "${eng[@]}" --quiet
 expect bad-samples 2 "--samples" "$q" eval --base "$base" --candidate "$q4" -f "$text" --tasks "$tmp/tasks.jsonl" --samples 0
 
 # the held-out rule: task prompts taken from a candidate's calibration text warn, and fail with --strict
