@@ -353,6 +353,61 @@ QT_API qt_status qt_quantize_lock_take(const char *out_path, qt_quantize_lock **
 QT_API void qt_quantize_unlock(qt_quantize_lock *l);
 QT_API void qt_quantize_plan_free(qt_quantize_plan *p);
 
+/* ---- a target size: the best mix of types under a byte budget (lib/quantize/target.c,
+ * docs/quantize.md "Target size") ----
+ * Every tensor llama-quantize would quantize gets one type from the candidates
+ * (those whose block divides its row length; the i-quants ggml cannot make
+ * without importance weights only where the imatrix has the tensor), chosen
+ * to minimise the sum of the tensors' predicted costs under the budget
+ * (lib/quantize/mix.c: an exact knapsack where small, else a Lagrangian
+ * allocation with greedy repair). Proxy cost of tensor W with candidate c:
+ * sum over rows i and columns j of a_j (W_ij - Q_c(W)_ij)^2, a_j the imatrix's
+ * mean squared input of column j (1 without an entry): the expected squared
+ * error of W x per token; the token embedding's, a lookup, is that mean over
+ * its rows (plus the matmul term when the imatrix has it: tied output). */
+typedef struct qt_quantize_target {
+    uint64_t file_bytes;          /* the whole output file, header included, at most; 0: bpw decides */
+    double bpw;                   /* or: 8 x tensor data bytes / weights at most (plan.bits_per_weight) */
+    const qt_type *candidates;    /* (n_candidates); NULL: QT_QUANTIZE_MIX_DEFAULT */
+    int32_t n_candidates;
+} qt_quantize_target;
+
+/* The default candidates: the legacy, K- and i-quants llama.cpp reads on every
+ * backend, and F16 (Q1_0/Q2_0/TQ* are left to --candidates). */
+#define QT_QUANTIZE_MIX_N_DEFAULT 20
+QT_API const qt_type *qt_quantize_mix_default(void);
+
+/* One tensor's candidates and their predicted costs (plan.mix[]). */
+typedef struct qt_quantize_mix_tensor {
+    int32_t plan_index;           /* into plan.tensors */
+    int32_t n_options;
+    qt_type types[QT_QUANTIZE_MIX_N_DEFAULT + 12];   /* (n_options) */
+    uint64_t bytes[QT_QUANTIZE_MIX_N_DEFAULT + 12];  /* (n_options) unpadded */
+    double cost[QT_QUANTIZE_MIX_N_DEFAULT + 12];     /* (n_options) predicted */
+    int32_t chosen;               /* index into types */
+} qt_quantize_mix_tensor;
+
+typedef struct qt_quantize_mix {
+    int32_t n;                    /* tensors the allocation chose for */
+    qt_quantize_mix_tensor *t;    /* (n) */
+    uint64_t budget_bytes;        /* what their data (padded for file_bytes) could take */
+    uint64_t used_bytes;          /* what it takes */
+    double predicted_cost;        /* sum of the chosen costs */
+    bool exact;                   /* the knapsack was solved exactly */
+    const char *sensitivity;      /* "proxy" */
+} qt_quantize_mix;
+
+/* A plan (as qt_quantize_plan_make, with o's imatrix, --keep, threads) whose
+ * quantized tensors take the types the allocation chose; the plan's file type
+ * is the one of the type with the most bytes. *mix describes the choice
+ * (qt_quantize_mix_free). QT_ERR_RANGE when even the smallest candidates do not
+ * fit (the message says by how much); QT_ERR_ARG for a candidate that is not
+ * a GGUF type quanta writes, or a tensor no candidate fits (naming it). The
+ * result is within the budget: the exact size comes from the writer. */
+QT_API qt_status qt_quantize_plan_target(const qt_model *m, const qt_quantize_opts *o, const qt_quantize_target *t,
+                                         qt_quantize_plan **out, qt_quantize_mix **mix);
+QT_API void qt_quantize_mix_free(qt_quantize_mix *mix);
+
 /* ---- GPTQ (Frantar et al. 2023, arXiv:2210.17323; lib/quantize/gptq_run.c, docs/gptq.md) ----
  * Layer by layer on the engine's calibration seam: observe a layer on the
  * calibration batch (one Hessian per distinct linear input), GPTQ each linear
@@ -417,8 +472,8 @@ QT_API qt_gptq_run_opts qt_gptq_run_opts_default(void);
  * o->imatrix must be NULL and o->algorithm name the algorithm ("gptq",
  * "awq", "awq+gptq", ...: the plan's exact size includes that key). With
  * g->smoothing every linear of the layers (and the norms that absorbed the
- * scales) is written from the smoothed values. o->resumable (plain GPTQ
- * only): each finished layer's bytes are kept in OUT.partial.layers (+ .state)
+ * scales) is written from the smoothed values. o->resumable (any
+ * algorithm): each finished layer's bytes (smoothed norms included) are kept in OUT.partial.layers (+ .state)
  * until the file is written; o->resume continues from the last finished layer
  * (then from the last complete tensor of OUT.partial), the bytes equal an
  * uninterrupted run's. */
@@ -431,7 +486,11 @@ QT_API qt_status qt_gptq_quantize_gguf(const qt_model *m, const char *out_path, 
  * fused shards share fixed first, as the writer fixes them), then
  * qt_ct_export with those codes (o->int_codes / o->float_codes are GPTQ's;
  * o->input_amax as for rtn). The engine runs later layers on the dequantized
- * values. o->keep must be empty. */
+ * values. o->keep must be empty. o->resumable: each finished layer's codes,
+ * the f32 values the engine ran on and the smoothed norms are kept in
+ * OUT.partial.layers (+ .state) until the directory is written; o->resume
+ * continues from the last finished layer (then from the last complete stored
+ * tensor of OUT.partial); every file equals an uninterrupted run's. */
 struct qt_ct_export_opts;
 struct qt_ct_export_estimate;
 QT_API qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char *out_dir,
@@ -474,6 +533,12 @@ QT_API void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p
 #define QT_QUANTIZE_KEY_IMATRIX_SHA256 "quanta.imatrix.sha256"
 #define QT_QUANTIZE_KEY_FALLBACKS "quanta.fallbacks"
 #define QT_QUANTIZE_KEY_ALGORITHM "quanta.algorithm" /* "gptq", "awq", "awq+gptq", "smoothquant", ...; absent: RTN */
+/* --target-size / --target-bpw (docs/quantize.md "Target size"): the chosen mix, one "tensor=TYPE" string per
+ * tensor the allocation chose a type for; the budget its tensors were given (bytes); the sensitivity used. */
+#define QT_QUANTIZE_KEY_MIX_TYPES "quanta.mix.types"
+#define QT_QUANTIZE_KEY_MIX_BUDGET "quanta.mix.budget_bytes"
+#define QT_QUANTIZE_KEY_MIX_SENSITIVITY "quanta.mix.sensitivity"
+#define QT_QUANTIZE_KEY_MIX_PREDICTED "quanta.mix.predicted_cost"
 
 #ifdef __cplusplus
 }

@@ -1418,9 +1418,7 @@ static qt_status resume_clean(const ct_writer *w, const char *stage) {
 }
 
 static qt_status resume_begin(ct_writer *w, const char *out, const char *config, const char *recipe, qt__ct_resume *res) {
-    if (w->o.int_codes || w->o.float_codes || w->o.vector_values)
-        return qt_error(QT_ERR_UNSUPPORTED, "%s: a compressed-tensors run with codes an algorithm computed cannot be "
-                        "resumed yet (round to nearest can)", out);
+    /* codes an algorithm computed (o.int_codes ...) come from its own kept layers: the same bytes again */
     uint64_t total;
     const int32_t n = shard_plan(w, NULL, &total);
     qt_status s = qt__ct_resume_begin(res, w->m, out, w->o.resume, resume_options(w, config, recipe), total, n, w->n_e);

@@ -107,6 +107,27 @@ typedef struct plan_ctx {
     const char *path;
 } plan_ctx;
 
+/* --target-size's type for t, or QT_TYPE_COUNT: the rules decide. */
+static qt_type mix_type(const plan_ctx *c, const qt_tensor *t) {
+    const qt__qplan_priv *pv = c->p->priv;
+    return pv->mix_types ? pv->mix_types[t - pv->first] : QT_TYPE_COUNT;
+}
+
+/* "name=TYPE" for every tensor the mix chose (quanta.mix.types). */
+static qt_status record_mix(qt_quantize_plan *p) {
+    qt__qplan_priv *pv = p->priv;
+    if (!pv->mix_types) return QT_OK;
+    if (!(pv->mix_strs = calloc((size_t)p->n_tensors + 1, sizeof(char *)))) return qt_error(QT_ERR_NOMEM, "out of memory");
+    for (int32_t i = 0; i < pv->n_model_tensors; i++) {
+        if (pv->plan_index[i] < 0 || pv->mix_types[i] == QT_TYPE_COUNT || p->tensors[pv->plan_index[i]].kept) continue;
+        const qt_quantize_tensor *q = &p->tensors[pv->plan_index[i]];
+        char buf[QT_MAX_NAME + 32];
+        snprintf(buf, sizeof buf, "%s=%s", q->name, qt_type_get(q->type)->name);
+        if (!(pv->mix_strs[pv->n_mix++] = strdup(buf))) return qt_error(QT_ERR_NOMEM, "out of memory");
+    }
+    return QT_OK;
+}
+
 /* One tensor's type, with llama-quantize's refusals. */
 static qt_status plan_tensor(plan_ctx *c, const qt_tensor *t, qt_quantize_tensor *q) {
     char base[QT_MAX_NAME];
@@ -122,6 +143,9 @@ static qt_status plan_tensor(plan_ctx *c, const qt_tensor *t, qt_quantize_tensor
     q->wanted = t->type;
     if (!allows_quantization(t, c->o, role) || regex_first(&c->keep, t->name) >= 0) {
         q->kept = true;
+    } else if (mix_type(c, t) != QT_TYPE_COUNT) {
+        q->type = q->wanted = mix_type(c, t);
+        q->needs_imatrix = qt_type_requires_imatrix(q->type);
     } else {
         int32_t k = regex_first(&c->over, t->name);
         qt__recipe_opts ro = {k >= 0 ? c->o->overrides[k].type : QT_TYPE_COUNT, c->o->output_type, c->o->embd_type,
@@ -234,10 +258,16 @@ static qt_status plan_all(plan_ctx *c) {
     /* Resident at once: one tensor's input pages and its output, the writer's
      * 1 MiB buffer, per-thread row scratch, and the program itself (~16 MiB). */
     p->peak_rss_estimate = biggest + ((uint64_t)1 << 20) + ((uint64_t)16 << 20);
-    return record_fallbacks(p);
+    qt_status s = record_fallbacks(p);
+    return s == QT_OK ? record_mix(p) : s;
 }
 
 qt_status qt_quantize_plan_make(const qt_model *m, const qt_quantize_opts *o, qt_quantize_plan **out) {
+    return qt__quantize_plan_make_mix(m, o, NULL, 0, 0, out);
+}
+
+qt_status qt__quantize_plan_make_mix(const qt_model *m, const qt_quantize_opts *o, const qt_type *mix_types,
+                                     uint64_t budget, double cost, qt_quantize_plan **out) {
     *out = NULL;
     const qt_gguf_ftype_info *ft = o->scheme ? qt_gguf_ftype_find(o->scheme) : NULL;
     if (!ft) return qt_error(QT_ERR_ARG, "unknown GGUF file type '%s' (llama-quantize's names: q4_k_m, q8_0, iq4_xs, ...; "
@@ -247,6 +277,9 @@ qt_status qt_quantize_plan_make(const qt_model *m, const qt_quantize_opts *o, qt
     if (!p || !pv) { free(p); free(pv); return qt_error(QT_ERR_NOMEM, "out of memory"); }
     p->ftype = ft;
     p->priv = pv;
+    pv->mix_types = mix_types;
+    pv->mix_budget = budget;
+    pv->mix_cost = cost;
     const qt_hparams *hp = qt_model_hparams(m);
     plan_ctx c = {.m = m, .o = o, .p = p, .path = qt_model_path(m)};
     c.rm = (qt__recipe_model){hp->arch_name, hp->n_layer, 0, qt_model_find_tensor(m, "output.weight") == NULL,
@@ -259,6 +292,7 @@ qt_status qt_quantize_plan_make(const qt_model *m, const qt_quantize_opts *o, qt
     if (s == QT_OK) s = regex_compile(&c.keep, "--keep", o->keep, o->n_keep);
     if (s == QT_OK) s = open_imatrix(&c);
     if (s == QT_OK) s = plan_all(&c);
+    pv->mix_types = NULL; /* the caller's: read by plan_all only */
     regex_free(&c.over);
     regex_free(&c.keep);
     if (s == QT_OK) s = qt__quantize_write(m, NULL, o, p, &p->output_bytes, NULL, NULL);
@@ -274,6 +308,8 @@ void qt_quantize_plan_free(qt_quantize_plan *p) {
         if (pv->im) qt_imatrix_close(pv->im);
         for (int32_t i = 0; i < p->n_fallbacks && pv->fallback_strs; i++) free(pv->fallback_strs[i]);
         free(pv->fallback_strs);
+        for (int32_t i = 0; i < pv->n_mix; i++) free(pv->mix_strs[i]);
+        free(pv->mix_strs);
         free(pv->plan_index);
         free(pv);
     }

@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "quanta/ct.h"
 #include "quanta/quantize_ct.h"
 #include "quanta/engine.h"
@@ -493,16 +495,32 @@ static qt_status gguf_vector(void *ctx, const qt_tensor *src, const float *v) {
     return gguf_round(x, i, x->p->tensors[i].type, v, 1, src->ne[0], &bind);
 }
 
-/* The plan indices of layer il's tensors GPTQ (or its rounding) gave bytes for, in inputs_of order. */
-static int32_t layer_given(const gguf_target *x, int32_t il, int32_t idx[QT__N_LINEARS]) {
+/* Whether plan tensor name is layer il's ("blk.il."); *rest: what follows. */
+static bool of_layer(const char *name, int32_t il, const char **rest) {
+    char pre[24];
+    const int n = snprintf(pre, sizeof pre, "blk.%d.", il);
+    if (strncmp(name, pre, (size_t)n)) return false;
+    *rest = name + n;
+    return true;
+}
+
+/* The plan indices of layer il's tensors the algorithm gave bytes for (its linears, and
+ * the norms and biases that absorbed smoothing scales), in plan order. */
+static int32_t layer_given(const gguf_target *x, int32_t il, int32_t *idx) {
     int32_t n = 0;
-    for (int k = 0; k < QT__N_LINEARS; k++) {
-        char name[QT_MAX_NAME];
-        snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
-        const int32_t i = plan_find(x->p, name);
-        if (i >= 0 && x->given[i]) idx[n++] = i;
-    }
+    const char *rest;
+    for (int32_t i = 0; i < x->p->n_tensors; i++)
+        if (x->given[i] && of_layer(x->p->tensors[i].name, il, &rest)) idx[n++] = i;
     return n;
+}
+
+/* A linear's weight ("<linear>.weight" after "blk.N."), not a norm or bias. */
+static bool is_linear_weight(const char *rest) {
+    char base[QT_MAX_NAME];
+    const char *dot = strrchr(rest, '.');
+    if (!dot || strcmp(dot, ".weight")) return false;
+    snprintf(base, sizeof base, "%.*s", (int)(dot - rest), rest);
+    return qt__layer_linear_find(base) >= 0;
 }
 
 /* Layer il's linear k bound to t (t->name "blk.N.<linear>.weight"). */
@@ -530,6 +548,26 @@ static qt_status release_held(gguf_target *x, const qt_model *m, qt_layerwise *l
 
 /* --resume: layer il's tensors read back from OUT.partial.layers and bound (the layer
  * replayed before stays bound until this one replaces it). */
+/* --resume: layer il's smoothed norms and biases, read back and bound to the engine. */
+static qt_status gguf_restore_vectors(gguf_target *x, const qt_model *m, qt_layerwise *lw, int32_t il) {
+    qt_status s = QT_OK;
+    const char *rest;
+    for (int32_t i = 0; s == QT_OK && i < x->p->n_tensors; i++) {
+        const qt_quantize_tensor *pt = &x->p->tensors[i];
+        if (!of_layer(pt->name, il, &rest) || is_linear_weight(rest) || !qt__gptq_state_has(x->state, i)) continue;
+        const qt_tensor *t = qt_model_find_tensor(m, pt->name);
+        uint8_t *b = NULL;
+        float *v = t ? malloc((size_t)t->ne[0] * sizeof *v) : NULL;
+        s = v ? qt__gptq_state_read(x->state, i, &b) : qt_error(QT_ERR_NOMEM, "%s: out of memory", pt->name);
+        if (s == QT_OK) s = qt_dequantize_rows(pt->type, b, v, 1, t->ne[0]);
+        if (s == QT_OK) s = qt_layerwise_set_vector(lw, il, rest, v, t->ne[0]);
+        x->transformed[i] = true;
+        free(b);
+        free(v);
+    }
+    return s;
+}
+
 static qt_status gguf_restore_layer(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il) {
     gguf_target *x = ctx;
     qt_status s = release_held(x, m, lw);
@@ -540,29 +578,34 @@ static qt_status gguf_restore_layer(void *ctx, const qt_model *m, qt_layerwise *
         const int32_t i = plan_find(x->p, name);
         if (i < 0 || !qt__gptq_state_has(x->state, i)) continue;
         if ((s = qt__gptq_state_read(x->state, i, &x->held[k])) != QT_OK) break;
+        x->transformed[i] = x->g->smoothing != QT_SMOOTH_NONE;
         qt_tensor bind = *qt_model_find_tensor(m, name);
         bind.type = x->p->tensors[i].type;
         bind.nbytes = (size_t)x->p->tensors[i].bytes;
         bind.data = x->held[k];
         s = bind_linear(lw, il, &bind);
     }
-    return s;
+    return s == QT_OK ? gguf_restore_vectors(x, m, lw, il) : s;
 }
 
 /* Layer il on disk; then out of memory: its linears bound to the model's tensors again. */
 static qt_status gguf_save_layer(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il, const qt_gptq_report *r) {
     gguf_target *x = ctx;
-    int32_t idx[QT__N_LINEARS];
+    int32_t *idx = malloc((size_t)x->p->n_tensors * sizeof *idx + 1);
+    if (!idx) return qt_error(QT_ERR_NOMEM, "out of memory");
     const int32_t n = layer_given(x, il, idx);
     const qt_kv_scales *kv = x->g->kv_data;
     qt_status s = qt__gptq_state_save_layer(x->state, x->p, idx, n, x->given, kv ? kv->k : NULL, kv ? kv->v : NULL,
                                             kv ? (il + 1) * kv->n_per_layer : 0, kv ? kv->n_tokens : 0, r, x->n_rtn);
     if (s == QT_OK) s = release_held(x, m, lw);
+    const char *rest;
     for (int32_t j = 0; s == QT_OK && j < n; j++) {
-        s = bind_linear(lw, il, qt_model_find_tensor(m, x->p->tensors[idx[j]].name));
+        const char *name = x->p->tensors[idx[j]].name;
+        if (of_layer(name, il, &rest) && is_linear_weight(rest)) s = bind_linear(lw, il, qt_model_find_tensor(m, name));
         free(x->given[idx[j]]);
         x->given[idx[j]] = NULL;
     }
+    free(idx);
     return s;
 }
 
@@ -572,27 +615,34 @@ static qt_status gguf_load(void *ctx, int32_t i, uint8_t **bytes) {
     return qt__gptq_state_read(x->state, i, bytes);
 }
 
-/* --resume: the finished layers back from OUT.partial.layers; then the loop, or (all
- * layers finished) only the KV scales. */
+/* From layer `start` (the layers before it finished by an interrupted run, amax
+ * their KV maxima, n_amax each of k and v): the loop, or (all layers finished)
+ * only the KV scales. */
+static qt_status continue_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__calib_target *tg, qt_gptq_report *r,
+                                 int32_t start, const float *amax, int32_t n_amax, int64_t kv_tokens) {
+    const int32_t n_layer = qt_model_hparams(m)->n_layer;
+    qt_kv_scales *kv = g->kv_data;
+    resume_point rp = {.start = start > n_layer ? n_layer : start, .k_amax = amax, .v_amax = amax + n_amax,
+                       .kv_tokens = kv_tokens};
+    if (rp.start < n_layer) return run_layers(m, g, tg, r, &rp);
+    if (!kv) return QT_OK;
+    memcpy(kv->k, rp.k_amax, (size_t)n_amax * sizeof(float));
+    memcpy(kv->v, rp.v_amax, (size_t)n_amax * sizeof(float));
+    kv->n_tokens = rp.kv_tokens;
+    kv->err = QT_OK;
+    return qt_kv_scales_finish(kv);
+}
+
+/* --resume: the finished layers back from OUT.partial.layers, then on. */
 static qt_status gguf_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__calib_target *tg, gguf_target *x,
                              qt_gptq_report *r) {
-    const int32_t n_layer = qt_model_hparams(m)->n_layer, start = qt__gptq_state_layers_done(x->state);
-    qt_kv_scales *kv = g->kv_data;
-    const int32_t n_amax = kv ? n_layer * kv->n_per_layer : 0;
+    const int32_t start = qt__gptq_state_layers_done(x->state);
+    const int32_t n_amax = g->kv_data ? qt_model_hparams(m)->n_layer * g->kv_data->n_per_layer : 0;
     float *amax = calloc((size_t)(2 * n_amax + 1), sizeof *amax);
-    resume_point rp = {.start = start > n_layer ? n_layer : start, .k_amax = amax, .v_amax = amax + n_amax};
+    int64_t kv_tokens = 0;
     qt_status s = amax ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
-    if (s == QT_OK && start)
-        s = qt__gptq_state_restore(x->state, amax, amax + n_amax, n_amax, &rp.kv_tokens, r, &x->n_rtn);
-    if (s == QT_OK && rp.start < n_layer) {
-        s = run_layers(m, g, tg, r, &rp);
-    } else if (s == QT_OK && kv) { /* every layer was finished: nothing to run */
-        memcpy(kv->k, rp.k_amax, (size_t)n_amax * sizeof(float));
-        memcpy(kv->v, rp.v_amax, (size_t)n_amax * sizeof(float));
-        kv->n_tokens = rp.kv_tokens;
-        kv->err = QT_OK;
-        s = qt_kv_scales_finish(kv);
-    }
+    if (s == QT_OK && start) s = qt__gptq_state_restore(x->state, amax, amax + n_amax, n_amax, &kv_tokens, r, &x->n_rtn);
+    if (s == QT_OK) s = continue_layers(m, g, tg, r, start, amax, n_amax, kv_tokens);
     free(amax);
     return s;
 }
@@ -653,12 +703,14 @@ typedef struct ct_codes {
     qt_gptq_ct_float f;       /* float schemes: codes, scales or scale codes, the shared scale */
     bool spilled;             /* the arrays are in the spill file at `off` (and freed here) */
     uint64_t off;
+    uint64_t f32_off;         /* --resumable: the f32 values the engine ran on, in the spill file */
 } ct_codes;
 
 typedef struct ct_vector {
     char name[QT_MAX_NAME];
     int64_t n;
     float *v;                 /* (n) a norm or bias that absorbed smoothing scales */
+    uint64_t off;             /* --resumable: its place in the spill file */
 } ct_vector;
 
 typedef struct ct_target {
@@ -677,9 +729,14 @@ typedef struct ct_target {
     int n_bound;
     /* Each finished layer's codes go to an unlinked spill file beside OUT (nothing is left
      * however the run ends) and leave memory; the writer's callbacks read them back. */
+    qt__ct_layers *layers;    /* the spill file (gptq_ct_state.c): kept, with a state, for --resumable */
     int spill_fd;
     uint64_t spill_bytes;
     int32_t n_spilled;        /* t[0..n_spilled) are on disk */
+    int32_t layer_t0, layer_v0; /* the last spilled layer's first linear and vector */
+    int32_t n_vec_spilled;
+    int held_layer;           /* a replayed layer bound to the engine (--resume), -1: none */
+    float *held[QT__N_LINEARS];
     ct_codes cur;             /* the arrays last read back (what ct_given returns) */
     qt_status err;            /* a failed read back, reported after the write */
     char err_msg[512];
@@ -854,9 +911,13 @@ static qt_status spill_io(int fd, void *buf, size_t n, uint64_t off, bool write_
     return QT_OK;
 }
 
-/* The finished layers' codes (t[n_spilled..n)) to the spill file, out of memory. */
+/* The finished layer's codes (t[n_spilled..n)) to the spill file, out of memory; with
+ * --resumable also the f32 values the engine ran on and the smoothed vectors. */
 static qt_status spill(ct_target *x) {
     qt_status s = QT_OK;
+    const bool keep = qt__ct_layers_kept(x->layers);
+    x->layer_t0 = x->n_spilled;
+    x->layer_v0 = x->n_vec_spilled;
     for (; s == QT_OK && x->n_spilled < x->n; x->n_spilled++) {
         ct_codes *c = &x->t[x->n_spilled];
         void **p[3];
@@ -869,9 +930,22 @@ static qt_status spill(ct_target *x) {
             free(*p[k]);
             *p[k] = NULL;
         }
+        const int32_t b = x->n_spilled - x->layer_t0;
+        if (s == QT_OK && keep && b < x->n_bound) {
+            const size_t nb = (size_t)(c->rows * c->cols) * sizeof(float);
+            c->f32_off = x->spill_bytes;
+            s = spill_io(x->spill_fd, x->bound[b], nb, x->spill_bytes, true);
+            x->spill_bytes += nb;
+        }
         free(c->f.eff); /* the grid's own state, not written */
         c->f.eff = NULL;
         c->spilled = true;
+    }
+    for (; s == QT_OK && keep && x->n_vec_spilled < x->n_vec; x->n_vec_spilled++) {
+        ct_vector *v = &x->vec[x->n_vec_spilled];
+        v->off = x->spill_bytes;
+        s = spill_io(x->spill_fd, v->v, (size_t)v->n * sizeof *v->v, x->spill_bytes, true);
+        x->spill_bytes += (uint64_t)v->n * sizeof *v->v;
     }
     return s;
 }
@@ -904,18 +978,134 @@ static const ct_codes *read_back(ct_target *x, const ct_codes *c) {
     return NULL;
 }
 
+/* Layer il's linears bound to the model's own tensors again. */
+static qt_status ct_unbind(const qt_model *m, qt_layerwise *lw, int32_t il) {
+    qt_status s = QT_OK;
+    for (int k = 0; s == QT_OK && k < QT__N_LINEARS; k++) {
+        char name[QT_MAX_NAME];
+        snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
+        const qt_tensor *t = qt_model_find_tensor(m, name);
+        if (t) s = qt_layerwise_set_weight(lw, il, qt__layer_linears[k].linear, t);
+    }
+    return s;
+}
+
+/* The replayed layer (--resume) unbound and its f32 values freed. */
+static qt_status ct_release_held(ct_target *x, const qt_model *m, qt_layerwise *lw) {
+    qt_status s = x->held_layer >= 0 ? ct_unbind(m, lw, x->held_layer) : QT_OK;
+    for (int k = 0; k < QT__N_LINEARS; k++) free(x->held[k]), x->held[k] = NULL;
+    x->held_layer = -1;
+    return s;
+}
+
 /* The layer is done: back to the model's own tensors, the f32 copies freed, its codes spilled. */
 static qt_status ct_layer_done(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il) {
     ct_target *x = ctx;
     qt_status s = spill(x);
-    for (int k = 0; k < QT__N_LINEARS; k++) {
-        char name[QT_MAX_NAME];
-        snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
-        const qt_tensor *t = qt_model_find_tensor(m, name);
-        if (t && s == QT_OK) s = qt_layerwise_set_weight(lw, il, qt__layer_linears[k].linear, t);
-    }
+    if (s == QT_OK) s = ct_unbind(m, lw, il);
+    if (s == QT_OK) s = ct_release_held(x, m, lw);
     for (int k = 0; k < x->n_bound; k++) free(x->bound[k]);
     x->n_bound = 0;
+    return s;
+}
+
+/* One state record per linear and vector of the layer just spilled. */
+static json_t *layer_records(const ct_target *x) {
+    json_t *a = json_array();
+    for (int32_t i = x->layer_t0; a && i < x->n_spilled; i++) {
+        const ct_codes *c = &x->t[i];
+        json_t *g = c->g.group ? json_pack("[i, b, i, I]", c->g.bits, c->g.symmetric, c->g.dtype, (json_int_t)c->g.group)
+                               : json_pack("[i, i, I, f]", (int)c->f.kind, c->f.dtype, (json_int_t)c->f.group,
+                                           (double)c->f.shared);
+        json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:o, s:I, s:I}", "name", c->name, "rows", (json_int_t)c->rows,
+                                           "cols", (json_int_t)c->cols, c->g.group ? "int" : "float", g, "off",
+                                           (json_int_t)c->off, "f32", (json_int_t)c->f32_off));
+    }
+    for (int32_t i = x->layer_v0; a && i < x->n_vec_spilled; i++)
+        json_array_append_new(a, json_pack("{s:s, s:I, s:I}", "vector", x->vec[i].name, "n", (json_int_t)x->vec[i].n, "off",
+                                           (json_int_t)x->vec[i].off));
+    return a;
+}
+
+/* --resumable: the layer recorded (after its bytes are synced). */
+static qt_status ct_save_layer(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il, const qt_gptq_report *r) {
+    ct_target *x = ctx;
+    (void)m, (void)lw;
+    if (!qt__ct_layers_kept(x->layers)) return QT_OK;
+    const qt_kv_scales *kv = x->g->kv_data;
+    return qt__ct_layers_commit(x->layers, layer_records(x), x->spill_bytes, kv ? kv->k : NULL, kv ? kv->v : NULL,
+                                kv ? (il + 1) * kv->n_per_layer : 0, kv ? kv->n_tokens : 0, r);
+}
+
+/* --resume: the records of the finished layers, as the first run had them after spilling. */
+static qt_status ct_load_records(ct_target *x) {
+    const json_t *rec = qt__ct_layers_records(x->layers), *e;
+    size_t i;
+    qt_status s = QT_OK;
+    json_array_foreach(rec, i, e) {
+        const json_t *vn = json_object_get(e, "vector");
+        if (vn) {
+            if ((s = grow((void **)&x->vec, x->n_vec, &x->cap_vec, sizeof *x->vec)) != QT_OK) return s;
+            ct_vector *v = &x->vec[x->n_vec];
+            *v = (ct_vector){.n = json_integer_value(json_object_get(e, "n")),
+                             .off = (uint64_t)json_integer_value(json_object_get(e, "off"))};
+            snprintf(v->name, sizeof v->name, "%s", json_string_value(vn));
+            if (!(v->v = malloc((size_t)v->n * sizeof *v->v))) return qt_error(QT_ERR_NOMEM, "out of memory");
+            x->n_vec++;
+            if ((s = spill_io(x->spill_fd, v->v, (size_t)v->n * sizeof *v->v, v->off, false)) != QT_OK) return s;
+            continue;
+        }
+        if ((s = grow((void **)&x->t, x->n, &x->cap, sizeof *x->t)) != QT_OK) return s;
+        ct_codes *c = &x->t[x->n++];
+        *c = (ct_codes){.rows = json_integer_value(json_object_get(e, "rows")),
+                        .cols = json_integer_value(json_object_get(e, "cols")), .spilled = true,
+                        .off = (uint64_t)json_integer_value(json_object_get(e, "off")),
+                        .f32_off = (uint64_t)json_integer_value(json_object_get(e, "f32"))};
+        snprintf(c->name, sizeof c->name, "%s", json_string_value(json_object_get(e, "name")));
+        const json_t *gi = json_object_get(e, "int"), *gf = json_object_get(e, "float");
+        if (gi) {
+            c->g = (qt_gptq_ct_int){.bits = (int)json_integer_value(json_array_get(gi, 0)),
+                                    .symmetric = json_is_true(json_array_get(gi, 1)),
+                                    .dtype = (int)json_integer_value(json_array_get(gi, 2)), .rows = c->rows,
+                                    .cols = c->cols, .group = json_integer_value(json_array_get(gi, 3))};
+        } else {
+            c->f = (qt_gptq_ct_float){.kind = (qt_gptq_float_kind)json_integer_value(json_array_get(gf, 0)),
+                                      .dtype = (int)json_integer_value(json_array_get(gf, 1)), .rows = c->rows,
+                                      .cols = c->cols, .group = json_integer_value(json_array_get(gf, 2)),
+                                      .shared = (float)json_number_value(json_array_get(gf, 3))};
+        }
+    }
+    x->n_spilled = x->n;
+    x->n_vec_spilled = x->n_vec;
+    x->spill_bytes = qt__ct_layers_bytes(x->layers);
+    return QT_OK;
+}
+
+/* --resume: layer il's f32 values and smoothed vectors, read back and bound. */
+static qt_status ct_restore_layer(void *ctx, const qt_model *m, qt_layerwise *lw, int32_t il) {
+    ct_target *x = ctx;
+    qt_status s = ct_release_held(x, m, lw);
+    x->held_layer = il;
+    const char *rest;
+    for (int32_t i = 0; s == QT_OK && i < x->n; i++) {
+        const ct_codes *c = &x->t[i];
+        char linear[32];
+        int32_t l;
+        if (sscanf(c->name, "blk.%d.%31[^.].weight", &l, linear) != 2 || l != il) continue;
+        const int k = qt__layer_linear_find(linear);
+        const qt_tensor *t = qt_model_find_tensor(m, c->name);
+        if (k < 0 || !t || x->held[k]) return qt_error(QT_ERR_FORMAT, "--resume: %s: not a linear of this model", c->name);
+        const size_t nb = (size_t)(c->rows * c->cols) * sizeof(float);
+        if (!(x->held[k] = malloc(nb))) return qt_error(QT_ERR_NOMEM, "out of memory");
+        s = spill_io(x->spill_fd, x->held[k], nb, c->f32_off, false);
+        qt_tensor bind = *t;
+        bind.type = QT_TYPE_F32;
+        bind.nbytes = nb;
+        bind.data = x->held[k];
+        if (s == QT_OK) s = qt_layerwise_set_weight(lw, il, linear, &bind);
+    }
+    for (int32_t i = 0; s == QT_OK && i < x->n_vec; i++)
+        if (of_layer(x->vec[i].name, il, &rest)) s = qt_layerwise_set_vector(lw, il, rest, x->vec[i].v, x->vec[i].n);
     return s;
 }
 
@@ -947,23 +1137,48 @@ static bool ct_given_float(void *ctx, const char *name, int64_t rows, int64_t co
     return true;
 }
 
-/* OUT.partial.layers beside OUT, unlinked at once: only this process can reach it, and the
- * space goes back however it ends. */
-static qt_status spill_open(const char *out_dir, int *fd) {
-    char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s%s", out_dir, QT_QUANTIZE_LAYERS_SUFFIX) >= sizeof path)
-        return qt_error(QT_ERR_ARG, "%s: path too long", out_dir);
-    *fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (*fd < 0) return qt_error(QT_ERR_IO, "%s: cannot create (the spill file of GPTQ's finished layers): %s", path,
-                                 strerror(errno));
-    unlink(path);
-    return QT_OK;
+/* What a resumed run must match: the input, the scheme and algorithm, the recorded
+ * command line, the calibration's fingerprint (the values the writer records). */
+static qt_status ct_identity(const qt_model *m, const char *scheme, const qt_ct_export_opts *o, json_t **out) {
+    json_t *in;
+    qt_status s = qt__resume_input(qt_model_path(m), &in);
+    if (s != QT_OK) return s;
+    json_t *cal = json_object();
+    for (int32_t i = 0; cal && i < o->n_calibration; i++) {
+        const qt_gguf_value *v = &o->calibration[i].value;
+        json_object_set_new(cal, o->calibration[i].key,
+                            v->type == QT_GGUF_STRING ? json_stringn(v->str.ptr, (size_t)v->str.len)
+                            : v->type == QT_GGUF_INT64 || v->type == QT_GGUF_INT32 ? json_integer(v->i64)
+                                                                                    : json_integer((json_int_t)v->u64));
+    }
+    /* output_bytes 0: the directory's sizes are checked by its own state (ct_resume.c) */
+    *out = json_pack("{s:o, s:{s:s, s:s, s:s, s:o, s:I}, s:I}", "input", in, "options", "scheme", scheme, "algo",
+                     o->method ? o->method : "", "command_line", o->command ? o->command : "", "calibration",
+                     cal ? cal : json_null(), "group-size", (json_int_t)o->group_size, "output_bytes", (json_int_t)0);
+    return *out ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
+}
+
+/* The layer loop, continued from the finished layers of an interrupted run (--resume). */
+static qt_status ct_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__calib_target *tg, ct_target *x,
+                           qt_gptq_report *r) {
+    const int32_t start = qt__ct_layers_done(x->layers);
+    const int32_t n_amax = g->kv_data ? qt_model_hparams(m)->n_layer * g->kv_data->n_per_layer : 0;
+    float *amax = calloc((size_t)(2 * n_amax + 1), sizeof *amax);
+    int64_t kv_tokens = 0;
+    qt_status s = amax ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
+    if (s == QT_OK && start) {
+        s = ct_load_records(x);
+        qt__ct_layers_restore(x->layers, amax, amax + n_amax, n_amax, &kv_tokens, r);
+    }
+    if (s == QT_OK) s = continue_layers(m, g, tg, r, start, amax, n_amax, kv_tokens);
+    free(amax);
+    return s;
 }
 
 qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char *out_dir, const qt_ct_export_opts *o,
                               const qt_gptq_run_opts *g, qt_ct_export_estimate *est, qt_gptq_report *r) {
     *r = (qt_gptq_report){0};
-    ct_target x = {.m = m, .g = g, .spill_fd = -1};
+    ct_target x = {.m = m, .g = g, .spill_fd = -1, .held_layer = -1};
     qt_status s = qt_ct_int_scheme(m, scheme, &x.a);
     if (s == QT_ERR_UNSUPPORTED) {
         x.is_float = true;
@@ -976,10 +1191,14 @@ qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char 
     if (o->group_size) x.a.group_size = o->group_size; /* --group-size */
     if (o->keep && o->keep[0])
         return qt_error(QT_ERR_UNSUPPORTED, "gptq: --keep with a compressed-tensors scheme is not supported yet");
-    qt__calib_target tg = {&x, ct_linear, ct_layer_done, ct_group, ct_fake_quant, ct_vector_keep, NULL, NULL};
-    const resume_point from_start = {0};
-    s = spill_open(out_dir, &x.spill_fd);
-    if (s == QT_OK) s = run_layers(m, g, &tg, r, &from_start);
+    qt__calib_target tg = {&x, ct_linear, ct_layer_done, ct_group, ct_fake_quant, ct_vector_keep, ct_restore_layer,
+                           ct_save_layer};
+    const int32_t n_amax = g->kv_data ? qt_model_hparams(m)->n_layer * g->kv_data->n_per_layer : 0;
+    json_t *id = NULL;
+    s = ct_identity(m, scheme, o, &id);
+    if (s == QT_OK) s = qt__ct_layers_open(out_dir, o->resumable, o->resume, id, n_amax, &x.layers);
+    if (s == QT_OK) x.spill_fd = qt__ct_layers_fd(x.layers);
+    if (s == QT_OK) s = ct_layers(m, g, &tg, &x, r);
     for (int k = 0; k < x.n_bound; k++) free(x.bound[k]);
     if (s == QT_OK) {
         qt_ct_export_opts eo = *o;
@@ -989,13 +1208,22 @@ qt_status qt_gptq_quantize_ct(const qt_model *m, const char *scheme, const char 
         eo.float_codes_ctx = &x;
         eo.vector_values = ct_vector_values;
         eo.vector_values_ctx = &x;
+        /* the directory itself resumes only where its own state was left (an interrupted write) */
+        char st[4096];
+        snprintf(st, sizeof st, "%s%s", out_dir, QT_QUANTIZE_STATE_SUFFIX);
+        eo.resume = o->resume && access(st, F_OK) == 0;
+        eo.resumable = o->resumable || o->resume;
         s = qt_ct_export(m, scheme, out_dir, &eo, est);
         if (x.err != QT_OK) { /* the cancel was ours */
             qt_cancel_reset();
             s = qt_error(x.err, "%s", x.err_msg);
         }
     }
-    if (x.spill_fd >= 0) close(x.spill_fd);
+    bool kept = false;
+    const int32_t done = x.layers ? qt__ct_layers_done(x.layers) : 0;
+    qt__ct_layers_close(x.layers, s, &kept);
+    r->n_layers_kept = kept ? done : 0;
+    for (int k = 0; k < QT__N_LINEARS; k++) free(x.held[k]);
     cur_free(&x);
     for (int32_t i = 0; i < x.n; i++) {
         qt_gptq_ct_int_free(&x.t[i].g);

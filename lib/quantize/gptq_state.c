@@ -87,13 +87,53 @@ static qt_status check_tensors(const char *path, const json_t *ts, const qt_quan
 }
 
 /* 'kv_amax' {k: [...], v: [...], tokens} of equal lengths, at most n_amax numbers each. */
-static qt_status check_kv(const char *path, const json_t *kv, int32_t n_amax) {
+qt_status qt__gptq_kv_check(const char *path, const json_t *kv, int32_t n_amax) {
     const json_t *k = json_object_get(kv, "k"), *v = json_object_get(kv, "v"), *t = json_object_get(kv, "tokens");
     bool ok = json_is_array(k) && json_is_array(v) && json_array_size(k) == json_array_size(v) &&
               json_array_size(k) <= (size_t)n_amax && json_is_integer(t) && json_integer_value(t) >= 0;
     for (size_t i = 0; ok && i < json_array_size(k); i++)
         ok = json_is_number(json_array_get(k, i)) && json_is_number(json_array_get(v, i));
     return ok ? QT_OK : qt_error(QT_ERR_FORMAT, "%s: field 'kv_amax': not this run's KV maxima", path);
+}
+
+json_t *qt__gptq_kv_json(const float *k_amax, const float *v_amax, int32_t n_amax, int64_t kv_tokens) {
+    json_t *ka = json_array(), *va = json_array();
+    for (int32_t i = 0; i < n_amax; i++) {
+        json_array_append_new(ka, json_real(k_amax[i]));
+        json_array_append_new(va, json_real(v_amax[i]));
+    }
+    return json_pack("{s:o, s:o, s:I}", "k", ka, "v", va, "tokens", (json_int_t)kv_tokens);
+}
+
+void qt__gptq_kv_read(const json_t *kv, float *k_amax, float *v_amax, int32_t n_amax, int64_t *kv_tokens) {
+    const json_t *ka = json_object_get(kv, "k"), *va = json_object_get(kv, "v");
+    for (size_t i = 0; i < json_array_size(ka) && i < (size_t)n_amax; i++) {
+        k_amax[i] = (float)json_number_value(json_array_get(ka, i));
+        v_amax[i] = (float)json_number_value(json_array_get(va, i));
+    }
+    if (kv_tokens) *kv_tokens = json_integer_value(json_object_get(kv, "tokens"));
+}
+
+/* The report's counters (smoothing's too), so that a resumed run reports the whole run. */
+json_t *qt__gptq_report_json(const qt_gptq_report *r, int32_t n_rtn) {
+    return json_pack("{s:i, s:i, s:i, s:I, s:f, s:i, s:i, s:I, s:f, s:f}", "n_gptq", r->n_gptq, "n_rtn", n_rtn,
+                     "n_retries", r->n_retries, "n_dead_cols", (json_int_t)r->n_dead_cols, "loss", r->loss, "n_smoothed",
+                     r->n_smoothed, "n_awq_identity", r->n_awq_identity, "n_dead_channels",
+                     (json_int_t)r->n_dead_channels, "awq_loss", r->awq_loss, "awq_loss_rtn", r->awq_loss_rtn);
+}
+
+void qt__gptq_report_read(const json_t *rp, qt_gptq_report *r, int32_t *n_rtn) {
+    r->n_gptq = (int32_t)json_integer_value(json_object_get(rp, "n_gptq"));
+    r->n_retries = (int32_t)json_integer_value(json_object_get(rp, "n_retries"));
+    r->n_dead_cols = json_integer_value(json_object_get(rp, "n_dead_cols"));
+    r->loss = json_number_value(json_object_get(rp, "loss"));
+    r->n_smoothed = (int32_t)json_integer_value(json_object_get(rp, "n_smoothed"));
+    r->n_awq_identity = (int32_t)json_integer_value(json_object_get(rp, "n_awq_identity"));
+    r->n_dead_channels = json_integer_value(json_object_get(rp, "n_dead_channels"));
+    r->awq_loss = json_number_value(json_object_get(rp, "awq_loss"));
+    r->awq_loss_rtn = json_number_value(json_object_get(rp, "awq_loss_rtn"));
+    *n_rtn = (int32_t)json_integer_value(json_object_get(rp, "n_rtn"));
+    r->n_rtn = *n_rtn;
 }
 
 qt_status qt__gptq_state_check(const char *path, const char *text, size_t len, json_t *now, const qt_quantize_plan *p,
@@ -119,7 +159,7 @@ qt_status qt__gptq_state_check(const char *path, const char *text, size_t len, j
         s = qt_error(QT_ERR_FORMAT, "%s: fields 'layers_done', 'bytes_done', 'tensors', 'report': missing or out of "
                      "range", path);
     else if ((s = check_tensors(path, ts, p, (uint64_t)json_integer_value(bd))) == QT_OK)
-        s = check_kv(path, json_object_get(st, "kv_amax"), n_amax);
+        s = qt__gptq_kv_check(path, json_object_get(st, "kv_amax"), n_amax);
     if (s != QT_OK) {
         json_decref(st);
         return s;
@@ -227,19 +267,8 @@ qt_status qt__gptq_state_read(qt__gptq_state *g, int32_t i, uint8_t **data) {
 
 qt_status qt__gptq_state_restore(qt__gptq_state *g, float *k_amax, float *v_amax, int32_t n_amax, int64_t *kv_tokens,
                                  qt_gptq_report *r, int32_t *n_rtn) {
-    size_t i;
-    json_t *kv = json_object_get(g->state, "kv_amax"), *ka = json_object_get(kv, "k"), *va = json_object_get(kv, "v");
-    for (i = 0; n_amax && i < json_array_size(ka); i++) {
-        k_amax[i] = (float)json_number_value(json_array_get(ka, i));
-        v_amax[i] = (float)json_number_value(json_array_get(va, i));
-    }
-    if (kv_tokens) *kv_tokens = json_integer_value(json_object_get(kv, "tokens"));
-    json_t *rp = json_object_get(g->state, "report");
-    r->n_gptq = (int32_t)json_integer_value(json_object_get(rp, "n_gptq"));
-    r->n_retries = (int32_t)json_integer_value(json_object_get(rp, "n_retries"));
-    r->n_dead_cols = json_integer_value(json_object_get(rp, "n_dead_cols"));
-    r->loss = json_number_value(json_object_get(rp, "loss"));
-    *n_rtn = (int32_t)json_integer_value(json_object_get(rp, "n_rtn"));
+    qt__gptq_kv_read(json_object_get(g->state, "kv_amax"), k_amax, v_amax, n_amax, kv_tokens);
+    qt__gptq_report_read(json_object_get(g->state, "report"), r, n_rtn);
     return QT_OK;
 }
 
@@ -268,15 +297,8 @@ qt_status qt__gptq_state_save_layer(qt__gptq_state *g, const qt_quantize_plan *p
     }
     if (s == QT_OK && fdatasync(g->fd) != 0) s = qt_error(QT_ERR_IO, "%s: cannot sync: %s", g->data_path, strerror(errno));
     if (s != QT_OK) return s;
-    json_t *ka = json_array(), *va = json_array();
-    for (int32_t i = 0; i < n_amax; i++) {
-        json_array_append_new(ka, json_real(k_amax[i]));
-        json_array_append_new(va, json_real(v_amax[i]));
-    }
-    json_object_set_new(g->state, "kv_amax", json_pack("{s:o, s:o, s:I}", "k", ka, "v", va, "tokens", (json_int_t)kv_tokens));
-    json_object_set_new(g->state, "report", json_pack("{s:i, s:i, s:i, s:I, s:f}", "n_gptq", r->n_gptq, "n_rtn", n_rtn,
-                                                      "n_retries", r->n_retries, "n_dead_cols", (json_int_t)r->n_dead_cols,
-                                                      "loss", r->loss));
+    json_object_set_new(g->state, "kv_amax", qt__gptq_kv_json(k_amax, v_amax, n_amax, kv_tokens));
+    json_object_set_new(g->state, "report", qt__gptq_report_json(r, n_rtn));
     json_object_set_new(g->state, "layers_done", json_integer(g->layers_done + 1));
     json_object_set_new(g->state, "bytes_done", json_integer((json_int_t)bytes));
     s = qt__json_write_atomic(g->state_path, g->state, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));

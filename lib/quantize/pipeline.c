@@ -199,10 +199,33 @@ static qt_gguf_value i32_val(int64_t x) {
     return v;
 }
 
-#define MAX_KV (12 + QT_CALIB_MAX_KV + QT_KV_MAX_KV)
+#define MAX_KV (16 + QT_CALIB_MAX_KV + QT_KV_MAX_KV)
 
 /* llama-quantize's quantize.imatrix.* keys (llama.cpp tools/quantize) and quanta's own. */
-static int32_t build_kv(const qt_quantize_opts *o, const qt_quantize_plan *p, qt_gguf_kv *kv, qt_gguf_value *fb_items) {
+static qt_gguf_value str_array(qt_gguf_value *items, char *const *strs, int32_t n) {
+    for (int32_t i = 0; i < n; i++) items[i] = str_val(strs[i]);
+    qt_gguf_value v = {.type = QT_GGUF_ARRAY};
+    v.arr.type = QT_GGUF_STRING;
+    v.arr.n = (uint64_t)n;
+    v.arr.items = items;
+    return v;
+}
+
+/* --target-size's choice (quanta.mix.*). */
+static int32_t mix_kv(const qt__qplan_priv *pv, qt_gguf_kv *kv, qt_gguf_value *mix_items) {
+    if (!pv->n_mix) return 0;
+    qt_gguf_value budget = {.type = QT_GGUF_UINT64}, cost = {.type = QT_GGUF_FLOAT64};
+    budget.u64 = pv->mix_budget;
+    cost.f64 = pv->mix_cost;
+    kv[0] = (qt_gguf_kv){QT_QUANTIZE_KEY_MIX_TYPES, str_array(mix_items, pv->mix_strs, pv->n_mix)};
+    kv[1] = (qt_gguf_kv){QT_QUANTIZE_KEY_MIX_BUDGET, budget};
+    kv[2] = (qt_gguf_kv){QT_QUANTIZE_KEY_MIX_SENSITIVITY, str_val("proxy")};
+    kv[3] = (qt_gguf_kv){QT_QUANTIZE_KEY_MIX_PREDICTED, cost};
+    return 4;
+}
+
+static int32_t build_kv(const qt_quantize_opts *o, const qt_quantize_plan *p, qt_gguf_kv *kv, qt_gguf_value *fb_items,
+                        qt_gguf_value *mix_items) {
     const qt__qplan_priv *pv = p->priv;
     int32_t n = 0;
     kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_VERSION, str_val(qt_version())};
@@ -219,15 +242,8 @@ static int32_t build_kv(const qt_quantize_opts *o, const qt_quantize_plan *p, qt
     }
     if (o->calib) n += qt_calib_set_gguf_kv(o->calib, kv + n);
     if (o->kv_scales) n += qt_kv_scales_gguf_kv(o->kv_scales, kv + n);
-    if (p->n_fallbacks) {
-        for (int32_t i = 0; i < p->n_fallbacks; i++) fb_items[i] = str_val(pv->fallback_strs[i]);
-        qt_gguf_value v = {.type = QT_GGUF_ARRAY};
-        v.arr.type = QT_GGUF_STRING;
-        v.arr.n = (uint64_t)p->n_fallbacks;
-        v.arr.items = fb_items;
-        kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_FALLBACKS, v};
-    }
-    return n;
+    if (p->n_fallbacks) kv[n++] = (qt_gguf_kv){QT_QUANTIZE_KEY_FALLBACKS, str_array(fb_items, pv->fallback_strs, p->n_fallbacks)};
+    return n + mix_kv(pv, kv + n, mix_items);
 }
 
 static void free_scratch(run_ctx *c) {
@@ -252,15 +268,16 @@ qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quant
             if (!(c.scratch[i] = malloc((size_t)c.scratch_row * 2 * sizeof(float) + 64))) s = qt_error(QT_ERR_NOMEM, "out of memory");
     }
     qt_gguf_kv kv[MAX_KV];
-    qt_gguf_value *fb = calloc((size_t)p->n_fallbacks + 1, sizeof *fb);
-    if (!fb && s == QT_OK) s = qt_error(QT_ERR_NOMEM, "out of memory");
+    const qt__qplan_priv *pv = p->priv;
+    qt_gguf_value *fb = calloc((size_t)p->n_fallbacks + 1, sizeof *fb), *mx = calloc((size_t)pv->n_mix + 1, sizeof *mx);
+    if ((!fb || !mx) && s == QT_OK) s = qt_error(QT_ERR_NOMEM, "out of memory");
     if (s == QT_OK) {
         qt_gguf_write_opts wo = qt_gguf_write_opts_default();
         wo.tensor_type = hook_type;
         wo.tensor_data = size_only ? NULL : hook_data;
         wo.user = &c;
         wo.extra_kv = kv;
-        wo.n_extra_kv = build_kv(o, p, kv, fb);
+        wo.n_extra_kv = build_kv(o, p, kv, fb, mx);
         wo.file_type = p->ftype->id;
         wo.progress = o->progress;
         wo.size_only = size_only;
@@ -272,6 +289,7 @@ qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quant
         s = qt_gguf_write(m, path ? path : "-", &wo);
     }
     free(fb);
+    free(mx);
     free_scratch(&c);
     return s;
 }

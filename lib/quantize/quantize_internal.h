@@ -31,6 +31,11 @@ typedef struct qt__qplan_priv {
     int32_t *plan_index;         /* (model tensors) index into tensors[], -1: not written */
     int32_t n_model_tensors;
     char **fallback_strs;        /* (n_fallbacks) "name: wanted -> type" for quanta.fallbacks */
+    const qt_type *mix_types;    /* (n_model_tensors) --target-size's choice, QT_TYPE_COUNT: the rules; NULL: none */
+    char **mix_strs;             /* (n_mix) "name=TYPE" for quanta.mix.types */
+    int32_t n_mix;
+    uint64_t mix_budget;         /* bytes the mixed tensors could take */
+    double mix_cost;             /* their predicted cost */
 } qt__qplan_priv;
 
 /* OUT.partial and OUT.partial.state for one run (resume.c). */
@@ -97,6 +102,36 @@ qt_status qt__gptq_state_save_layer(qt__gptq_state *g, const qt_quantize_plan *p
                                     uint8_t *const *given, const float *k_amax, const float *v_amax, int32_t n_amax,
                                     int64_t kv_tokens, const qt_gptq_report *r, int32_t n_rtn);
 void qt__gptq_state_close(qt__gptq_state *g, qt_status s, bool *kept);
+/* The KV maxima and the report counters of a layer state (both state files). */
+qt_status qt__gptq_kv_check(const char *path, const json_t *kv, int32_t n_amax);
+json_t *qt__gptq_kv_json(const float *k_amax, const float *v_amax, int32_t n_amax, int64_t kv_tokens);
+void qt__gptq_kv_read(const json_t *kv, float *k_amax, float *v_amax, int32_t n_amax, int64_t *kv_tokens);
+json_t *qt__gptq_report_json(const qt_gptq_report *r, int32_t n_rtn);
+void qt__gptq_report_read(const json_t *rp, qt_gptq_report *r, int32_t *n_rtn);
+
+/* A calibrated run's finished layers onto compressed-tensors (gptq_ct_state.c):
+ * OUT.partial.layers, unlinked at once unless keep (--resumable) or resume; then
+ * with OUT.partial.layers.state, one JSON record per stored linear or vector
+ * (appended to the data file by the caller at qt__ct_layers_bytes, fd), each
+ * layer committed (synced, then recorded) after it ran. A resume checks the
+ * state against `identity` (QT_ERR_ARG naming what differs, QT_ERR_FORMAT when
+ * malformed). close: the files are removed on success or without keep, else
+ * kept when a layer is recorded (*kept). */
+typedef struct qt__ct_layers qt__ct_layers;
+qt_status qt__ct_layers_open(const char *out_dir, bool keep, bool resume, json_t *identity, int32_t n_amax,
+                             qt__ct_layers **g);
+qt_status qt__ct_layers_check(const char *path, const char *text, size_t len, const json_t *identity, int32_t n_amax,
+                              json_t **out);
+int qt__ct_layers_fd(const qt__ct_layers *g);
+bool qt__ct_layers_kept(const qt__ct_layers *g);
+int32_t qt__ct_layers_done(const qt__ct_layers *g);
+uint64_t qt__ct_layers_bytes(const qt__ct_layers *g);
+const json_t *qt__ct_layers_records(const qt__ct_layers *g);
+void qt__ct_layers_restore(const qt__ct_layers *g, float *k_amax, float *v_amax, int32_t n_amax, int64_t *kv_tokens,
+                           qt_gptq_report *r);
+qt_status qt__ct_layers_commit(qt__ct_layers *g, json_t *records, uint64_t bytes, const float *k_amax,
+                               const float *v_amax, int32_t n_amax, int64_t kv_tokens, const qt_gptq_report *r);
+void qt__ct_layers_close(qt__ct_layers *g, qt_status s, bool *kept);
 
 /* Tensor data an algorithm computed itself (GPTQ, AWQ), written instead of the
  * pipeline's rounding (even for a tensor whose type does not change: a norm
@@ -173,5 +208,10 @@ qt_status qt__quantize_write(const qt_model *m, const char *path, const qt_quant
 /* A run's write to out_path through its staging (OUT.partial, --resumable). */
 qt_status qt__quantize_write_staged(const qt_model *m, const char *out_path, const qt_quantize_opts *o,
                                     qt_quantize_plan *p, const qt__quantize_given *given);
+
+/* qt_quantize_plan_make with --target-size's types (mix_types: one per model tensor,
+ * QT_TYPE_COUNT where the rules decide), recorded in quanta.mix.* (lib/quantize/target.c). */
+qt_status qt__quantize_plan_make_mix(const qt_model *m, const qt_quantize_opts *o, const qt_type *mix_types,
+                                     uint64_t budget, double cost, qt_quantize_plan **out);
 
 #endif

@@ -30,8 +30,6 @@ same_dir() { [ "$(listing "$1")" = "$(listing "$2")" ] && [ -n "$(listing "$1")"
 # ---- usage ----------------------------------------------------------------------------------
 expect "--help" 0 "" "$q" quantize --help
 ok has out "--max-shard-size"
-expect "gptq onto compressed-tensors" 2 "cannot be resumed yet" \
-    "$q" quantize "$tiny" "$tmp/ct" --scheme w4a16 --algo gptq --calib "$tmp/calib.txt" --resumable
 expect "shard size for GGUF" 2 "applies to compressed-tensors schemes only" \
     "$q" quantize "$tiny" "$tmp/x.gguf" --scheme q8_0 --max-shard-size 1MB
 expect "shard size not a size" 2 "expected a positive number of bytes" \

@@ -31,6 +31,7 @@ rows=(
     "inspect|$model|"
     "convert|$model @OUT@.gguf|"
     "quantize|$model @OUT@.gguf --scheme q8_0 --force|"
+    "quantize|$model @OUT@.gguf --target-size 400KB --force|"
     "plan|--model qwen2.5-7b --gpu t4|c kp"
     "estimate|--model qwen2.5-7b --scheme int8 --gpu t4|c kp"
     "hw|--gpu t4|"

@@ -19,6 +19,8 @@ static void help(void) {
            "                     roofline), concurrency, long-context, quality (least lossy that fits one sequence)\n"
            "  --svg FILE         the memory figure: one bar per scheme against the budget line\n"
            "  --html FILE        a self-contained report page\n"
+           "  --nsamples N, --seqlen L  the calibration of the quanta job line: a local checkpoint's\n"
+           "                     `quanta quantize --algo gptq` peak (default 128 x 512)\n"
            "  --list-models      the built-in model presets and their sources\n");
     plan_opts_help(stdout);
 }
@@ -169,7 +171,46 @@ static void print_rows(const qt_plan *p) {
     if (llm) printf("(tok/s bound: decode roofline at min(sequences, 256) at half-full caches; c = compute-bound)\n");
 }
 
-static void print_advice(const qt_plan *p) {
+/* quanta's own job on this machine (plan_job.c): NULL when the model is no local checkpoint. */
+typedef struct quanta_job {
+    const char *scheme;
+    int32_t n_seq, n_tok;
+    qt_gptq_memory mem;
+} quanta_job;
+
+static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+static void print_quanta_job(const quanta_job *q) {
+    if (!q) return;
+    const qt_gptq_memory *x = &q->mem;
+    printf("quanta job         quanta quantize --algo gptq --scheme %s on this CPU, %d x %d calibration tokens:\n"
+           "                   peak %.1f MiB (model %.1f, engine %.1f, hidden states %.1f, Hessians %.1f, largest linear %.1f,\n"
+           "                   output %.1f, BLAS %.1f; final write %.1f) over the process's own memory at start, as\n"
+           "                   quantize --dry-run estimates it (docs/gptq.md \"Memory\")\n",
+           q->scheme, q->n_seq, q->n_tok, mib(x->total), mib(x->model), mib(x->engine), mib(x->hidden), mib(x->hessians),
+           mib(x->linear), mib(x->output), mib(x->blas), mib(x->write));
+}
+
+/* The plan's JSON with "quanta_job" added (the text unchanged when that fails). */
+static char *with_quanta_job(char *text, const quanta_job *q) {
+    json_t *root = json_loads(text, 0, NULL);
+    const qt_gptq_memory *x = &q->mem;
+    json_t *j = json_pack("{s:s, s:s, s:i, s:i, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}", "command",
+                          "quanta quantize --algo gptq", "scheme", q->scheme, "nsamples", q->n_seq, "seqlen", q->n_tok,
+                          "peak_bytes", (json_int_t)x->total, "terms", "model", (json_int_t)x->model, "engine",
+                          (json_int_t)x->engine, "hidden", (json_int_t)x->hidden, "hessians", (json_int_t)x->hessians,
+                          "linear", (json_int_t)x->linear, "output", (json_int_t)x->output, "write", (json_int_t)x->write,
+                          "blas", (json_int_t)x->blas);
+    char *out = root && j && !json_object_set_new(root, "quanta_job", j) ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+                                                                         : NULL;
+    if (!root) json_decref(j);
+    json_decref(root);
+    if (!out) return text;
+    free(text);
+    return out;
+}
+
+static void print_advice(const qt_plan *p, const quanta_job *qj) {
     char a[32], b[32], c[32], d[32];
     const qt_estimate_req *r = &p->req;
     const qt_model_spec *m = r->model;
@@ -239,6 +280,7 @@ static void print_advice(const qt_plan *p) {
         printf("\n                   the whole model is %s in bf16 on disk/host (streamed layer by layer)\n",
                fmt_gb(j->host_bytes, b, sizeof b));
     }
+    print_quanta_job(qj);
     if (p->n_warnings) {
         printf("notes\n");
         for (int i = 0; i < p->n_warnings; i++) printf("  - %s\n", p->warnings[i]);
@@ -258,6 +300,7 @@ int cmd_plan(int argc, char **argv) {
     plan_opts o;
     plan_opts_init(&o);
     bool list = false;
+    int32_t n_seq = 128, n_tok = 512; /* quanta quantize's calibration defaults */
     for (int i = 1; i < argc; i++) {
         int rc;
         const char *a = argv[i];
@@ -266,6 +309,15 @@ int cmd_plan(int argc, char **argv) {
         int took = plan_opt("plan", argc, argv, &i, &o, &rc);
         if (took < 0) return rc;
         if (took) continue;
+        if (!strcmp(a, "--nsamples") || !strcmp(a, "--seqlen")) {
+            char *end;
+            const long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+            if (i + 1 >= argc || *end || v < 1 || v > (1L << 20))
+                return cli_usage("plan", "%s needs a positive count", a);
+            *(!strcmp(a, "--nsamples") ? &n_seq : &n_tok) = (int32_t)v;
+            i++;
+            continue;
+        }
         if (!strcmp(a, "--goal") || !strcmp(a, "--svg") || !strcmp(a, "--html")) {
             if (i + 1 >= argc) return cli_usage("plan", "%s needs a value", a);
             const char *v = argv[++i];
@@ -290,9 +342,13 @@ int cmd_plan(int argc, char **argv) {
         free(p);
         return st == QT_ERR_ARG ? cli_usage("plan", "%s", qt_last_error()) : cli_fail(st);
     }
+    quanta_job qj = {.n_seq = n_seq, .n_tok = n_tok};
+    const bool have_job = p->best >= 0 && p->req.model->kind == QT_SPEC_LLM &&
+                          plan_gptq_job(o.model, qj.scheme = p->rows[p->best].scheme->key, n_seq, n_tok, &qj.mem);
     if (o.json.on) {
         char *text;
         if ((st = qt_plan_json(p, &text))) { free(p); return cli_fail(st); }
+        if (have_job) text = with_quanta_job(text, &qj);
         size_t n = strlen(text);
         char *nl = realloc(text, n + 2);
         if (nl) { memcpy(nl + n, "\n", 2); text = nl; }
@@ -302,7 +358,7 @@ int cmd_plan(int argc, char **argv) {
     if (!o.json.on || o.json.file) {
         print_header(p);
         print_rows(p);
-        print_advice(p);
+        print_advice(p, have_job ? &qj : NULL);
     }
     if (!rc && o.svg) {
         rc = write_output(p, o.svg, qt_plan_svg);

@@ -23,7 +23,7 @@
 #define MAX_PATTERNS 64
 
 static void help(void) {
-    printf("usage: quanta quantize IN OUT --scheme S [options]\n\n"
+    printf("usage: quanta quantize IN OUT --scheme S | --target-size SIZE [options]\n\n"
            "Quantize a checkpoint (GGUF, Hugging Face directory or llama2.c file) into a GGUF\n"
            "file exactly as llama-quantize does: the same per-tensor types and the same bytes.\n\n"
            "  --scheme S                 a llama-quantize file type, any case: q8_0, q4_0, q4_1, q5_0,\n"
@@ -35,6 +35,16 @@ static void help(void) {
            "                             w4a16-asym, w8a16, w8a8-int8, fp8-dynamic (fp8), fp8-static,\n"
            "                             fp8-block, nvfp4, mxfp4 (--keep, --force, --threads, --dry-run\n"
            "                             and --json apply; the GGUF type options do not)\n"
+           "  --target-size SIZE         instead of --scheme: the best mix of GGUF types whose whole file\n"
+           "                             (header included, the writer's exact size) is at most SIZE (a\n"
+           "                             unit is needed: 304352B, 700MB, 6GiB); one type per tensor from\n"
+           "                             the candidates, chosen to minimise the predicted error (the\n"
+           "                             imatrix-weighted weight error: --imatrix or --calib, else\n"
+           "                             unweighted); docs/quantize.md \"Target size\"\n"
+           "  --target-bpw B             the same with at most B bits per weight of tensor data\n"
+           "  --candidates T,T,...       the types to choose from (default: iq1_s .. q8_0 and f16, those\n"
+           "                             whose block divides each tensor's row length; the i-quants that\n"
+           "                             need an imatrix only where it has the tensor)\n"
            "  --imatrix FILE             importance matrix (llama-imatrix's GGUF or legacy .dat);\n"
            "                             i-quants below 4 bits and Q2_K_S need one, per tensor, as in\n"
            "                             llama-quantize; a tensor the file lacks (token_embd, output)\n"
@@ -86,12 +96,11 @@ static void help(void) {
            "  --force                    replace an existing OUT\n"
            "  --resumable                if the run is interrupted (Ctrl-C, SIGTERM, an error, kill -9),\n"
            "                             keep OUT.partial and OUT.partial.state and print the command\n"
-           "                             that continues it (with --algo gptq onto GGUF also each finished\n"
-           "                             layer, in OUT.partial.layers and its .state); a compressed-\n"
-           "                             tensors OUT keeps the directory OUT.partial (round to nearest\n"
-           "                             only: its --algo runs cannot be resumed yet)\n"
+           "                             that continues it (with --algo also each finished layer, in\n"
+           "                             OUT.partial.layers and its .state); a compressed-tensors OUT\n"
+           "                             keeps the directory OUT.partial\n"
            "  --resume                   continue an interrupted --resumable run from its last complete\n"
-           "                             tensor, or GPTQ's last finished layer (same IN, OUT, options and\n"
+           "                             tensor, or the algorithm's last finished layer (same IN, OUT, options and\n"
            "                             calibration text, else refused); the bytes equal an\n"
            "                             uninterrupted run's (every file of a compressed-tensors OUT)\n"
            "  --max-shard-size BYTES     compressed-tensors: safetensors shards of at most BYTES (suffix\n"
@@ -132,6 +141,9 @@ typedef struct args {
     qkv kv;                     /* --kv-dtype, --kv-calib, --kv-scale-gran */
     qt_gptq_memory mem;         /* --algo: the GPTQ driver's peak estimated before the run */
     uint64_t max_shard;         /* --max-shard-size; 0: the default */
+    qt_quantize_target target;  /* --target-size / --target-bpw (file_bytes or bpw non-zero: on) */
+    qt_type cand[64];           /* --candidates */
+    qt_quantize_mix *mix;       /* the allocation's choice */
 } args;
 
 static int parse_type(const char *opt, const char *v, qt_type *out) {
@@ -169,11 +181,45 @@ static int parse_shard_size(args *a, const char *v) {
     return cli_usage(VERB, "--max-shard-size '%s': expected a positive number of bytes, optionally with KB, MB or GB", v);
 }
 
+/* --candidates T,T,...: GGUF types quanta writes. */
+static int parse_candidates(args *a, const char *v) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", v);
+    a->target.n_candidates = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (a->target.n_candidates >= 32) return cli_usage(VERB, "--candidates: at most 32 types");
+        int rc = parse_type("--candidates", tok, &a->cand[a->target.n_candidates]);
+        if (rc != CLI_OK) return rc;
+        a->target.n_candidates++;
+    }
+    if (!a->target.n_candidates) return cli_usage(VERB, "--candidates '%s': expected TYPE,TYPE,... (q4_K,q6_K,q8_0)", v);
+    a->target.candidates = a->cand;
+    return CLI_OK;
+}
+
+/* --target-size SIZE (with a unit: 304352B, 700MB, 6GiB) or --target-bpw B. */
+static int parse_target(args *a, const char *opt, const char *v) {
+    if (!strcmp(opt, "--target-size")) {
+        double b;
+        if (qt_plan_parse_size(v, &b) != QT_OK) return cli_usage(VERB, "--target-size: %s", qt_last_error());
+        if (b < 1) return cli_usage(VERB, "--target-size '%s': must be at least 1 byte", v);
+        a->target.file_bytes = (uint64_t)b;
+        return CLI_OK;
+    }
+    char *end;
+    a->target.bpw = strtod(v, &end);
+    if (*end || end == v || !(a->target.bpw > 0 && a->target.bpw <= 32))
+        return cli_usage(VERB, "--target-bpw '%s': expected bits per weight, more than 0 and at most 32", v);
+    return CLI_OK;
+}
+
 static int parse_value(args *a, const char *opt, const char *v) {
     const int kv = qkv_arg(VERB, opt, v, &a->kv);
     if (kv) return kv < 0 ? CLI_USAGE : CLI_OK;
     if (!strcmp(opt, "--scheme")) a->scheme = v;
     else if (!strcmp(opt, "--imatrix")) a->o.imatrix = v;
+    else if (!strcmp(opt, "--target-size") || !strcmp(opt, "--target-bpw")) return parse_target(a, opt, v);
+    else if (!strcmp(opt, "--candidates")) return parse_candidates(a, v);
     else if (!strcmp(opt, "--tensor-type")) return parse_override(a, v);
     else if (!strcmp(opt, "--keep")) {
         if (a->o.n_keep >= MAX_PATTERNS) return cli_usage(VERB, "at most %d --keep options", MAX_PATTERNS);
@@ -216,7 +262,8 @@ static int parse_value(args *a, const char *opt, const char *v) {
 static int parse(int argc, char **argv, args *a) {
     static const char *with_value[] = {"--scheme", "--imatrix", "--tensor-type", "--keep", "--output-tensor-type",
                                        "--token-embedding-type", "--threads", "--algo", "--alpha", "--group-size",
-                                       "--kv-dtype", "--kv-calib", "--kv-scale-gran", "--max-shard-size"};
+                                       "--kv-dtype", "--kv-calib", "--kv-scale-gran", "--max-shard-size",
+                                       "--target-size", "--target-bpw", "--candidates"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int j = cli_json_arg(VERB, s, &a->json);
@@ -246,7 +293,14 @@ static int parse(int argc, char **argv, args *a) {
         else return cli_usage(VERB, "too many arguments ('%s')", s);
     }
     if (!a->in || (!a->out && !a->dry_run)) return cli_usage(VERB, "need IN and OUT (OUT may be left out with --dry-run)");
-    if (!a->scheme) return cli_usage(VERB, "need --scheme (e.g. --scheme q4_k_m)");
+    const bool target = a->target.file_bytes || a->target.bpw > 0;
+    if (a->target.file_bytes && a->target.bpw > 0) return cli_usage(VERB, "--target-size and --target-bpw: give one of them");
+    if (target && a->scheme)
+        return cli_usage(VERB, "--scheme and --target-%s: the target chooses every tensor's GGUF type; give one of them",
+                         a->target.file_bytes ? "size" : "bpw");
+    if (a->target.candidates && !target) return cli_usage(VERB, "--candidates goes with --target-size or --target-bpw");
+    if (target) a->scheme = "f16"; /* a GGUF file; the allocation names its file type */
+    if (!a->scheme) return cli_usage(VERB, "need --scheme (e.g. --scheme q4_k_m) or --target-size SIZE");
     if (a->dry_run && (a->o.resumable || a->o.resume))
         return cli_usage(VERB, "--%s: a dry run writes nothing to resume", a->o.resume ? "resume" : "resumable");
     if (a->calib.tuned && !a->calib.file && !(a->kv.on && a->kv.mode == QT_KV_CALIB_RANDOM))
@@ -261,9 +315,6 @@ static int parse(int argc, char **argv, args *a) {
         return cli_usage(VERB, "--act-order goes with --algo gptq (or awq+gptq, smoothquant+gptq)");
     if (a->alpha >= 0 && a->smoothing != QT_SMOOTH_SMOOTHQUANT)
         return cli_usage(VERB, "--alpha goes with --algo smoothquant or smoothquant+gptq");
-    if (a->smoothing != QT_SMOOTH_NONE && (a->o.resumable || a->o.resume))
-        return cli_usage(VERB, "--%s: an --algo %s run cannot be resumed yet (its smoothing scales are not kept between "
-                               "runs; --algo gptq can)", a->o.resume ? "resume" : "resumable", a->algo);
     a->o.algorithm = a->algo;
     int rc = qkv_check(VERB, &a->kv, a->calib.file != NULL);
     if (rc != CLI_OK) return rc;
@@ -332,6 +383,21 @@ static int clear_stale(const args *a) {
 
 /* VmHWM of this process in bytes (0 where /proc is missing). */
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+static json_t *gptq_memory_json(const qt_gptq_memory *x);
+
+/* The allocation's choice per tensor: candidates considered, the chosen one's predicted cost. */
+static void print_mix(const qt_quantize_mix *mx, const qt_quantize_plan *p) {
+    fprintf(stderr, "\ntarget: %llu bytes of tensor data for %d tensors (%s), %llu used; predicted cost %.6g (%s, "
+                    "sensitivity %s)\n", (unsigned long long)mx->budget_bytes, mx->n, "padded to the file's alignment",
+            (unsigned long long)mx->used_bytes, mx->predicted_cost, mx->exact ? "exact knapsack" : "Lagrangian + repair",
+            mx->sensitivity);
+    fprintf(stderr, "%-36s %-8s %12s %12s  %s\n", "tensor", "chosen", "bytes", "cost", "candidates");
+    for (int32_t i = 0; i < mx->n; i++) {
+        const qt_quantize_mix_tensor *t = &mx->t[i];
+        fprintf(stderr, "%-36s %-8s %12llu %12.4g  %d\n", p->tensors[t->plan_index].name, qt_type_get(t->types[t->chosen])->name,
+                (unsigned long long)t->bytes[t->chosen], t->cost[t->chosen], t->n_options);
+    }
+}
 
 static void print_plan(const qt_quantize_plan *p) {
     fprintf(stderr, "%-36s %-8s %-8s %12s %7s\n", "tensor", "from", "to", "bytes", "bpw");
@@ -381,6 +447,31 @@ static json_t *calib_json(const qt_calib_set *c) {
                      c->seq_len, "seed", (json_int_t)c->seed);
 }
 
+/* "target": the budget, the choice, and every tensor's candidates with their bytes and predicted cost. */
+static json_t *mix_json(const args *a, const qt_quantize_mix *mx, const qt_quantize_plan *p) {
+    json_t *o = json_object(), *ts = json_array();
+    if (a->target.file_bytes) json_object_set_new(o, "file_bytes", json_integer((json_int_t)a->target.file_bytes));
+    else json_object_set_new(o, "bpw", json_real(a->target.bpw));
+    json_object_set_new(o, "budget_bytes", json_integer((json_int_t)mx->budget_bytes));
+    json_object_set_new(o, "used_bytes", json_integer((json_int_t)mx->used_bytes));
+    json_object_set_new(o, "predicted_cost", json_real(mx->predicted_cost));
+    json_object_set_new(o, "exact", json_boolean(mx->exact));
+    json_object_set_new(o, "sensitivity", json_string(mx->sensitivity));
+    for (int32_t i = 0; i < mx->n; i++) {
+        const qt_quantize_mix_tensor *t = &mx->t[i];
+        json_t *e = json_object(), *opts = json_array();
+        json_object_set_new(e, "name", json_string(p->tensors[t->plan_index].name));
+        json_object_set_new(e, "type", json_string(qt_type_get(t->types[t->chosen])->name));
+        for (int32_t k = 0; k < t->n_options; k++)
+            json_array_append_new(opts, json_pack("{s:s, s:I, s:f}", "type", qt_type_get(t->types[k])->name, "bytes",
+                                                  (json_int_t)t->bytes[k], "cost", t->cost[k]));
+        json_object_set_new(e, "candidates", opts);
+        json_array_append_new(ts, e);
+    }
+    json_object_set_new(o, "tensors", ts);
+    return o;
+}
+
 static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     json_t *root = json_object(), *ts = json_array();
     json_object_set_new(root, "input", json_string(a->in));
@@ -395,6 +486,7 @@ static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
     json_object_set_new(root, "peak_rss_bytes", json_integer((json_int_t)(a->dry_run ? p->peak_rss_estimate : rss)));
     json_object_set_new(root, "peak_rss_measured", json_boolean(!a->dry_run));
     if (a->algo) json_object_set_new(root, "peak_rss_estimate_bytes", json_integer((json_int_t)a->mem.total));
+    if (a->algo) json_object_set_new(root, "peak_rss_estimate_terms", gptq_memory_json(&a->mem));
     json_object_set_new(root, "fallbacks", json_integer(p->n_fallbacks));
     if (!a->dry_run) json_object_set_new(root, "resumed_tensors", json_integer(p->n_resumed));
     if (p->imatrix_sha256[0]) json_object_set_new(root, "imatrix_sha256", json_string(p->imatrix_sha256));
@@ -414,6 +506,7 @@ static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
         }
         json_array_append_new(ts, o);
     }
+    if (a->mix) json_object_set_new(root, "target", mix_json(a, a->mix, p));
     json_object_set_new(root, "tensors", ts);
     return cli_json_emit_tree(&a->json, root, 0, a->in);
 }
@@ -475,6 +568,14 @@ static qt_gptq_memory gptq_memory(const args *a, const qt_model *m, const qt_qua
     qt_gptq_memory_estimate(m, p, ct_group, a->qc.set.tokens, a->qc.set.n_samples, a->qc.set.seq_len,
                             a->o.threads > 0 ? a->o.threads : qt_default_threads(), rss_now(), qt_bench_peak_rss(), &mem);
     return mem;
+}
+
+/* The estimate's terms (the same names `quanta plan --json` gives its quanta_job). */
+static json_t *gptq_memory_json(const qt_gptq_memory *x) {
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "base", (json_int_t)x->base, "peak_before",
+                     (json_int_t)x->peak_before, "model", (json_int_t)x->model, "engine", (json_int_t)x->engine, "hidden",
+                     (json_int_t)x->hidden, "hessians", (json_int_t)x->hessians, "linear", (json_int_t)x->linear,
+                     "output", (json_int_t)x->output, "write", (json_int_t)x->write, "blas", (json_int_t)x->blas);
 }
 
 static void gptq_memory_print(const qt_gptq_memory *x, uint64_t measured) {
@@ -553,7 +654,10 @@ static int run_gguf(args *a, qt_model *m) {
     if (rc == CLI_OK) rc = kv_scales(a, m);
     if (rc != CLI_OK) return rc;
     if (a->kv.on) a->o.kv_scales = &a->kv.s;
-    qt_status st = qt_quantize_plan_make(m, &a->o, &p);
+    const bool target = a->target.file_bytes || a->target.bpw > 0;
+    if (target) a->o.scheme = NULL; /* named by the allocation */
+    qt_status st = target ? qt_quantize_plan_target(m, &a->o, &a->target, &p, &a->mix) : qt_quantize_plan_make(m, &a->o, &p);
+    if (target && st == QT_OK) a->o.scheme = p->ftype->name;
     qcalib_drop_file(&a->qc); /* the plan has it mapped */
     if (st != QT_OK) return cli_fail(st);
     notes(a, p);
@@ -561,6 +665,7 @@ static int run_gguf(args *a, qt_model *m) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (a->dry_run) {
         if (!a->quiet) print_plan(p);
+        if (!a->quiet && a->mix) print_mix(a->mix, p);
         if (a->algo) {
             a->mem = gptq_memory(a, m, p, 0);
             p->peak_rss_estimate = a->mem.total;
@@ -586,6 +691,8 @@ static int run_gguf(args *a, qt_model *m) {
     if (rc == CLI_OK && !a->quiet && a->algo) gptq_memory_print(&a->mem, a->dry_run ? 0 : rss);
     if (rc == CLI_OK && a->json.on) rc = emit_json(a, p, rss);
     qt_quantize_plan_free(p);
+    qt_quantize_mix_free(a->mix);
+    a->mix = NULL;
     return rc;
 }
 
@@ -657,6 +764,7 @@ static int ct_emit_json(const args *a, const qt_ct_export_estimate *e, uint64_t 
     if (!a->dry_run) json_object_set_new(root, "resumed_tensors", json_integer(e->n_resumed));
     json_object_set_new(root, "per_channel_fallback", json_integer(e->n_fallback));
     if (a->algo) json_object_set_new(root, "peak_rss_estimate_bytes", json_integer((json_int_t)a->mem.total));
+    if (a->algo) json_object_set_new(root, "peak_rss_estimate_terms", gptq_memory_json(&a->mem));
     if (a->calib.file) json_object_set_new(root, "calibration", calib_json(&a->qc.set));
     if (a->kv.on) json_object_set_new(root, "kv_cache", qkv_json(&a->kv));
     for (int32_t i = 0; i < e->n_tensors; i++) {
@@ -692,10 +800,6 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
     int rc = ct_refuse_gguf_options(a, int_scheme && !a->algo);
     if (rc == CLI_OK) rc = qkv_ct(VERB, &a->kv, NULL);
     if (rc != CLI_OK) return rc;
-    if ((a->o.resumable || a->o.resume) && a->algo)
-        return cli_usage(VERB, "--%s: an --algo %s run onto compressed-tensors (--scheme %s) cannot be resumed yet (round "
-                         "to nearest can, and --algo gptq onto GGUF)", a->o.resume ? "resume" : "resumable", a->algo,
-                         a->scheme);
     const char *keep[MAX_PATTERNS + 1];
     for (int32_t i = 0; i < a->o.n_keep; i++) keep[i] = a->o.keep[i];
     keep[a->o.n_keep] = NULL;
@@ -769,6 +873,10 @@ static int run_ct(args *a, const qt_model *m, const char *key) {
         st = qt_gptq_quantize_ct(m, key, a->out, &o, &g, &e, &r);
         cli_progress_end();
         if (st == QT_OK) gptq_summary(a, &r);
+        if (st != QT_OK && r.n_layers_kept && !e.partial_kept)
+            fprintf(stderr, "quanta: kept %d finished %s layers in %s%s and its state file; to continue:\n  %s\n",
+                    r.n_layers_kept, a->algo, a->out, QT_QUANTIZE_LAYERS_SUFFIX,
+                    a->resume_cmd ? a->resume_cmd : "(out of memory)");
     } else {
         o.progress = cli_progress(a->quiet);
         st = qt_ct_export(m, key, a->out, &o, &e);

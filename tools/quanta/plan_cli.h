@@ -39,4 +39,9 @@ static inline const char *plural(long long n) { return n == 1 ? "" : "s"; }
 /* A fractional count with one decimal that never rounds up to the next whole number. */
 const char *fmt_frac(double x, char *buf, size_t n);
 
+/* `quanta plan`'s quanta job (plan_job.c): qt_gptq_memory_estimate of `quanta quantize
+ * --algo gptq --scheme scheme` on the checkpoint at path with n_seq x n_tok calibration
+ * tokens, base 0; false when path is no checkpoint or the scheme has no GPTQ run. */
+bool plan_gptq_job(const char *path, const char *scheme, int32_t n_seq, int32_t n_tok, qt_gptq_memory *out);
+
 #endif

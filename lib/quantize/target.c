@@ -1,0 +1,319 @@
+/* lib/quantize/target.c — `quanta quantize --target-size / --target-bpw`:
+ * each quantizable tensor's candidates, their proxy costs, the allocation
+ * (lib/quantize/mix.c) and the plan that writes it (include/quanta/quantize.h,
+ * docs/quantize.md "Target size").
+ *
+ * The proxy is imatrix-weighted weight error, as llama.cpp PR #15550 scores
+ * tensors: with a_j = E[x_j^2] (the imatrix), sum_ij a_j dW_ij^2 is the
+ * expected squared error of W x per token when the errors of a row are
+ * uncorrelated. Every pair (tensor, candidate) is one job; each sums its rows
+ * in order, so any thread count gives the same costs. The file's size is the
+ * writer's (size-only mode); the tensors' budget is the target less the rest
+ * of the file, and a plan over target is re-allocated with the excess taken off. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mix.h"
+#include "quanta/imatrix.h"
+#include "quantize_internal.h"
+
+#define ALIGN 32 /* GGUF's default tensor alignment (bytes); a file with another is caught by the size check */
+#define MAX_OPT (QT_QUANTIZE_MIX_N_DEFAULT + 12)
+
+static const qt_type default_candidates[QT_QUANTIZE_MIX_N_DEFAULT] = {
+    QT_TYPE_IQ1_S,  QT_TYPE_IQ1_M,  QT_TYPE_IQ2_XXS, QT_TYPE_IQ2_XS, QT_TYPE_IQ2_S, QT_TYPE_Q2_K, QT_TYPE_IQ3_XXS,
+    QT_TYPE_IQ3_S,  QT_TYPE_Q3_K,   QT_TYPE_IQ4_XS,  QT_TYPE_IQ4_NL, QT_TYPE_Q4_0,  QT_TYPE_Q4_1, QT_TYPE_Q4_K,
+    QT_TYPE_Q5_0,   QT_TYPE_Q5_1,   QT_TYPE_Q5_K,    QT_TYPE_Q6_K,   QT_TYPE_Q8_0,  QT_TYPE_F16,
+};
+
+const qt_type *qt_quantize_mix_default(void) { return default_candidates; }
+
+void qt_quantize_mix_free(qt_quantize_mix *mix) {
+    if (!mix) return;
+    free(mix->t);
+    free(mix);
+}
+
+static uint64_t pad(uint64_t b) { return (b + ALIGN - 1) / ALIGN * ALIGN; }
+
+typedef struct job {
+    const qt_tensor *t;
+    qt_type type;
+    const float *w;      /* (ne0 x experts) importance weights, or NULL */
+    bool lookup;         /* the token embedding: mean over rows */
+    bool matmul_too;     /* ... which is also the (tied) output matmul */
+    double cost;
+    qt_status s;
+} job;
+
+typedef struct scan_ctx {
+    job *jobs;
+    float **scratch;     /* (threads) 2 rows of floats + a quantized row */
+    int64_t max_row;
+} scan_ctx;
+
+static void scan_job(scan_ctx *c, job *j, float *row, float *back, uint8_t *q) {
+    const qt_tensor *t = j->t;
+    const int64_t ne0 = t->ne[0], n_rows = t->ne[1] * (t->ne[2] > 1 ? t->ne[2] : 1) * (t->ne[3] > 1 ? t->ne[3] : 1);
+    const size_t src_row = qt_row_size(t->type, ne0);
+    const int64_t per_slice = t->ne[1] > 0 ? t->ne[1] : 1, n_exp = t->ne[2] > 1 ? t->ne[2] : 1;
+    double weighted = 0, plain = 0;
+    (void)c;
+    for (int64_t r = 0; r < n_rows && j->s == QT_OK; r++) {
+        const float *w = j->w ? j->w + (r / per_slice % n_exp) * ne0 : NULL;
+        j->s = qt_dequantize_rows(t->type, (const uint8_t *)t->data + (size_t)r * src_row, row, 1, ne0);
+        if (j->s == QT_OK) j->s = qt_quantize_rows(j->type, row, q, 1, ne0, w);
+        if (j->s == QT_OK) j->s = qt_dequantize_rows(j->type, q, back, 1, ne0);
+        for (int64_t k = 0; j->s == QT_OK && k < ne0; k++) {
+            const double e = (double)row[k] - (double)back[k];
+            weighted += (w ? w[k] : 1.0) * e * e;
+            plain += e * e;
+        }
+    }
+    j->cost = j->lookup ? plain / (double)n_rows + (j->matmul_too ? weighted : 0) : weighted;
+}
+
+static void scan_range(void *vctx, int64_t b, int64_t e, int ti) {
+    scan_ctx *c = vctx;
+    float *row = c->scratch[ti], *back = row + c->max_row;
+    uint8_t *q = (uint8_t *)(back + c->max_row);
+    for (int64_t i = b; i < e && !qt_cancelled(); i++) scan_job(c, &c->jobs[i], row, back, q);
+}
+
+/* One tensor's candidates: those whose block divides the row, and that ggml can make
+ * (the imatrix-only i-quants where the imatrix has the tensor). */
+static int32_t tensor_options(const qt_tensor *t, const qt_type *cand, int32_t n_cand, bool has_weights, qt_type *out) {
+    int32_t n = 0;
+    for (int32_t k = 0; k < n_cand && n < MAX_OPT; k++) {
+        const qt_type_traits *tr = qt_type_get(cand[k]);
+        if (!tr || !tr->from_float || t->ne[0] % tr->block_elems) continue;
+        if (qt_type_requires_imatrix(cand[k]) && !has_weights) continue;
+        out[n++] = cand[k];
+    }
+    return n;
+}
+
+typedef struct target_ctx {
+    const qt_model *m;
+    const qt_quantize_opts *o;
+    const qt_quantize_target *tg;
+    qt_quantize_plan *base;
+    qt_imatrix *im;
+    qt_quantize_mix *mix;
+    float **weights;     /* (mix->n) importance weights or NULL */
+} target_ctx;
+
+static qt_status collect(target_ctx *c) {
+    const qt_type *cand = c->tg->candidates ? c->tg->candidates : default_candidates;
+    const int32_t n_cand = c->tg->candidates ? c->tg->n_candidates : QT_QUANTIZE_MIX_N_DEFAULT;
+    qt_quantize_mix *mx = c->mix;
+    if (!(mx->t = calloc((size_t)c->base->n_tensors + 1, sizeof *mx->t)) ||
+        !(c->weights = calloc((size_t)c->base->n_tensors + 1, sizeof *c->weights)))
+        return qt_error(QT_ERR_NOMEM, "out of memory");
+    for (int32_t i = 0; i < c->base->n_tensors; i++) {
+        const qt_quantize_tensor *q = &c->base->tensors[i];
+        if (q->kept) continue;
+        const qt_tensor *t = qt_model_find_tensor(c->m, q->name);
+        const int64_t n_exp = t->ne[2] > 1 ? t->ne[2] : 1;
+        float *w = NULL;
+        if (c->im && qt_imatrix_find(c->im, t->name)) {
+            if (!(w = malloc((size_t)(t->ne[0] * n_exp) * sizeof *w))) return qt_error(QT_ERR_NOMEM, "out of memory");
+            if (qt_imatrix_get(c->im, t->name, t->ne[0], n_exp, w) != QT_OK) { free(w); w = NULL; }
+        }
+        qt_quantize_mix_tensor *mt = &mx->t[mx->n];
+        c->weights[mx->n] = w;
+        mt->plan_index = i;
+        mt->n_options = tensor_options(t, cand, n_cand, w != NULL, mt->types);
+        if (!mt->n_options)
+            return qt_error(QT_ERR_ARG, "%s: tensor '%s' (rows of %lld): no candidate type fits its row length",
+                            qt_model_path(c->m), t->name, (long long)t->ne[0]);
+        for (int32_t k = 0; k < mt->n_options; k++)
+            mt->bytes[k] = (uint64_t)(q->n_elements / t->ne[0]) * qt_row_size(mt->types[k], t->ne[0]);
+        mx->n++;
+    }
+    return QT_OK;
+}
+
+static qt_status scan(target_ctx *c) {
+    qt_quantize_mix *mx = c->mix;
+    int64_t n_jobs = 0, max_row = 0;
+    for (int32_t i = 0; i < mx->n; i++) n_jobs += mx->t[i].n_options;
+    job *jobs = calloc((size_t)n_jobs + 1, sizeof *jobs);
+    if (!jobs) return qt_error(QT_ERR_NOMEM, "out of memory");
+    const bool tied = qt_model_find_tensor(c->m, "output.weight") == NULL;
+    for (int32_t i = 0, at = 0; i < mx->n; i++) {
+        const qt_tensor *t = qt_model_find_tensor(c->m, c->base->tensors[mx->t[i].plan_index].name);
+        if (t->ne[0] > max_row) max_row = t->ne[0];
+        const bool lookup = !strcmp(t->name, "token_embd.weight");
+        for (int32_t k = 0; k < mx->t[i].n_options; k++, at++)
+            jobs[at] = (job){t, mx->t[i].types[k], c->weights[i], lookup, lookup && tied, 0, QT_OK};
+    }
+    qt_threadpool *tp = NULL;
+    qt_status s = qt_threadpool_create(c->o->threads > 0 ? c->o->threads : qt_default_threads(), &tp);
+    scan_ctx sc = {jobs, NULL, max_row};
+    const int nt = s == QT_OK ? qt_threadpool_size(tp) : 0;
+    if (s == QT_OK && !(sc.scratch = calloc((size_t)nt, sizeof *sc.scratch))) s = qt_error(QT_ERR_NOMEM, "out of memory");
+    for (int i = 0; s == QT_OK && i < nt; i++)
+        if (!(sc.scratch[i] = malloc((size_t)max_row * 3 * sizeof(float) + 256))) s = qt_error(QT_ERR_NOMEM, "out of memory");
+    if (s == QT_OK) qt_parallel_for(tp, n_jobs, scan_range, &sc);
+    if (s == QT_OK && qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: interrupted", qt_model_path(c->m));
+    for (int64_t j = 0; s == QT_OK && j < n_jobs; j++)
+        if (jobs[j].s != QT_OK)
+            s = qt_error(jobs[j].s, "%s: tensor '%s' to %s: %s", qt_model_path(c->m), jobs[j].t->name,
+                         qt_type_get(jobs[j].type)->name, qt_last_error());
+    for (int32_t i = 0, at = 0; s == QT_OK && i < mx->n; i++)
+        for (int32_t k = 0; k < mx->t[i].n_options; k++) mx->t[i].cost[k] = jobs[at++].cost;
+    for (int i = 0; sc.scratch && i < nt; i++) free(sc.scratch[i]);
+    free(sc.scratch);
+    qt_threadpool_free(tp);
+    free(jobs);
+    return s;
+}
+
+/* The file type named after the quantized type with the most bytes ("q4_K" -> q4_k_m; f16 when all are float). */
+static const char *mix_ftype(const qt_quantize_mix *mx) {
+    uint64_t by[QT_TYPE_COUNT] = {0};
+    qt_type best = QT_TYPE_F16;
+    for (int32_t i = 0; i < mx->n; i++) {
+        const qt_type ty = mx->t[i].types[mx->t[i].chosen];
+        if (!qt_type_get(ty)->is_quantized) continue;
+        if ((by[ty] += mx->t[i].bytes[mx->t[i].chosen]) > by[best]) best = ty;
+    }
+    static _Thread_local char name[32];
+    static const char *const suffix[] = {"", "_m", "_s"};
+    for (size_t k = 0; k < sizeof suffix / sizeof suffix[0]; k++) {
+        snprintf(name, sizeof name, "%s%s", qt_type_get(best)->name, suffix[k]);
+        if (qt_gguf_ftype_find(name)) return name;
+    }
+    return "f16";
+}
+
+/* Allocates under budget and plans it; *over: how far the file exceeds the target (0: within). */
+static qt_status allocate_and_plan(target_ctx *c, uint64_t budget, bool padded, qt_type *types, qt_quantize_plan **p,
+                                   uint64_t *over) {
+    qt_quantize_mix *mx = c->mix;
+    qt__mix_option *opts = calloc((size_t)mx->n * MAX_OPT + 1, sizeof *opts);
+    int32_t *first = calloc((size_t)mx->n + 1, sizeof *first), *n_opt = calloc((size_t)mx->n + 1, sizeof *n_opt),
+            *choice = calloc((size_t)mx->n + 1, sizeof *choice);
+    qt_status s = opts && first && n_opt && choice ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
+    for (int32_t i = 0; s == QT_OK && i < mx->n; i++) {
+        first[i] = i * MAX_OPT;
+        n_opt[i] = mx->t[i].n_options;
+        for (int32_t k = 0; k < n_opt[i]; k++)
+            opts[first[i] + k] = (qt__mix_option){padded ? pad(mx->t[i].bytes[k]) : mx->t[i].bytes[k], mx->t[i].cost[k]};
+    }
+    qt__mix_result r;
+    if (s == QT_OK) s = qt__mix_allocate(opts, first, n_opt, mx->n, budget, QT__MIX_DP_CELLS, choice, &r);
+    if (s == QT_OK) {
+        for (int32_t i = 0; i < mx->n; i++) {
+            mx->t[i].chosen = choice[i];
+            const qt_tensor *t = qt_model_find_tensor(c->m, c->base->tensors[mx->t[i].plan_index].name);
+            types[t - qt_model_tensor(c->m, 0)] = mx->t[i].types[choice[i]];
+        }
+        mx->budget_bytes = budget;
+        mx->used_bytes = r.bytes;
+        mx->predicted_cost = r.cost;
+        mx->exact = r.exact;
+        qt_quantize_opts o = *c->o;
+        o.scheme = mix_ftype(mx);
+        s = qt__quantize_plan_make_mix(c->m, &o, types, budget, r.cost, p);
+    }
+    if (s == QT_OK) {
+        const uint64_t limit = c->tg->file_bytes ? c->tg->file_bytes : UINT64_MAX;
+        *over = (*p)->output_bytes > limit ? (*p)->output_bytes - limit : 0;
+    }
+    free(opts); free(first); free(n_opt); free(choice);
+    return s;
+}
+
+/* The tensors' budget: the target less the rest of the file (kept tensors, header, mix keys). */
+static qt_status first_budget(const target_ctx *c, uint64_t *budget, bool *padded) {
+    const qt_quantize_plan *b = c->base;
+    uint64_t kept = 0, all_padded = 0, names = 0;
+    for (int32_t i = 0; i < b->n_tensors; i++) {
+        all_padded += pad(b->tensors[i].bytes);
+        if (b->tensors[i].kept) kept += b->tensors[i].bytes;
+    }
+    for (int32_t i = 0; i < c->mix->n; i++) names += strlen(b->tensors[c->mix->t[i].plan_index].name) + 8 + 1 + 8;
+    if (c->tg->file_bytes) {
+        /* header and kept tensors as the base plan lays them out, the mix keys on top (~names + 128 bytes) */
+        uint64_t kept_padded = 0;
+        for (int32_t i = 0; i < b->n_tensors; i++) kept_padded += b->tensors[i].kept ? pad(b->tensors[i].bytes) : 0;
+        const uint64_t rest = b->output_bytes - all_padded + kept_padded + names + 128 + ALIGN;
+        if (c->tg->file_bytes <= rest)
+            return qt_error(QT_ERR_RANGE, "target size %llu bytes: the header and the tensors kept as stored already take "
+                            "%llu bytes", (unsigned long long)c->tg->file_bytes, (unsigned long long)rest);
+        *budget = c->tg->file_bytes - rest;
+        *padded = true;
+        return QT_OK;
+    }
+    const double total = c->tg->bpw * (double)b->n_weights / 8.0;
+    if (!(c->tg->bpw > 0) || total <= (double)kept)
+        return qt_error(QT_ERR_RANGE, "target %.4g bits per weight: the tensors kept as stored already take %.4g",
+                        c->tg->bpw, 8.0 * (double)kept / (double)(b->n_weights ? b->n_weights : 1));
+    *budget = (uint64_t)(total - (double)kept);
+    *padded = false;
+    return QT_OK;
+}
+
+static qt_status base_plan(const qt_model *m, const qt_quantize_opts *o, qt_quantize_plan **b) {
+    qt_quantize_opts bo = *o;
+    bo.scheme = "f16"; /* every quantizable tensor stays quantizable; no row-length fallback */
+    bo.n_overrides = 0;
+    bo.output_type = bo.embd_type = QT_TYPE_COUNT;
+    bo.pure = false;
+    return qt_quantize_plan_make(m, &bo, b);
+}
+
+qt_status qt_quantize_plan_target(const qt_model *m, const qt_quantize_opts *o, const qt_quantize_target *tg,
+                                  qt_quantize_plan **out, qt_quantize_mix **mix) {
+    *out = NULL;
+    *mix = NULL;
+    if (o->n_overrides || o->output_type != QT_TYPE_COUNT || o->embd_type != QT_TYPE_COUNT || o->pure)
+        return qt_error(QT_ERR_ARG, "a target size chooses every tensor's type: --tensor-type, --output-tensor-type, "
+                                    "--token-embedding-type and --pure do not apply (--keep does)");
+    for (int32_t k = 0; tg->candidates && k < tg->n_candidates; k++) {
+        const qt_type_traits *tr = qt_type_get(tg->candidates[k]);
+        if (!tr || !tr->from_float || tr->runtime_only)
+            return qt_error(QT_ERR_ARG, "--candidates: type %d is not a GGUF type quanta writes", (int)tg->candidates[k]);
+    }
+    if (tg->candidates && (tg->n_candidates < 1 || tg->n_candidates > MAX_OPT))
+        return qt_error(QT_ERR_ARG, "--candidates: %d types (1 to %d)", tg->n_candidates, MAX_OPT);
+    target_ctx c = {.m = m, .o = o, .tg = tg};
+    qt_type *types = malloc(((size_t)qt_model_n_tensors(m) + 1) * sizeof *types);
+    if (!types || !(c.mix = calloc(1, sizeof *c.mix))) { free(types); return qt_error(QT_ERR_NOMEM, "out of memory"); }
+    for (int32_t i = 0; i < qt_model_n_tensors(m); i++) types[i] = QT_TYPE_COUNT;
+    c.mix->sensitivity = "proxy";
+    qt_status s = base_plan(m, o, &c.base);
+    if (s == QT_OK && o->imatrix) s = qt_imatrix_open(o->imatrix, &c.im);
+    if (s == QT_OK) s = collect(&c);
+    if (s == QT_OK) s = scan(&c);
+    uint64_t budget = 0, over = 0;
+    bool padded = false;
+    if (s == QT_OK) s = first_budget(&c, &budget, &padded);
+    qt_quantize_plan *p = NULL;
+    /* the estimate of the rest is generous; should the file still be over, take the excess off and again */
+    for (int it = 0; s == QT_OK && it < 8; it++) {
+        s = allocate_and_plan(&c, budget, padded, types, &p, &over);
+        if (s != QT_OK || !over) break;
+        qt_quantize_plan_free(p);
+        p = NULL;
+        if (over >= budget) { s = qt_error(QT_ERR_RANGE, "target size: nothing fits"); break; }
+        budget -= over + ALIGN;
+    }
+    if (s == QT_OK && over) s = qt_error(QT_ERR_INTERNAL, "target size: the plan stays %llu bytes over", (unsigned long long)over);
+    for (int32_t i = 0; c.weights && i < c.mix->n; i++) free(c.weights[i]);
+    free(c.weights);
+    free(types);
+    if (c.im) qt_imatrix_close(c.im);
+    qt_quantize_plan_free(c.base);
+    if (s != QT_OK) {
+        qt_quantize_plan_free(p);
+        qt_quantize_mix_free(c.mix);
+        return s;
+    }
+    *out = p;
+    *mix = c.mix;
+    return QT_OK;
+}
