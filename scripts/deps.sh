@@ -9,9 +9,10 @@
 #   libcurl4-openssl-dev                  HTTP client of `quanta loadtest` (libcurl's multi interface, streaming)
 #   libmicrohttpd-dev                     the HTTP server under `quanta serve` (GNU libmicrohttpd), and the load test's scripted test server
 #   curl                                  the HTTP client tests/cli/serve.sh drives `quanta serve` with
+#   jq                                    reads and writes JSON in CLI tests (tests/cli/eval_tasks.sh builds a task file from `quanta run --json`)
 #   libopenblas-dev, liblapacke-dev       GPTQ: BLAS syrk for Hessians, LAPACKE Cholesky for their inverse factors
 set -e
-PKGS="build-essential cmake pkg-config clang libclang-rt-dev libjansson-dev libpcre2-dev libutf8proc-dev libcurl4-openssl-dev libmicrohttpd-dev curl libopenblas-dev liblapacke-dev"
+PKGS="build-essential cmake pkg-config clang libclang-rt-dev libjansson-dev libpcre2-dev libutf8proc-dev libcurl4-openssl-dev libmicrohttpd-dev curl jq libopenblas-dev liblapacke-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -23,6 +23,7 @@
 #include "engine.h"
 #include "gguf.h"
 #include "quantize.h"
+#include "tasks.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -113,6 +114,7 @@ typedef struct qt_eval_thresholds {
     double max_ppl_delta_pct;  /* default 5 (%) */
     double max_kld;            /* mean KL(base||cand), nats; default off */
     double min_top1;           /* top-1 agreement share in [0,1]; default off */
+    double max_pass_drop_pct;  /* --tasks: pass rate fall, percentage points; default 5 */
 } qt_eval_thresholds;
 
 QT_API void qt_eval_thresholds_default(qt_eval_thresholds *t);
@@ -243,6 +245,39 @@ QT_API qt_status qt_needle_run(const char *text, size_t len, const qt_needle_opt
                         qt_eval_score_fn score, void *user, const qt_progress *progress, qt_needle_result *out);
 QT_API void qt_needle_result_free(qt_needle_result *r);
 
+/* ---- task files (quanta/tasks.h): base against candidate on the user's items ------ */
+
+/* Generates the output of item `it` (sample `sample` of n): *text malloc'd.
+ * *infra = true marks a failure of the infrastructure (a server that errors or
+ * times out), counted apart from the model's failures; *text may then be NULL. */
+typedef qt_status (*qt_task_gen_fn)(void *user, const qt_task_item *it, int32_t sample, char **text, bool *infra);
+
+typedef struct qt_task_outcome {
+    char *text;            /* the output that decided the item: the first passing sample, else sample 0 */
+    bool pass;             /* every check passed on one sample (pass@k) */
+    bool infra;            /* failed by infrastructure (no output) */
+    bool choice_skipped;   /* a choice check had no log-likelihoods (a server without logprobs) */
+    uint64_t check_pass;   /* bit j: check j passed on that output */
+    char why[QT_CHECK_WHY_LEN]; /* the first failing check: "checks[1] regex: no match for /x/" */
+} qt_task_outcome;
+
+typedef struct qt_task_result {
+    int32_t n_items, n_samples;
+    int32_t n_pass, n_infra;           /* items passing; items failed by infrastructure */
+    double pass_rate, pass_lo, pass_hi; /* n_pass / n_items with its Wilson 95 % interval */
+    int32_t n_checks[QT_CHECK__COUNT], n_checks_pass[QT_CHECK__COUNT]; /* per check type, over the items */
+    qt_task_outcome *items;            /* (n_items) in file order */
+} qt_task_result;
+
+/* Runs every item: n_samples outputs by gen (items without a generating check
+ * skip it), each check on them, choice checks by score (NULL: skipped with
+ * choice_skipped). Deterministic when gen is. */
+QT_API qt_status qt_tasks_run(const qt_task_set *set, int32_t n_samples, qt_task_gen_fn gen, qt_eval_score_fn score,
+                              void *user, const qt_progress *progress, qt_task_result *out);
+QT_API void qt_task_result_free(qt_task_result *r);
+/* Items whose pass differs between base and candidate (same set). */
+QT_API int32_t qt_tasks_n_flipped(const qt_task_result *base, const qt_task_result *cand);
+
 /* ---- held-out check ----------------------------------------------------------- */
 
 /* The calibration fingerprint (qt_calib_*) is quantization's: quanta/quantize.h. */
@@ -282,6 +317,7 @@ typedef struct qt_eval_candidate {
     const qt_mc_result *mc;            /* NULL when not run */
     const qt_needle_result *needle;    /* NULL when not run */
     const qt_heldout_result *heldout;  /* NULL when the candidate records no calibration text */
+    const qt_task_result *tasks;       /* NULL when --tasks was not given */
     int32_t n_warnings;
     const char *const *warnings;
 } qt_eval_candidate;
@@ -293,6 +329,9 @@ typedef struct qt_eval_report {
     const char *text_path;             /* evaluation text */
     int32_t n_ctx, n_chunks;
     const char *mc_path;               /* NULL when --mc was not given */
+    const qt_task_set *task_set;       /* NULL when --tasks was not given */
+    const qt_task_result *base_tasks;
+    const char *tasks_path;
     qt_eval_thresholds thresholds;
     bool strict;
     int32_t n_candidates;
@@ -331,6 +370,10 @@ typedef struct qt_eval_opts {
     bool needle;
     qt_needle_opts needle_opts;    /* lengths longer than n_ctx allows are dropped */
     const char *mc_path;           /* NULL: no multiple choice */
+    const char *tasks_path;        /* NULL: no task file */
+    int32_t task_samples;          /* outputs per item (pass@k); 1: greedy */
+    uint64_t task_seed;            /* the sampler's seed when task_samples > 1 */
+    float task_temp;               /* its temperature (default 0.8) */
     bool bench;
     qt_progress progress;
 } qt_eval_opts;

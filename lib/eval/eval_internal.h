@@ -9,6 +9,7 @@
 #include "core/strbuf.h"
 #include "quanta/eval.h"
 #include "quanta/tasks.h"
+#include "quanta/tokenizer.h"
 
 /* Reports are built in the growable string of lib/core/strbuf.h. */
 
@@ -32,5 +33,15 @@ void qt__regex_free(void *re);
 qt_status qt__schema_validate(json_t *schema, const char *path);
 bool qt__schema_match(json_t *schema, json_t *doc, const char *path, char *why);
 qt_status qt__tools_validate(json_t *tools);
+
+/* tasks_engine.c: item it's output from engine e (reset first) and sampler smp;
+ * logits: n_vocab floats of scratch. *out malloc'd. */
+qt_status qt__task_generate(qt_engine_ctx *e, const qt_tokenizer *tok, const qt_vocab *voc, qt_sampler *smp,
+                            const qt_task_item *it, float *logits, char **out);
+
+/* tasks_report.c: the --tasks parts of the text, JSON and HTML reports (r->base_tasks set). */
+void qt__tasks_table(qt__sbuf *b, const qt_eval_report *r, int w);
+json_t *qt__tasks_json(const qt_eval_report *r, const qt_task_result *t);
+void qt__tasks_html(qt__sbuf *b, const qt_eval_report *r);
 
 #endif

@@ -442,6 +442,7 @@ qt_status qt_eval_report_html(const qt_eval_report *r, char **out) {
             if (r->candidates[i].needle) needle_map(&b, qt__eval_basename(r->candidates[i].info.label), r->candidates[i].needle);
         qt__sb_puts(&b, "</div>\n");
     }
+    if (r->base_tasks) qt__tasks_html(&b, r);
     qt__sb_printf(&b, "<footer>quanta %s &middot; perplexity as llama-perplexity computes it; intervals and every field "
                       "are described in docs/eval.md (schema quanta.eval/1).</footer>\n</body></html>\n", qt_version());
     return qt__sb_finish(&b, out, "eval");

@@ -133,6 +133,7 @@ qt_status qt_eval_report_table(const qt_eval_report *r, char **out) {
     }
     if (r->base_mc) table_mc(&b, r, w);
     if (r->base_needle) table_needle(&b, r);
+    if (r->base_tasks) qt__tasks_table(&b, r, w);
     return qt__sb_finish(&b, out, "eval");
 }
 
@@ -245,6 +246,7 @@ static json_t *candidate_json(const qt_eval_report *r, const qt_eval_candidate *
     json_object_set_new(o, "heldout", heldout_json(c->heldout));
     json_object_set_new(o, "mc", mc_json(c->mc, r->base_mc));
     json_object_set_new(o, "needle", needle_json(c->needle));
+    json_object_set_new(o, "tasks", qt__tasks_json(r, c->tasks));
     return o;
 }
 
@@ -262,6 +264,7 @@ static json_t *report_json(const qt_eval_report *r) {
     json_object_set_new(th, "max_ppl_delta_pct", jnum(r->thresholds.max_ppl_delta_pct));
     json_object_set_new(th, "max_kld", jnum(r->thresholds.max_kld));
     json_object_set_new(th, "min_top1", jnum(r->thresholds.min_top1));
+    json_object_set_new(th, "max_pass_drop_pct", jnum(r->thresholds.max_pass_drop_pct));
     json_object_set_new(th, "strict", json_boolean(r->strict));
     json_object_set_new(root, "thresholds", th);
 
@@ -272,6 +275,7 @@ static json_t *report_json(const qt_eval_report *r) {
     json_object_set_new(base, "ppl_stderr", s0 ? jnum(s0->base_ppl_stderr) : json_null());
     json_object_set_new(base, "mc", mc_json(r->base_mc, NULL));
     json_object_set_new(base, "needle", needle_json(r->base_needle));
+    json_object_set_new(base, "tasks", qt__tasks_json(r, r->base_tasks));
     json_object_set_new(root, "base", base);
 
     json_t *cands = json_array();
@@ -282,6 +286,7 @@ static json_t *report_json(const qt_eval_report *r) {
     }
     json_object_set_new(root, "candidates", cands);
     json_object_set_new(root, "mc_path", jstr(r->mc_path));
+    json_object_set_new(root, "tasks_path", jstr(r->tasks_path));
     json_object_set_new(root, "exit_status", json_integer(exit_status));
     return root;
 }

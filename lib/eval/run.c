@@ -85,6 +85,8 @@ void qt_eval_opts_default(qt_eval_opts *o) {
     o->n_ctx = 512;
     qt_eval_thresholds_default(&o->thresholds);
     qt_needle_opts_default(&o->needle_opts);
+    o->task_samples = 1;
+    o->task_temp = 0.8f;
 }
 
 /* ---- runners ------------------------------------------------------------------ */
@@ -112,6 +114,9 @@ struct qt_eval_result {
     qt_mc_result base_mc, *mc;     /* mc: (n) */
     qt_needle_result base_needle, *needle;
     qt_heldout_result *heldout;    /* (n) */
+    qt_task_set *tasks;            /* --tasks, or NULL */
+    qt_task_result base_tasks, *task_res; /* task_res: (n) */
+    char tasks_path[4096];
     char (*warn)[MAX_WARNINGS][QT_EVAL_REASON_LEN];
     const char *(*warn_ptr)[MAX_WARNINGS];
     char text_path[4096], mc_path[4096];
@@ -306,6 +311,50 @@ static void scorer_free(scorer *sc) {
     free(sc->logp);
 }
 
+/* The task runner's context: the scorer first, so score_continuation reads it as one. */
+typedef struct task_gen {
+    scorer sc;
+    const qt_task_set *set;
+    const qt_eval_opts *o;
+    const qt_vocab *voc;
+} task_gen;
+
+/* Greedy for one sample; else sample k of item i from seed + the item's index and k,
+ * so an item's outputs do not depend on the items before it. */
+static qt_status gen_item(void *user, const qt_task_item *it, int32_t k, char **text, bool *infra) {
+    task_gen *g = user;
+    *infra = false;
+    const int64_t i = it - g->set->items;
+    qt_sampler_opts so = {.temp = g->o->task_samples > 1 ? g->o->task_temp : 0.0f, .top_p = 1.0f,
+                          .seed = g->o->task_seed + (uint64_t)i * 1000003u + (uint64_t)k};
+    qt_sampler *smp;
+    qt_status s = qt_sampler_new(&so, g->sc.n_vocab, &smp);
+    if (s) return s;
+    s = qt__task_generate(g->sc.r->engine, g->sc.tok, g->voc, smp, it, g->sc.rows, text);
+    qt_sampler_free(smp);
+    return s ? labelled(s, g->sc.r) : QT_OK;
+}
+
+static qt_status run_task_file(qt_eval_result *R, const qt_eval_opts *o, int32_t i, scorer *sc) {
+    task_gen g = {.sc = *sc, .set = R->tasks, .o = o, .voc = qt_model_vocab(R->runners[i].model)};
+    return qt_tasks_run(R->tasks, o->task_samples > 0 ? o->task_samples : 1, gen_item, score_continuation, &g, &o->progress,
+                        i == 0 ? &R->base_tasks : &R->task_res[i - 1]);
+}
+
+/* The verdict on a candidate's tasks: a pass-rate fall beyond the threshold fails;
+ * items lost to infrastructure need review. */
+static void judge_tasks(qt_eval_result *R, const qt_eval_opts *o, int32_t k) {
+    const qt_task_result *b = &R->base_tasks, *c = &R->task_res[k];
+    double drop = 100.0 * (b->pass_rate - c->pass_rate);
+    qt_eval_verdict *v = &R->cands[k].verdict;
+    if (!isnan(o->thresholds.max_pass_drop_pct) && drop > o->thresholds.max_pass_drop_pct)
+        qt_eval_verdict_note(v, QT_VERDICT_FAIL, "tasks: pass rate %.1f %% vs base %.1f %%, a drop of %.1f points exceeds "
+                             "--max-pass-drop-pct %g", 100 * c->pass_rate, 100 * b->pass_rate, drop, o->thresholds.max_pass_drop_pct);
+    if (b->n_infra || c->n_infra)
+        qt_eval_verdict_note(v, QT_VERDICT_REVIEW, "tasks: %d item(s) failed by infrastructure (base %d)", (int)c->n_infra,
+                             (int)b->n_infra);
+}
+
 static qt_status run_tasks(qt_eval_result *R, const qt_eval_opts *o, const qt_mc_set *mc) {
     qt_needle_opts no = o->needle_opts;
     if (o->needle) {
@@ -326,6 +375,7 @@ static qt_status run_tasks(qt_eval_result *R, const qt_eval_opts *o, const qt_mc
         if (!s && o->needle)
             s = qt_needle_run(R->text, R->text_len, &no, count_tokens, score_continuation, &sc, &o->progress,
                               i == 0 ? &R->base_needle : &R->needle[i - 1]);
+        if (!s && R->tasks) s = run_task_file(R, o, i, &sc);
         scorer_free(&sc);
     }
     return s;
@@ -345,6 +395,47 @@ static uint64_t evaluated_bytes(const qt_eval_result *R, int64_t n_tokens) {
     return n < R->text_len ? n : R->text_len;
 }
 
+/* Every task prompt (a chat's contents) joined by blank lines: the tasks' text for the held-out check. */
+static qt_status tasks_text(const qt_task_set *set, char **out, size_t *len) {
+    qt__sbuf b = {0};
+    for (int32_t i = 0; i < set->n_items; i++) {
+        const qt_task_item *it = &set->items[i];
+        if (it->prompt) { qt__sb_puts(&b, it->prompt); qt__sb_puts(&b, "\n\n"); continue; }
+        json_t *msgs = json_loads(it->messages, 0, NULL), *m;
+        size_t j;
+        json_array_foreach(msgs, j, m) {
+            qt__sb_puts(&b, json_string_value(json_object_get(m, "content")));
+            qt__sb_puts(&b, "\n\n");
+        }
+        json_decref(msgs);
+    }
+    *len = b.n;
+    return qt__sb_finish(&b, out, "tasks");
+}
+
+/* The held-out rule for task prompts: as for the evaluation text, a warning, a failure with --strict. */
+static qt_status check_tasks_heldout(qt_eval_result *R, const qt_eval_opts *o, int32_t k, const qt_calib_fingerprint *fp) {
+    char *text;
+    size_t len;
+    qt_heldout_result h;
+    qt_status s = tasks_text(R->tasks, &text, &len);
+    if (!s) s = qt_heldout_check(fp, text, len, len, &h);
+    free(text);
+    if (s || !h.overlaps) return s;
+    qt_eval_candidate *c = &R->cands[k];
+    char msg[QT_EVAL_REASON_LEN];
+    snprintf(msg, sizeof msg, "the task prompts overlap the candidate's calibration text (%.1f %% of their 13-word shingles)",
+             100.0 * h.overlap);
+    if (o->strict) {
+        qt_eval_verdict_note(&c->verdict, QT_VERDICT_FAIL, "%s; --strict", msg);
+    } else if (c->n_warnings < MAX_WARNINGS) {
+        snprintf(R->warn[k][c->n_warnings], QT_EVAL_REASON_LEN, "%s", msg);
+        R->warn_ptr[k][c->n_warnings] = R->warn[k][c->n_warnings];
+        c->n_warnings++;
+    }
+    return QT_OK;
+}
+
 static qt_status check_heldout(qt_eval_result *R, const qt_eval_opts *o, int32_t k, uint64_t used) {
     runner *r = &R->runners[k + 1];
     qt_eval_candidate *c = &R->cands[k];
@@ -353,6 +444,7 @@ static qt_status check_heldout(qt_eval_result *R, const qt_eval_opts *o, int32_t
     qt_status s = qt_calib_from_model(r->model, &fp, &has);
     if (s || !has) return s;
     s = qt_heldout_check(&fp, R->text, R->text_len, used, &R->heldout[k]);
+    if (!s && R->tasks) s = check_tasks_heldout(R, o, k, &fp);
     qt_calib_fingerprint_free(&fp);
     if (s) return s;
     c->heldout = &R->heldout[k];
@@ -399,9 +491,10 @@ static qt_status alloc_result(qt_eval_result **out, int32_t n) {
     R->mc = calloc((size_t)n, sizeof *R->mc);
     R->needle = calloc((size_t)n, sizeof *R->needle);
     R->heldout = calloc((size_t)n, sizeof *R->heldout);
+    R->task_res = calloc((size_t)n, sizeof *R->task_res);
     R->warn = calloc((size_t)n, sizeof *R->warn);
     R->warn_ptr = calloc((size_t)n, sizeof *R->warn_ptr);
-    if (!R->cand_specs || !R->runners || !R->cands || !R->mc || !R->needle || !R->heldout || !R->warn || !R->warn_ptr)
+    if (!R->cand_specs || !R->runners || !R->cands || !R->mc || !R->needle || !R->heldout || !R->task_res || !R->warn || !R->warn_ptr)
         return qt_error(QT_ERR_NOMEM, "eval: out of memory");
     return QT_OK;
 }
@@ -413,6 +506,18 @@ static qt_status tokenize_text(qt_eval_result *R) {
     if (s) return s;
     /* as llama-perplexity: BOS first when the vocabulary asks for it */
     return qt_tokenize(R->tok, R->text, R->text_len, v->add_bos, &R->ids, &R->n_ids);
+}
+
+/* A task file with chat items needs every model's chat template. */
+static qt_status tasks_need_template(const qt_eval_result *R) {
+    int32_t chat = -1;
+    for (int32_t i = 0; R->tasks && i < R->tasks->n_items && chat < 0; i++)
+        if (R->tasks->items[i].messages) chat = i;
+    for (int32_t i = 0; chat >= 0 && i <= R->n; i++)
+        if (!qt_model_vocab(R->runners[i].model)->chat_template)
+            return qt_error(QT_ERR_UNSUPPORTED, "%s: no chat template, and %s:%lld (item '%s') has messages", R->runners[i].spec->label,
+                            R->tasks_path, (long long)R->tasks->items[chat].line, R->tasks->items[chat].id);
+    return QT_OK;
 }
 
 static void fill_info(qt_eval_model_info *info, const runner *r) {
@@ -442,12 +547,17 @@ qt_status qt_eval_run(const qt_eval_model *base, const qt_eval_model *cands, int
         snprintf(R->mc_path, sizeof R->mc_path, "%s", o->mc_path);
         if ((s = qt_mc_load(o->mc_path, &mc))) goto done; /* a bad item file fails before any model runs */
     }
+    if (o->tasks_path) {
+        snprintf(R->tasks_path, sizeof R->tasks_path, "%s", o->tasks_path);
+        if ((s = qt_tasks_load(o->tasks_path, &R->tasks))) goto done; /* a bad task file fails before any model runs */
+    }
     if ((s = qt_read_file(text_path, &R->text, &R->text_len))) goto done; /* before the (slow) model loading */
     R->runners[0].spec = &R->base_spec;
     for (int32_t i = 0; i < n_cands; i++) R->runners[i + 1].spec = &R->cand_specs[i];
     for (int32_t i = 0; i <= n_cands && !s; i++) s = open_runner(R, i, o->n_ctx);
     if (s) goto done;
     R->n_vocab = qt_engine_n_vocab(R->runners[0].engine);
+    if ((s = tasks_need_template(R))) goto done; /* before any generation */
     if ((s = tokenize_text(R))) goto done;
 
     int32_t total = R->n_ids / o->n_ctx;
@@ -470,7 +580,8 @@ qt_status qt_eval_run(const qt_eval_model *base, const qt_eval_model *cands, int
         R->cands[k].warnings = R->warn_ptr[k];
         s = check_heldout(R, o, k, used);
     }
-    if (!s && (mc || o->needle)) s = run_tasks(R, o, mc);
+    if (!s && (mc || o->needle || R->tasks)) s = run_tasks(R, o, mc);
+    for (int32_t k = 0; k < n_cands && !s && R->tasks; k++) judge_tasks(R, o, k);
     for (int32_t i = 0; i <= n_cands && !s && o->bench; i++) s = bench_one(R, &R->runners[i], o->n_ctx);
     if (s) goto done;
 
@@ -480,7 +591,11 @@ qt_status qt_eval_run(const qt_eval_model *base, const qt_eval_model *cands, int
         fill_info(&R->cands[k].info, &R->runners[k + 1]);
         if (mc) R->cands[k].mc = &R->mc[k];
         if (o->needle) R->cands[k].needle = &R->needle[k];
+        if (R->tasks) R->cands[k].tasks = &R->task_res[k];
     }
+    rep->task_set = R->tasks;
+    rep->base_tasks = R->tasks ? &R->base_tasks : NULL;
+    rep->tasks_path = R->tasks ? R->tasks_path : NULL;
     rep->base_mc = mc ? &R->base_mc : NULL;
     rep->base_needle = o->needle ? &R->base_needle : NULL;
     rep->text_path = R->text_path;
@@ -512,6 +627,10 @@ void qt_eval_result_free(qt_eval_result *R) {
     }
     qt_mc_result_free(&R->base_mc);
     qt_needle_result_free(&R->base_needle);
+    qt_task_result_free(&R->base_tasks);
+    for (int32_t k = 0; k < R->n && R->task_res; k++) qt_task_result_free(&R->task_res[k]);
+    free(R->task_res);
+    qt_tasks_free(R->tasks);
     for (int32_t k = 0; k < R->n && R->mc; k++) qt_mc_result_free(&R->mc[k]);
     for (int32_t k = 0; k < R->n && R->needle; k++) qt_needle_result_free(&R->needle[k]);
     qt_tokenizer_free(R->tok);

@@ -24,6 +24,7 @@ const char *qt_verdict_name(qt_verdict v) {
 
 void qt_eval_thresholds_default(qt_eval_thresholds *t) {
     t->max_ppl_delta_pct = 5.0;
+    t->max_pass_drop_pct = 5.0;
     t->max_kld = NAN;
     t->min_top1 = NAN;
 }

@@ -255,6 +255,67 @@ static void test_check_run(void) {
     qt_tasks_free(s);
 }
 
+/* A generator with known outputs: item "a" says "yes" on sample 1 only, "b" always
+ * "no", "c" is an infrastructure failure; choices: the scorer prefers "right". */
+static qt_status fake_gen(void *user, const qt_task_item *it, int32_t k, char **text, bool *infra) {
+    (void)user;
+    *infra = !strcmp(it->id, "c");
+    const char *t = *infra ? "HTTP 500" : !strcmp(it->id, "a") && k == 1 ? "yes" : "no";
+    *text = strdup(t);
+    return QT_OK;
+}
+
+static qt_status fake_score(void *user, const char *context, const char *cont, qt_eval_score *out) {
+    (void)user;
+    (void)context;
+    memset(out, 0, sizeof *out);
+    out->logprob = strstr(cont, "right") ? -1.0 : -5.0;
+    return QT_OK;
+}
+
+static void test_run(void) {
+    qt_task_set *s = parse_ok(
+        "{\"id\": \"a\", \"prompt\": \"p\", \"checks\": [{\"type\": \"exact\", \"value\": \"yes\"}, {\"type\": \"contains\", \"value\": \"y\"}]}\n"
+        "{\"id\": \"b\", \"prompt\": \"p\", \"checks\": [{\"type\": \"exact\", \"value\": \"yes\"}]}\n"
+        "{\"id\": \"c\", \"prompt\": \"p\", \"checks\": [{\"type\": \"json\"}]}\n"
+        "{\"id\": \"d\", \"prompt\": \"p\", \"checks\": [{\"type\": \"choice\", \"choices\": [\"wrong\", \"right\"], \"answer\": 1}]}\n");
+    if (!s) return;
+    qt_task_result g1, g2, noscore;
+    CHECK_OK(qt_tasks_run(s, 1, fake_gen, fake_score, NULL, NULL, &g1));
+    CHECK_OK(qt_tasks_run(s, 2, fake_gen, fake_score, NULL, NULL, &g2));
+    CHECK_OK(qt_tasks_run(s, 1, fake_gen, NULL, NULL, NULL, &noscore));
+    /* one sample: only the choice item passes; two: "a" passes on its second sample (pass@2) */
+    CHECK_EQ_INT(g1.n_pass, 1);
+    CHECK_EQ_INT(g2.n_pass, 2);
+    CHECK(!g1.items[0].pass && g2.items[0].pass);
+    CHECK_EQ_STR(g1.items[0].text, "no");
+    CHECK_EQ_STR(g2.items[0].text, "yes");
+    CHECK_EQ_STR(g1.items[0].why, "checks[0] exact: exact \"yes\" not matched");
+    CHECK(g1.items[3].pass);
+    CHECK_EQ_INT(g1.n_infra, 1);
+    CHECK(g1.items[2].infra && !g1.items[2].pass);
+    CHECK_EQ_STR(g1.items[2].why, "infrastructure: HTTP 500");
+    /* per check type: infrastructure failures are not counted as checked */
+    CHECK_EQ_INT(g1.n_checks[QT_CHECK_EXACT], 2);
+    CHECK_EQ_INT(g1.n_checks_pass[QT_CHECK_EXACT], 0);
+    CHECK_EQ_INT(g2.n_checks_pass[QT_CHECK_EXACT], 1);
+    CHECK_EQ_INT(g1.n_checks[QT_CHECK_JSON], 0);
+    CHECK_NEAR(g1.pass_rate, 0.25, 1e-12);
+    double lo, hi;
+    qt_eval_wilson(1, 4, QT_EVAL_Z95, &lo, &hi);
+    CHECK_NEAR(g1.pass_lo, lo, 1e-12);
+    CHECK_NEAR(g1.pass_hi, hi, 1e-12);
+    CHECK_EQ_INT(qt_tasks_n_flipped(&g1, &g2), 1);
+    /* no scorer (a server without logprobs): the choice is skipped, not passed */
+    CHECK(noscore.items[3].choice_skipped && !noscore.items[3].pass);
+    CHECK_EQ_INT(noscore.n_checks[QT_CHECK_CHOICE], 0);
+    qt_task_result_free(&noscore);
+    CHECK_STATUS(qt_tasks_run(s, 0, fake_gen, fake_score, NULL, NULL, &noscore), QT_ERR_ARG);
+    qt_task_result_free(&g1);
+    qt_task_result_free(&g2);
+    qt_tasks_free(s);
+}
+
 int main(void) {
     QT_RUN(test_parse);
     QT_RUN(test_parse_errors);
@@ -262,5 +323,6 @@ int main(void) {
     QT_RUN(test_schema_table);
     QT_RUN(test_tool_call);
     QT_RUN(test_check_run);
+    QT_RUN(test_run);
     return qt_test_finish("test_eval_tasks");
 }

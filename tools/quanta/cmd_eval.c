@@ -37,6 +37,11 @@ static void help(void) {
            "  --needle-lengths L,...    prompt lengths in tokens (default 128,256,448; capped by -c)\n"
            "  --needle-trials N         keys per length and depth (default 4)\n"
            "  --mc FILE.jsonl           multiple choice: {\"context\", \"endings\", \"label\"} per line\n"
+           "  --tasks FILE.jsonl        the user's prompts with checks (docs/eval.md \"Task files\"); a --mc file is one\n"
+           "  --samples K               outputs per task item, pass@K (default 1: greedy)\n"
+           "  --seed S                  the sampler's seed when K > 1 (default 0)\n"
+           "  --temp T                  its temperature when K > 1 (default 0.8)\n"
+           "  --max-pass-drop-pct P     fail when the task pass rate falls more than P points below the base's (default 5)\n"
            "  --bench                   prefill and decode tokens/s per model\n"
            "  --json[=FILE]             the JSON report (schema quanta.eval/1) on stdout instead of the\n"
            "                            table, or in FILE beside it\n"
@@ -50,10 +55,11 @@ static void help(void) {
 }
 
 typedef struct eval_args {
-    const char *base, *cands[MAX_CANDIDATES], *text, *html, *mc;
+    const char *base, *cands[MAX_CANDIDATES], *text, *html, *mc, *tasks;
     cli_json json;
     int n_cands;
-    long long n_chunks, needle_trials;
+    long long n_chunks, needle_trials, samples, seed;
+    double temp;
     engine_cli_opts eng;
     int32_t needle_lengths[16];
     int n_needle_lengths;
@@ -85,6 +91,8 @@ static int parse_args(int argc, char **argv, eval_args *a) {
     engine_cli_defaults(&a->eng);
     a->eng.n_ctx = 512;
     a->needle_trials = 4;
+    a->samples = 1;
+    a->temp = 0.8;
     qt_eval_thresholds_default(&a->th);
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i];
@@ -111,6 +119,11 @@ static int parse_args(int argc, char **argv, eval_args *a) {
         else if (!strcmp(opt, "--needle-lengths")) { NEED_VALUE(); r = parse_lengths(argv[++i], a); }
         else if (!strcmp(opt, "--needle-trials")) { NEED_VALUE(); r = cli_parse_int(VERB, opt, argv[++i], 1, 1000, &a->needle_trials); }
         else if (!strcmp(opt, "--mc")) { NEED_VALUE(); a->mc = argv[++i]; }
+        else if (!strcmp(opt, "--tasks")) { NEED_VALUE(); a->tasks = argv[++i]; }
+        else if (!strcmp(opt, "--samples")) { NEED_VALUE(); r = cli_parse_int(VERB, opt, argv[++i], 1, 1000, &a->samples); }
+        else if (!strcmp(opt, "--seed")) { NEED_VALUE(); r = cli_parse_int(VERB, opt, argv[++i], 0, 0x7fffffffffffffffLL, &a->seed); }
+        else if (!strcmp(opt, "--temp")) { NEED_VALUE(); r = cli_parse_double(VERB, opt, argv[++i], 0, 100, &a->temp); }
+        else if (!strcmp(opt, "--max-pass-drop-pct")) { NEED_VALUE(); r = cli_parse_double(VERB, opt, argv[++i], 0, 100, &a->th.max_pass_drop_pct); }
         else if (!strcmp(opt, "--bench")) a->bench = true;
         else if (!strcmp(opt, "--html")) { NEED_VALUE(); a->html = argv[++i]; }
         else if (!strcmp(opt, "--quiet") || !strcmp(opt, "-q")) a->quiet = true;
@@ -154,6 +167,10 @@ int cmd_eval(int argc, char **argv) {
     if (a.n_needle_lengths) { o.needle_opts.lengths = a.needle_lengths; o.needle_opts.n_lengths = a.n_needle_lengths; }
     o.needle_opts.n_trials = (int32_t)a.needle_trials;
     o.mc_path = a.mc;
+    o.tasks_path = a.tasks;
+    o.task_samples = (int32_t)a.samples;
+    o.task_seed = (uint64_t)a.seed;
+    o.task_temp = (float)a.temp;
     o.bench = a.bench;
     o.progress = cli_progress(a.quiet);
 
