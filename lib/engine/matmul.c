@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quant/ct4.h"
 #include "quant/ct_rows.h"
 #include "quant/dot.h"
 #include "quant/gemm.h"
@@ -167,6 +168,18 @@ qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_n
             m->gemm = qt__gemm_kernel(t->type);
             m->gemm_min_batch = 2;
         }
+        /* --numerics fast: int8 activations per group and integer dots (ct4.h), every batch */
+        qt__gemm_fn fast = qt__gemm_kernel_fast(t->type);
+        if (numerics == QT_NUMERICS_FAST && fast && fast != qt__gemm_kernel(t->type) &&
+            m->n_in % QT_CT4_Q8_GROUP == 0) {
+            m->gemm = fast;
+            m->gemm_min_batch = 1;
+            m->own_order = true;
+            m->fused_dot = m->fused_dot_batch = NULL;
+            m->act_ct4_q8 = true;
+            m->act_row_bytes = qt__ct4_q8_row_size(m->n_in);
+            return QT_OK;
+        }
     }
     if (!m->dot_batch || m->n_out % 4 != 0) m->dot_batch = m->dot;
     if (!m->dequant_rows && m->act_type == vt) {
@@ -267,7 +280,8 @@ static void act_rows(void *ctx, int64_t b0, int64_t b1, int ti) {
     for (int64_t b = b0; b < b1; b++) {
         const float *x = j->in + b * m->n_in;
         uint8_t *dst = j->dst + (size_t)b * m->act_row_bytes;
-        if (m->act_q8s) qt__act_q8s(x, (qt__block_q8s *)dst, m->n_in);
+        if (m->act_ct4_q8) qt__ct4_q8_quantize(x, dst, m->n_in);
+        else if (m->act_q8s) qt__act_q8s(x, (qt__block_q8s *)dst, m->n_in);
         else if (m->act_static_scale > 0.0f) qt__ct_f8_act_quantize_static(x, dst, m->n_in, m->act_static_scale);
         else qt__act_quantize(m->act_type, x, dst, m->n_in);
     }
@@ -277,7 +291,7 @@ void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const 
     /* below ~32k multiply-adds waking the pool costs more than it saves */
     const bool small = (int64_t)B * m->n_out * m->n_in < 32768;
     const void *act = in;
-    if (m->act_type != QT_TYPE_F32) {
+    if (m->act_type != QT_TYPE_F32 || m->act_ct4_q8) {
         act_job aj = {m, in, e->act};
         qt_parallel_for(small || B < 8 ? NULL : e->pool, B, act_rows, &aj);
         act = e->act;
