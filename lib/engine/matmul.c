@@ -168,9 +168,10 @@ qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_n
             m->gemm = qt__gemm_kernel(t->type);
             m->gemm_min_batch = 2;
         }
-        /* --numerics fast: int8 activations per group and integer dots (ct4.h), every batch */
+        /* --numerics fast with activation quantization on: int8 activations per group and integer
+         * dots (ct4.h), every batch; --act-quant off keeps them f32 */
         qt__gemm_fn fast = qt__gemm_kernel_fast(t->type);
-        if (numerics == QT_NUMERICS_FAST && fast && fast != qt__gemm_kernel(t->type) &&
+        if (numerics == QT_NUMERICS_FAST && act_quant && fast && fast != qt__gemm_kernel(t->type) &&
             m->n_in % QT_CT4_Q8_GROUP == 0) {
             m->gemm = fast;
             m->gemm_min_batch = 1;
