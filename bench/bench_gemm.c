@@ -90,7 +90,7 @@ static void time_gemm(qt__gemm_fn g, const uint8_t *w, size_t ldw, int64_t rows,
 }
 
 /* One ct4 timing: kind 0 the f32 rows, 1 a fused dot, 2 the packed rows dequantized once each,
- * 3 a blocked kernel. */
+ * 3 a blocked kernel, 4 --numerics fast's int8 kernel (its activation quantization timed too). */
 typedef struct {
     int kind;
     qt_vec_dot_fn dot;     /* kind 1 */
@@ -99,6 +99,7 @@ typedef struct {
     const uint8_t *w;      /* packed rows (kinds 1, 2) or f32 rows (kind 0) */
     size_t ldw;
     float *scratch;        /* one dequantized row (kind 2) */
+    uint8_t *q8;           /* B int8 activation rows (kind 4) */
 } ct4_run;
 
 static void ct4_call(const ct4_run *c, int64_t rows, const float *a, int64_t B, int64_t cols, float *out) {
@@ -107,6 +108,12 @@ static void ct4_call(const ct4_run *c, int64_t rows, const float *a, int64_t B, 
     if (c->kind == 0) { qt__gemm_dots(fd, c->w, c->ldw, rows, a, (size_t)cols * 4, B, cols, out, rows); return; }
     if (c->kind == 1) { qt__gemm_dots(c->dot, c->w, c->ldw, rows, a, (size_t)cols * 4, B, cols, out, rows); return; }
     if (c->kind == 3) { c->gemm(c->w, c->ldw, rows, a, (size_t)cols * 4, B, cols, out, rows); return; }
+    if (c->kind == 4) {
+        const size_t lq = qt__ct4_q8_row_size(cols);
+        for (int64_t b = 0; b < B; b++) qt__ct4_q8_quantize(a + b * cols, c->q8 + (size_t)b * lq, cols);
+        c->gemm(c->w, c->ldw, rows, c->q8, lq, B, cols, out, rows);
+        return;
+    }
     const qt_type_traits *tr = qt_type_get(c->t);
     for (int64_t r = 0; r < rows; r++) {
         tr->to_float(c->w + (size_t)r * c->ldw, c->scratch, cols);
@@ -125,6 +132,7 @@ static void bench_ct4(qt_type t, const shape *sh, const int64_t *batches, int nb
     uint8_t *w = xmalloc(ldw * (size_t)rows), *codes = xmalloc((size_t)cols);
     float *wf = xmalloc((size_t)(rows * cols) * 4), *a = xmalloc((size_t)(maxb * cols) * 4);
     float *out = xmalloc((size_t)(rows * maxb) * 4), *scratch = xmalloc((size_t)cols * 4);
+    uint8_t *q8 = xmalloc(qt__ct4_q8_row_size(cols) * (size_t)maxb);
     const float gs = 2000.0f;
     uint32_t word = f.kind == QT_CT4_INT4 ? (uint32_t)QT_CT_BF16 : 0;
     if (f.kind == QT_CT4_NVFP4) memcpy(&word, &gs, 4);
@@ -145,19 +153,24 @@ static void bench_ct4(qt_type t, const shape *sh, const int64_t *batches, int nb
         ct4_run runs[8];
         const char *names[8];
         int nr = 0;
-        runs[nr] = (ct4_run){0, NULL, NULL, t, (const uint8_t *)wf, (size_t)cols * 4, NULL};
+        runs[nr] = (ct4_run){0, NULL, NULL, t, (const uint8_t *)wf, (size_t)cols * 4, NULL, NULL};
         names[nr++] = "f32 rows";
         for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT && nr < 6; v++) {
             if (v->type != t || v->level > qt__cpu_level_get() || !v->vec_dot || B != 1) continue;
-            runs[nr] = (ct4_run){1, v->vec_dot, NULL, t, w, ldw, NULL};
+            runs[nr] = (ct4_run){1, v->vec_dot, NULL, t, w, ldw, NULL, NULL};
             names[nr++] = qt__cpu_level_str(v->level);
         }
         for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT && nr < 6; v++) {
             if (v->type != t || v->level > qt__cpu_level_get() || !v->gemm || B == 1) continue;
-            runs[nr] = (ct4_run){3, NULL, v->gemm, t, w, ldw, NULL};
+            runs[nr] = (ct4_run){3, NULL, v->gemm, t, w, ldw, NULL, NULL};
             names[nr++] = qt__cpu_level_str(v->level);
         }
-        runs[nr] = (ct4_run){2, NULL, NULL, t, w, ldw, scratch};
+        for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT && nr < 7; v++) {
+            if (v->type != t || v->level > qt__cpu_level_get() || !v->gemm_fast) continue;
+            runs[nr] = (ct4_run){4, NULL, v->gemm_fast, t, w, ldw, NULL, q8};
+            names[nr++] = qt__cpu_level_str(v->level);
+        }
+        runs[nr] = (ct4_run){2, NULL, NULL, t, w, ldw, scratch, NULL};
         names[nr++] = "dequant rows";
         double base = 0;
         for (int k = 0; k < nr; k++) {
@@ -173,13 +186,13 @@ static void bench_ct4(qt_type t, const shape *sh, const int64_t *batches, int nb
             const double wbytes = (double)runs[k].ldw * (double)rows;
             printf("%s\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"%s%s\", "
                    "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"weight_gbps\": %.2f, \"vs_f32_rows\": %.2f}",
-                   *first ? "" : ",", tr->name, sh->name, (long long)B, runs[k].kind == 1 ? "fused " : runs[k].kind == 3 ? "gemm " : "", names[k], cpu,
+                   *first ? "" : ",", tr->name, sh->name, (long long)B, runs[k].kind == 1 ? "fused " : runs[k].kind == 3 ? "gemm " : runs[k].kind == 4 ? "fast int8 " : "", names[k], cpu,
                    wall, flop / cpu / 1e9, wbytes / cpu / 1e9, base / cpu);
             *first = 0;
         }
         fflush(stdout);
     }
-    free(w); free(codes); free(wf); free(a); free(out); free(scratch);
+    free(w); free(codes); free(wf); free(a); free(out); free(scratch); free(q8);
 }
 
 /* Whether a shape runs: every shape not named_only by default (the output matrix too with --output), else

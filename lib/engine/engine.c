@@ -102,7 +102,7 @@ static qt_status alloc_buffers(qt_engine_ctx *e) {
 static void describe(qt_engine_ctx *e) {
     int count[QT_TYPE_COUNT] = {0};
     qt_type act[QT_TYPE_COUNT];
-    bool deq[QT_TYPE_COUNT] = {0}, fast[QT_TYPE_COUNT] = {0}, packed[QT_TYPE_COUNT] = {0};
+    bool deq[QT_TYPE_COUNT] = {0}, fast[QT_TYPE_COUNT] = {0}, packed[QT_TYPE_COUNT] = {0}, q8g[QT_TYPE_COUNT] = {0};
     for (int il = 0; il < e->hp.n_layer; il++) {
         const qt__layer *L = &e->layers[il];
         const qt__mat *ms[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
@@ -112,6 +112,7 @@ static void describe(qt_engine_ctx *e) {
             deq[ms[i]->t->type] = ms[i]->dequant_rows;
             fast[ms[i]->t->type] |= ms[i]->own_order;
             packed[ms[i]->t->type] |= ms[i]->x16 != NULL;
+            q8g[ms[i]->t->type] |= ms[i]->act_ct4_q8;
         }
     }
     count[e->output.t->type]++;
@@ -119,6 +120,7 @@ static void describe(qt_engine_ctx *e) {
     deq[e->output.t->type] = e->output.dequant_rows;
     fast[e->output.t->type] |= e->output.own_order;
     packed[e->output.t->type] |= e->output.x16 != NULL;
+    q8g[e->output.t->type] |= e->output.act_ct4_q8;
 
     char *d = e->describe;
     size_t cap = sizeof e->describe, n = 0;
@@ -131,7 +133,9 @@ static void describe(qt_engine_ctx *e) {
     bool first = true, any_ct = false;
     for (int t = 0; t < QT_TYPE_COUNT; t++) {
         if (!count[t]) continue;
-        if (deq[t] && qt_type_get((qt_type)t)->engine_only)
+        if (q8g[t])
+            PUT("%s int8 per group of 128 for %s rows (integer dots)", first ? "" : ";", qt_type_get((qt_type)t)->name);
+        else if (deq[t] && qt_type_get((qt_type)t)->engine_only)
             PUT("%s f32 for %s rows (fused dot for one row, dequantized per row for batches)", first ? "" : ";",
                 qt_type_get((qt_type)t)->name);
         else if (deq[t]) PUT("%s %s rows dequantized to f32, f32 dot", first ? "" : ";", qt_type_get((qt_type)t)->name);

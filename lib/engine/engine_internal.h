@@ -43,6 +43,8 @@ typedef struct qt__mat {
     uint8_t *x16_data;          /* (ceil(n_out / 16) groups, x16_group bytes), owned; NULL without x16 */
     size_t x16_group;           /* bytes of one group of 16 packed rows */
     bool act_q8s;               /* x16 formats: q8s activations; false for the k16 K-quants (Q8_K, gemm_k16.h) */
+    bool act_ct4_q8;            /* int4 g128 rows under --numerics fast: activations as qt__ct4_q8 rows
+                                   (lib/quant/ct4.h), gemm their kernel for every batch */
 } qt__mat;
 
 typedef struct qt__layer {
@@ -187,8 +189,11 @@ void qt__matmul_shared(qt_engine_ctx *e, const float *in, int32_t B, int n, floa
 /* Fill a qt__mat from a tensor with ne = [n_in, n_out] (checked by the caller);
  * QT_NUMERICS_FAST lets it take a kernel with its own float order. */
 qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics);
-/* The same, packing (x16 / k16) on pool's threads (NULL: this thread); the same bytes either way. */
-qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics, qt_threadpool *pool);
+/* The same, packing (x16 / k16) on pool's threads (NULL: this thread); the same bytes either way.
+ * drop_from (may be NULL): the model whose file pages of t are dropped slice by slice as they are
+ * packed (qt__model_drop_pages), so the copy replaces them rather than sitting beside them. */
+qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics, qt_threadpool *pool,
+                            const qt_model *drop_from);
 /* Free what qt__mat_init allocated (the packed copy); the mat is then empty. */
 void qt__mat_free(qt__mat *m);
 /* After packing: drop the source tensor's whole pages from memory (for a read-only

@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quant/ct4.h"
 #include "quant/ct_rows.h"
 #include "quant/dot.h"
 #include "quant/gemm.h"
@@ -65,24 +66,39 @@
 typedef struct pack_job {
     const qt__mat *m;
     bool k16;
+    int64_t g_base;             /* the slice's first group */
 } pack_job;
 
 static void pack_groups(void *ctx, int64_t g0, int64_t g1, int ti) {
     (void)ti;
     const pack_job *j = ctx;
     const qt__mat *m = j->m;
+    g0 += j->g_base;
+    g1 += j->g_base;
     if (j->k16) qt__k16_pack_groups(m->t->type, m->data, m->row_bytes, m->n_out, m->n_in, m->x16_data, g0, g1);
     else qt__x16_pack_groups(m->t->type, m->data, m->row_bytes, m->n_out, m->n_in, m->x16_data, g0, g1);
 }
 
+/* Groups packed between page drops: 64 x 16 rows (about 1.7 MB of a 2048-wide Q6_K matrix). */
+#define PACK_SLICE_GROUPS 64
+
 /* The packed copy, groups split over the pool's threads (NULL: this thread); each
- * group's bytes are its rows' whatever the split. */
-static void pack_all(qt__mat *m, bool k16, qt_threadpool *pool) {
-    pack_job j = {m, k16};
-    qt_parallel_for(pool, (m->n_out + QT_X16_ROWS - 1) / QT_X16_ROWS, pack_groups, &j);
+ * group's bytes are its rows' whatever the split. With drop_from set, each slice's source
+ * pages are dropped as soon as it is packed, so the copy never sits beside the whole
+ * source (peak RSS: weights + one slice, not weights + the largest matrix). */
+static void pack_all(qt__mat *m, bool k16, qt_threadpool *pool, const qt_model *drop_from) {
+    const int64_t ng = (m->n_out + QT_X16_ROWS - 1) / QT_X16_ROWS;
+    for (int64_t g = 0; g < ng; g += PACK_SLICE_GROUPS) {
+        const int64_t n = ng - g < PACK_SLICE_GROUPS ? ng - g : PACK_SLICE_GROUPS;
+        pack_job j = {m, k16, g};
+        qt_parallel_for(pool, n, pack_groups, &j);
+        if (!drop_from) continue;
+        const int64_t r0 = g * QT_X16_ROWS, r1 = (g + n) * QT_X16_ROWS < m->n_out ? (g + n) * QT_X16_ROWS : m->n_out;
+        qt__model_drop_pages(drop_from, m->data + (size_t)r0 * m->row_bytes, (size_t)(r1 - r0) * m->row_bytes);
+    }
 }
 
-static qt_status mat_pack(qt__mat *m, qt_threadpool *pool) {
+static qt_status mat_pack(qt__mat *m, qt_threadpool *pool, const qt_model *drop_from) {
     const qt_type t = m->t->type;
     const bool k16 = !qt__gemm_x16_kernel(t) && qt__gemm_k16_kernel(t) && qt__k16_bytes(t, m->n_out, m->n_in);
     const size_t bytes = k16 ? qt__k16_bytes(t, m->n_out, m->n_in) : qt__x16_bytes(t, m->n_out, m->n_in);
@@ -92,14 +108,14 @@ static qt_status mat_pack(qt__mat *m, qt_threadpool *pool) {
         return qt_error(QT_ERR_NOMEM, "tensor '%s': out of memory packing %zu bytes of rows", m->t->name, bytes);
     if (k16) {
         /* Q8_K activations as for gemm_fast, whose bits these are (gemm_k16.h) */
-        pack_all(m, true, pool);
+        pack_all(m, true, pool, drop_from);
         m->x16 = qt__gemm_k16_kernel(t);
         m->x16_group = qt__k16_group_bytes(t, m->n_in);
         m->gemm = NULL;
         m->own_order = true;
         return QT_OK;
     }
-    pack_all(m, false, pool);
+    pack_all(m, false, pool, drop_from);
     m->x16 = qt__gemm_x16_kernel(t);
     m->act_q8s = true;
     m->x16_group = qt__x16_group_bytes(t, m->n_in);
@@ -110,10 +126,11 @@ static qt_status mat_pack(qt__mat *m, qt_threadpool *pool) {
 }
 
 qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics) {
-    return qt__mat_init_pool(m, t, act_quant, numerics, NULL);
+    return qt__mat_init_pool(m, t, act_quant, numerics, NULL, NULL);
 }
 
-qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics, qt_threadpool *pool) {
+qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics, qt_threadpool *pool,
+                            const qt_model *drop_from) {
     memset(m, 0, sizeof *m);
     m->t = t;
     m->tr = qt_type_get(t->type);
@@ -167,6 +184,19 @@ qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_n
             m->gemm = qt__gemm_kernel(t->type);
             m->gemm_min_batch = 2;
         }
+        /* --numerics fast with activation quantization on: int8 activations per group and integer
+         * dots (ct4.h), every batch; --act-quant off keeps them f32 */
+        qt__gemm_fn fast = qt__gemm_kernel_fast(t->type);
+        if (numerics == QT_NUMERICS_FAST && act_quant && fast && fast != qt__gemm_kernel(t->type) &&
+            m->n_in % QT_CT4_Q8_GROUP == 0) {
+            m->gemm = fast;
+            m->gemm_min_batch = 1;
+            m->own_order = true;
+            m->fused_dot = m->fused_dot_batch = NULL;
+            m->act_ct4_q8 = true;
+            m->act_row_bytes = qt__ct4_q8_row_size(m->n_in);
+            return QT_OK;
+        }
     }
     if (!m->dot_batch || m->n_out % 4 != 0) m->dot_batch = m->dot;
     if (!m->dequant_rows && m->act_type == vt) {
@@ -179,7 +209,7 @@ qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_n
         }
     }
     m->act_row_bytes = qt_row_size(m->act_type, m->n_in);
-    if (numerics == QT_NUMERICS_FAST && !m->dequant_rows && m->act_type == vt) return mat_pack(m, pool);
+    if (numerics == QT_NUMERICS_FAST && !m->dequant_rows && m->act_type == vt) return mat_pack(m, pool, drop_from);
     return QT_OK;
 }
 
@@ -267,7 +297,8 @@ static void act_rows(void *ctx, int64_t b0, int64_t b1, int ti) {
     for (int64_t b = b0; b < b1; b++) {
         const float *x = j->in + b * m->n_in;
         uint8_t *dst = j->dst + (size_t)b * m->act_row_bytes;
-        if (m->act_q8s) qt__act_q8s(x, (qt__block_q8s *)dst, m->n_in);
+        if (m->act_ct4_q8) qt__ct4_q8_quantize(x, dst, m->n_in);
+        else if (m->act_q8s) qt__act_q8s(x, (qt__block_q8s *)dst, m->n_in);
         else if (m->act_static_scale > 0.0f) qt__ct_f8_act_quantize_static(x, dst, m->n_in, m->act_static_scale);
         else qt__act_quantize(m->act_type, x, dst, m->n_in);
     }
@@ -275,13 +306,13 @@ static void act_rows(void *ctx, int64_t b0, int64_t b1, int ti) {
 
 /* Whether a and b read the same activation rows: same conversion, same length. */
 static bool same_act(const qt__mat *a, const qt__mat *b) {
-    return a->act_type == b->act_type && a->act_q8s == b->act_q8s && a->n_in == b->n_in &&
+    return a->act_type == b->act_type && a->act_q8s == b->act_q8s && a->act_ct4_q8 == b->act_ct4_q8 && a->n_in == b->n_in &&
            a->act_static_scale == b->act_static_scale && a->act_row_bytes == b->act_row_bytes;
 }
 
 /* The B input rows as m's activations (in e->act), or in itself for f32. */
 static const void *matmul_act(qt_engine_ctx *e, const float *in, int32_t B, const qt__mat *m, bool small) {
-    if (m->act_type == QT_TYPE_F32) return in;
+    if (m->act_type == QT_TYPE_F32 && !m->act_ct4_q8) return in;
     act_job aj = {m, in, e->act};
     qt_parallel_for(small || B < 8 ? NULL : e->pool, B, act_rows, &aj);
     return e->act;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "ct_read.h"
+#include "io_internal.h"
 #include "model/model_internal.h"
 #include "quant/ct4.h"
 #include "quant/ct_rows.h"
@@ -482,6 +483,10 @@ qt_status qt__ct_load_module(qt_model *m, const qt__ct_layout *L0, const qt_st_c
     s = pf ? pack(L, pf, fp, ck, module, rows, cols, buf)
            : t4 != QT_TYPE_COUNT ? pack4(L, fp, ck, module, rows, cols, t4, buf) : dequant(L, fp, ck, module, rows, cols, buf);
     if (s != QT_OK) return s;
+    /* converted into buf: the checkpoint's pages of this module need not stay resident beside it */
+    static const char *const pieces[] = {".weight", ".weight_packed", ".weight_scale", ".weight_zero_point",
+                                         ".weight_global_scale"};
+    for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) qt__st_checkpoint_drop_pages(ck, piece(ck, module, pieces[i]));
     out->type = type;
     out->n_dims = 2;
     out->ne[0] = cols;

@@ -127,4 +127,11 @@ qt_status qt__remove_stage_dir(const char *dir);
 struct json_t;
 qt_status qt__json_write_atomic(const char *path, const struct json_t *j, size_t flags);
 
+
+/* Drop the whole pages of tensor t of checkpoint c from residency (its file mapping is
+ * read-only: they read back from the file if touched again); t outside c's maps: nothing. */
+struct qt_st_checkpoint;
+struct qt_st_tensor;
+void qt__st_checkpoint_drop_pages(const struct qt_st_checkpoint *c, const struct qt_st_tensor *t);
+
 #endif

@@ -12,8 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "io_internal.h"
 #include "quanta/safetensors.h"
 
 /* ---- dtypes ------------------------------------------------------------------ */
@@ -832,4 +835,21 @@ qt_status qt_st_write(const char *path, const qt_st_entry *entries, int32_t n, c
     }
     if (s != QT_OK) { qt_st_writer_abort(w); return s; }
     return qt_st_writer_commit(w);
+}
+
+void qt__st_checkpoint_drop_pages(const qt_st_checkpoint *c, const qt_st_tensor *t) {
+    const long pg = sysconf(_SC_PAGESIZE);
+    if (!c || !t || pg <= 0) return;
+    const uint8_t *p = t->data;
+    const size_t n = (size_t)(t->end - t->begin);
+    for (int32_t i = 0; i < c->n_files; i++) {
+        const qt_mmap *mp = &c->files[i]->map;
+        if (!mp->data || p < (const uint8_t *)mp->data || n > mp->size ||
+            (size_t)(p - (const uint8_t *)mp->data) > mp->size - n)
+            continue;
+        const uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+        const uintptr_t b = ((uintptr_t)p + n) & ~((uintptr_t)pg - 1);
+        if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+        return;
+    }
 }

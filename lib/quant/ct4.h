@@ -123,4 +123,46 @@ QT__CT4_DECL_X86(mxfp4)
 #endif
 #undef QT__CT4_DECL
 
+
+/* ---- --numerics fast: int8 activations and integer dots (int4 g128 rows) ------------
+ *
+ * Marlin-class W4A8 for the CPU (Frantar et al. 2024, "MARLIN: Mixed-Precision
+ * Auto-Regressive Parallel Inference on Large Language Models", and QQQ, Zhang
+ * et al. 2024: 4-bit weights times per-group int8 activations): the f32 activation
+ * row is quantized once per matmul to int8 per group of 128 (absmax / 127, one f32
+ * scale d_g and the code sum S_g per group), and each group's product is exact in
+ * int32 (vpdpbusd on AVX-512 VNNI, vpmaddubsw + vpmaddwd on AVX2). Weights are the
+ * codes c = q + 8 and the f32 scale s_g and zero point zp_g of the row:
+ *   w = (c - 8 - zp_g) * s_g  (not rounded to the checkpoint dtype: fast only).
+ * The activation row (qt__ct4_q8_row_size bytes): n/128 headers {f32 d, i32 S},
+ * then n int8 codes, group by group, in the row's nibble order: for chunk k
+ * (0..3) of a group, bytes 16k..16k+15 are elements 32k..32k+15 (the low
+ * nibbles' partners) and bytes 64+16k..64+16k+15 elements 32k+16..32k+31.
+ *
+ * The float order (qt__dot_ct4_w4g128_fast_ref, one element): 16 int32 lanes per
+ * group, lane l = sum over the 4 code bytes 4l..4l+3 of the group's 64 of
+ * lo * a[b] + hi * a[64 + b] (exact); per group in order, with f = s_g * d_g,
+ *   acc_l = fmaf((float)lane_l, f, acc_l)          corr = fmaf(f, (float)((8 + zp_g) * S_g), corr)
+ * then reduce16(acc) - corr (lanes l + 8, l + 4, l + 2, l + 1). The SIMD kernels give
+ * these bits at every row, batch and thread split. Used under --numerics fast only;
+ * llama numerics keep the f32 dots above. */
+#define QT_CT4_Q8_GROUP 128
+typedef struct {
+    float d;     /* activation scale of the group: absmax / 127 */
+    int32_t sum; /* sum of its 128 codes */
+} qt__ct4_q8_head;
+/* Bytes of one activation row of n elements (n % 128 == 0). */
+size_t qt__ct4_q8_row_size(int64_t n);
+/* x (n f32) as such a row. */
+void qt__ct4_q8_quantize(const float *x, void *y, int64_t n);
+/* The fast order, one element: row x (CT_W4_G128) and activation row y. */
+float qt__dot_ct4_w4g128_fast_ref(const void *x, const void *y, int64_t n);
+#ifdef QT_ARCH_X86
+/* qt__gemm_fn (gemm.h) shapes: nr rows ldw bytes apart x nc activation rows lda apart. */
+void qt__gemm_fast_ct4_w4g128_avx2(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,
+                                   int64_t n, float *out, int64_t ldo);
+void qt__gemm_fast_ct4_w4g128_avx512(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,
+                                     int64_t n, float *out, int64_t ldo);
+#endif
+
 #endif

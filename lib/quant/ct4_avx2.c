@@ -6,6 +6,7 @@
  * qt__gemm_f32_ref's on the dequantized row (the references in ct4.c).
  */
 #include <immintrin.h>
+#include <math.h>
 
 #include "ct4.h"
 #include "dot.h"
@@ -147,3 +148,62 @@ DEFS(w4g128, QT_CT4_INT4, 128, 5)
 DEFS(nvfp4, QT_CT4_NVFP4, QT_CT_NVFP4_GROUP, 1)
 DEFS(mxfp4, QT_CT4_MXFP4, QT_CT_MXFP4_GROUP, 1)
 
+
+/* ---- --numerics fast: int8 activations (ct4.h "int8 activations") ------------------
+ * The 16 int32 lanes of a group as two registers (lanes 0-7: code bytes 0..31, 8-15:
+ * 32..63), each lane 4 bytes' products through vpmaddubsw (unsigned codes <= 15 times
+ * signed activations: pairs <= 3810, the low and high sums added in int16 <= 7620, no
+ * saturation) and vpmaddwd; then the AVX-512 kernel's float order, lane for lane. */
+ALWAYS_INLINE __m256i fast_lanes(__m256i b, const int8_t *alo, const int8_t *ahi) {
+    const __m256i low = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi16(1);
+    const __m256i p = _mm256_add_epi16(
+        _mm256_maddubs_epi16(_mm256_and_si256(b, low), _mm256_loadu_si256((const __m256i *)alo)),
+        _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(b, 4), low), _mm256_loadu_si256((const __m256i *)ahi)));
+    return _mm256_madd_epi16(p, one);
+}
+
+ALWAYS_INLINE void fast_rows(const uint8_t *w, size_t ldw, const uint8_t *a, int64_t n, float *out, const int R) {
+    const qt__ct4_form f = {QT_CT4_INT4, QT_CT4_Q8_GROUP, 5};
+    const int64_t ng = n / QT_CT4_Q8_GROUP;
+    const qt__ct4_q8_head *h = (const qt__ct4_q8_head *)a;
+    const int8_t *q = (const int8_t *)(h + ng);
+    __m256 lo[2], hi[2];
+    float corr[2] = {0.0f, 0.0f};
+    const uint8_t *p[2], *c[2];
+    for (int r = 0; r < R; r++) {
+        lo[r] = hi[r] = _mm256_setzero_ps();
+        p[r] = qt__ct4_params(w + (size_t)r * ldw);
+        c[r] = qt__ct4_codes(w + (size_t)r * ldw, n, &f);
+    }
+    for (int64_t g = 0; g < ng; g++) {
+        const int8_t *ag = q + 128 * g;
+        for (int r = 0; r < R; r++) {
+            const uint8_t *cg = c[r] + 64 * g;
+            const __m256i l0 = fast_lanes(_mm256_loadu_si256((const __m256i *)cg), ag, ag + 64);
+            const __m256i l1 = fast_lanes(_mm256_loadu_si256((const __m256i *)(cg + 32)), ag + 32, ag + 96);
+            float s;
+            memcpy(&s, p[r] + 5 * g, 4);
+            const float fg = s * h[g].d;
+            const __m256 vf = _mm256_set1_ps(fg);
+            lo[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l0), vf, lo[r]);
+            hi[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l1), vf, hi[r]);
+            corr[r] = fmaf(fg, (float)((8 + (int8_t)p[r][5 * g + 4]) * h[g].sum), corr[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) out[r] = reduce16(lo[r], hi[r]) - corr[r];
+}
+
+void qt__gemm_fast_ct4_w4g128_avx2(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,
+                                   int64_t n, float *out, int64_t ldo) {
+    float o[2];
+    for (int64_t r0 = 0; r0 < nr; r0 += 2) {
+        const int R = nr - r0 < 2 ? (int)(nr - r0) : 2;
+        const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * ldw;
+        for (int64_t cc = 0; cc < nc; cc++) {
+            const uint8_t *ac = (const uint8_t *)a + (size_t)cc * lda;
+            if (R == 2) fast_rows(wr, ldw, ac, n, o, 2);
+            else fast_rows(wr, ldw, ac, n, o, 1);
+            for (int r = 0; r < R; r++) out[(size_t)cc * (size_t)ldo + (size_t)(r0 + r)] = o[r];
+        }
+    }
+}

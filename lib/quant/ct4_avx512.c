@@ -5,6 +5,7 @@
  * tinyBLAS's lanes), so the bits are the AVX2 kernels' and the references'.
  */
 #include <immintrin.h>
+#include <math.h>
 
 #include "ct4.h"
 #include "dot.h"
@@ -177,3 +178,57 @@ ALWAYS_INLINE void gemm_tiles(const void *w, size_t ldw, int64_t nr, const void 
 GEMM_DEFS(w4g32, QT_CT4_INT4, 32, 5)
 GEMM_DEFS(w4g64, QT_CT4_INT4, 64, 5)
 GEMM_DEFS(w4g128, QT_CT4_INT4, 128, 5)
+
+/* ---- --numerics fast: int8 activations, vpdpbusd (ct4.h "int8 activations") --------
+ * R rows at a time (independent chains for the out-of-order core), each group of 128:
+ * one 64-byte load of codes, two vpdpbusd against the activation's 64 + 64 bytes, one
+ * conversion and one fused multiply-add into the row's 16 lanes. */
+ALWAYS_INLINE void fast_rows(const uint8_t *w, size_t ldw, const uint8_t *a, int64_t n, float *out, const int R) {
+    const qt__ct4_form f = {QT_CT4_INT4, QT_CT4_Q8_GROUP, 5};
+    const int64_t ng = n / QT_CT4_Q8_GROUP;
+    const qt__ct4_q8_head *h = (const qt__ct4_q8_head *)a;
+    const int8_t *q = (const int8_t *)(h + ng);
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    __m512 acc[4];
+    float corr[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const uint8_t *p[4], *c[4];
+    for (int r = 0; r < R; r++) {
+        acc[r] = _mm512_setzero_ps();
+        p[r] = qt__ct4_params(w + (size_t)r * ldw);
+        c[r] = qt__ct4_codes(w + (size_t)r * ldw, n, &f);
+    }
+    for (int64_t g = 0; g < ng; g++) {
+        const __m512i alo = _mm512_loadu_si512((const void *)(q + 128 * g));
+        const __m512i ahi = _mm512_loadu_si512((const void *)(q + 128 * g + 64));
+        for (int r = 0; r < R; r++) {
+            const __m512i b = _mm512_loadu_si512((const void *)(c[r] + 64 * g));
+            __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(b, low), alo);
+            l = _mm512_dpbusd_epi32(l, _mm512_and_si512(_mm512_srli_epi16(b, 4), low), ahi);
+            float s;
+            memcpy(&s, p[r] + 5 * g, 4);
+            const float fg = s * h[g].d;
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(l), _mm512_set1_ps(fg), acc[r]);
+            corr[r] = fmaf(fg, (float)((8 + (int8_t)p[r][5 * g + 4]) * h[g].sum), corr[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) out[r] = reduce16(acc[r]) - corr[r];
+}
+
+void qt__gemm_fast_ct4_w4g128_avx512(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,
+                                     int64_t n, float *out, int64_t ldo) {
+    float o[4];
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        const int R = nr - r0 < 4 ? (int)(nr - r0) : 4;
+        const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * ldw;
+        for (int64_t cc = 0; cc < nc; cc++) {
+            const uint8_t *ac = (const uint8_t *)a + (size_t)cc * lda;
+            switch (R) {
+            case 4: fast_rows(wr, ldw, ac, n, o, 4); break;
+            case 3: fast_rows(wr, ldw, ac, n, o, 3); break;
+            case 2: fast_rows(wr, ldw, ac, n, o, 2); break;
+            default: fast_rows(wr, ldw, ac, n, o, 1); break;
+            }
+            for (int r = 0; r < R; r++) out[(size_t)cc * (size_t)ldo + (size_t)(r0 + r)] = o[r];
+        }
+    }
+}

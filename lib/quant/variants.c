@@ -129,6 +129,10 @@ const qt__kernel_variant qt__variants[] = {
     QT_CT4_GEMM(w4g32, W4_G32), QT_CT4_GEMM(w4g64, W4_G64), QT_CT4_GEMM(w4g128, W4_G128),
 #undef QT_CT4_GEMM
 #undef QT_CT4
+    /* --numerics fast on int4 g128 rows: int8 activations per group of 128, integer dots (ct4.h) */
+    {QT_TYPE_CT_W4_G128, QT__CPU_AVX2, .gemm_fast = qt__gemm_fast_ct4_w4g128_avx2, .gemm_fast_ref = qt__dot_ct4_w4g128_fast_ref},
+    {QT_TYPE_CT_W4_G128, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_ct4_w4g128_avx512,
+     .gemm_fast_ref = qt__dot_ct4_w4g128_fast_ref},
     /* AMX-INT8 (gemm_x16_amx.c): --numerics fast on x16-packed rows, TDPBSUD block sums from 16 batch rows
        (bench_gemm), the AVX-512 kernel's bits */
     {QT_TYPE_Q4_0, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q4_0_amx, .gemm_x16_ref = qt__gemm_x16_q4_0_ref},

@@ -151,6 +151,78 @@ static void test_gemm_tiles(void) {
 
 /* ---- real checkpoints in the engine ---------------------------------------------- */
 
+/* --numerics fast on int4 g128 rows (ct4.h "int8 activations"): the reference against
+ * the exact product of the dequantized weights and int8 activations (in double) and
+ * against the f32 dot within the activation rounding; every SIMD kernel equal to the
+ * reference bit for bit on row and batch remainders and lengths of 1 to 33 groups. */
+static void test_fast_int8(void) {
+    const qt_type t = QT_TYPE_CT_W4_G128;
+    const int64_t lens[] = {128, 256, 384, 2048, 4224}, rows[] = {1, 2, 3, 4, 5, 7, 17}, batch[] = {1, 2, 3, 5};
+    const int64_t max_nr = 17, max_nc = 5, ldo = max_nr + 2;
+    int ran = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        const int64_t n = lens[li], ng = n / QT_CT4_Q8_GROUP;
+        const size_t ldw = qt_row_size(t, n), lda = qt__ct4_q8_row_size(n);
+        uint8_t *w = malloc(ldw * max_nr), *a = malloc(lda * max_nc);
+        float *x = malloc((size_t)(n * max_nc) * 4), *deq = malloc((size_t)n * 4), *out = malloc((size_t)(ldo * max_nc) * 4);
+        for (int64_t r = 0; r < max_nr; r++) random_row(t, w + r * ldw, n);
+        for (int64_t i = 0; i < n * max_nc; i++) x[i] = frand() * (i % 13 == 0 ? 8.0f : 1.0f);
+        for (int64_t c = 0; c < max_nc; c++) qt__ct4_q8_quantize(x + c * n, a + c * lda, n);
+        for (int64_t r = 0; r < max_nr; r++)
+            for (int64_t c = 0; c < max_nc; c++) {
+                const uint8_t *row = w + r * ldw, *ac = a + c * lda;
+                const qt__ct4_q8_head *h = (const qt__ct4_q8_head *)ac;
+                const int8_t *q = (const int8_t *)(h + ng);
+                const qt__ct4_form f = {QT_CT4_INT4, 128, 5};
+                const uint8_t *codes = qt__ct4_codes(row, n, &f);
+                qt__traits_ref(t)->to_float_ref(row, deq, n);
+                double exact = 0.0, mag = 0.0, bound = 0.0;
+                for (int64_t i = 0; i < n; i++) {
+                    const int64_t g = i / 128, k = i % 128 / 32, j = i % 32;
+                    float s;
+                    memcpy(&s, qt__ct4_params(row) + 5 * g, 4);
+                    const int zp = (int8_t)qt__ct4_params(row)[5 * g + 4];
+                    const uint8_t b = codes[i / 32 * 16 + j % 16];
+                    const double wv = (double)(((j < 16 ? b & 15 : b >> 4) - 8 - zp)) * s;
+                    const int8_t qa = q[128 * g + (j < 16 ? 16 * k + j : 64 + 16 * k + j - 16)];
+                    exact += wv * (double)qa * h[g].d;
+                    mag += fabs(wv * (double)qa * h[g].d);
+                    /* vs f32: activation rounding (d/2) and the dequantizer's dtype rounding (2^-8) */
+                    bound += fabs(wv) * h[g].d * 0.5 + fabs((double)deq[i] * x[c * n + i]) * 0x1p-8;
+                }
+                const float ref = qt__dot_ct4_w4g128_fast_ref(row, ac, n);
+                CHECK_MSG(fabs(ref - exact) <= 1e-5 * mag + 1e-30, "n=%lld r=%lld c=%lld: fast reference %.9g, exact %.9g",
+                          (long long)n, (long long)r, (long long)c, (double)ref, exact);
+                const float f32 = qt__dot_f32_ref(deq, x + c * n, n);
+                CHECK_MSG(fabs(ref - f32) <= bound + 1e-5 * mag + 1e-30,
+                          "n=%lld r=%lld c=%lld: fast %.9g, f32 dot %.9g (bound %.3g)", (long long)n, (long long)r,
+                          (long long)c, (double)ref, (double)f32, bound);
+            }
+        for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+            if (v->type != t || !v->gemm_fast || v->level > qt__cpu_level_get()) continue;
+            CHECK(v->gemm_fast_ref == qt__dot_ct4_w4g128_fast_ref);
+            long bad = 0;
+            for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++)
+                for (size_t bi = 0; bi < sizeof batch / sizeof batch[0]; bi++) {
+                    const int64_t nr = rows[ri], nc = batch[bi];
+                    for (int64_t i = 0; i < ldo * nc; i++) out[i] = -1234.5f;
+                    v->gemm_fast(w, ldw, nr, a, lda, nc, n, out, ldo);
+                    for (int64_t c = 0; c < nc; c++)
+                        for (int64_t rr = 0; rr < ldo; rr++) {
+                            const float want = rr < nr ? qt__dot_ct4_w4g128_fast_ref(w + rr * ldw, a + c * lda, n) : -1234.5f;
+                            bad += memcmp(&out[c * ldo + rr], &want, 4) != 0;
+                        }
+                }
+            CHECK_MSG(bad == 0, "ct_w4_g128 fast %s n=%lld: %ld elements differ from the reference",
+                      qt__cpu_level_str(v->level), (long long)n, bad);
+            ran++;
+        }
+        free(w); free(a); free(x); free(deq); free(out);
+    }
+    if (qt__cpu_level_get() >= QT__CPU_AVX2) CHECK(ran > 0);
+    else SKIP("no int8 kernel at this level: the reference checked only");
+}
+
 static const fx_spec spec = {"ct4x", "LlamaForCausalLM", "llama", 64, 128, 1, 4, 2, 256, 256, 32, false, false, false,
                              false, false, 1e-5f, 10000.0f, 0, QT_ST_BF16, 1, NULL, false};
 
@@ -196,6 +268,40 @@ static bool stored_weights(const char *scheme, const qt_safetensors *st, int64_t
     return ok;
 }
 
+/* --numerics fast in the engine: int4 g128 q_proj takes the int8 kernel, its outputs the
+ * reference's on the quantized activations whatever the batch and thread count. */
+static void check_fast_engine(const qt_model *ct, const float *x, int nb, int threads) {
+    enum { R = 128, C = 128 };
+    qt_engine_opts o;
+    qt_engine_opts_default(&o);
+    o.n_ctx = 32;
+    o.n_threads = threads;
+    o.numerics = QT_NUMERICS_FAST;
+    qt_engine_ctx *e = NULL;
+    CHECK_OK(qt_engine_new(ct, &o, &e));
+    if (!e) return;
+    const qt__mat *m = &e->layers[0].wq;
+    CHECK(m->act_ct4_q8 == (qt__cpu_level_get() >= QT__CPU_AVX2));
+    if (!m->act_ct4_q8) { /* scalar level: no int8 kernel, the f32 path above */
+        qt_engine_free(e);
+        return;
+    }
+    float got[5 * R];
+    qt__matmul(e, got, x, nb, m);
+    uint8_t a[sizeof(qt__ct4_q8_head) + C];
+    int diff = 0;
+    for (int b = 0; b < nb; b++) {
+        qt__ct4_q8_quantize(x + b * C, a, C);
+        for (int r = 0; r < R; r++) {
+            const float want = qt__dot_ct4_w4g128_fast_ref(m->data + (size_t)r * m->row_bytes, a, C);
+            diff += memcmp(&got[b * R + r], &want, 4) != 0;
+        }
+    }
+    CHECK_MSG(diff == 0, "fast, batch %d, %d threads: %d outputs differ from the int8 reference",
+              nb, threads, diff);
+    qt_engine_free(e);
+}
+
 static void test_layer_in_engine(void) {
     char src[1024];
     snprintf(src, sizeof src, "%s/ct4_src", qt_test_tmpdir());
@@ -237,6 +343,7 @@ static void test_layer_in_engine(void) {
                 qt_engine_opts_default(&o);
                 o.n_ctx = 32;
                 o.n_threads = threads;
+                o.numerics = QT_NUMERICS_LLAMA; /* the f32 path's bits; fast: below */
                 qt_engine_ctx *e = NULL;
                 CHECK_OK(qt_engine_new(ct, &o, &e));
                 if (!e) continue;
@@ -247,6 +354,7 @@ static void test_layer_in_engine(void) {
                 CHECK_MSG(diff == 0, "%s, batch %d, %d threads: %d of %d outputs differ from the f32 path (first %.9g vs %.9g)",
                           cases[k].scheme, nb, threads, diff, nb * R, (double)got[0], (double)want[0]);
                 qt_engine_free(e);
+                if (cases[k].type == QT_TYPE_CT_W4_G128) check_fast_engine(ct, x, nb, threads);
             }
         }
         if (st) qt_st_close(st);
@@ -260,6 +368,7 @@ int main(void) {
     QT_RUN(test_e2m1_table);
     QT_RUN(test_dots);
     QT_RUN(test_gemm_tiles);
+    QT_RUN(test_fast_int8);
     QT_RUN(test_layer_in_engine);
     return qt_test_finish("test_ct4");
 }
