@@ -369,16 +369,7 @@ static qt_status pack_int4(const qt__ct_layout *L, const char *fp, const qt_st_c
         s = expect(fp, z, module, ".weight_zero_point", QT_ST_I32, qt_ct_packed_len(R, 4) * per_row * 4);
         if (s == QT_OK) s = qt_ct_unpack_cols(z->data, R, per_row, 4, zp);
     }
-    qt__ct4_form f;
-    qt__ct4_form_of(type, &f);
-    const size_t row_bytes = qt_row_size(type, C);
-    for (int64_t r = 0; s == QT_OK && r < R; r++) {
-        uint8_t *row = dst + (size_t)r * row_bytes;
-        qt__ct4_set_header(row, (uint32_t)dt);
-        for (int64_t g = 0; g < per_row; g++) qt__ct4_set_param(row, &f, g, sc[r * per_row + g], zp[r * per_row + g], 0);
-        for (int64_t c = 0; c < C; c++) codes[c] = (uint8_t)(q[r * C + c] + 8);
-        qt__ct4_set_codes(row, C, &f, codes);
-    }
+    if (s == QT_OK) qt__ct4_pack_int4(type, dt, q, sc, zp, R, C, dst, codes);
     free(sc);
     free(q);
     free(zp);

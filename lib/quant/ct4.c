@@ -62,6 +62,22 @@ void qt__ct4_set_codes(void *row, int64_t n, const qt__ct4_form *f, const uint8_
             q[16 * k + j] = (uint8_t)((codes[32 * k + j] & 15) | (codes[32 * k + 16 + j] & 15) << 4);
 }
 
+void qt__ct4_pack_int4(qt_type type, qt_ct_dtype dt, const int8_t *q, const float *scales, const int8_t *zp,
+                       int64_t rows, int64_t cols, void *dst, uint8_t *codes) {
+    qt__ct4_form f = {0};
+    qt__ct4_form_of(type, &f);
+    const int64_t per_row = cols / f.group;
+    const size_t row_bytes = qt__ct4_row_size(type, cols);
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *row = (uint8_t *)dst + (size_t)r * row_bytes;
+        qt__ct4_set_header(row, (uint32_t)dt);
+        for (int64_t g = 0; g < per_row; g++)
+            qt__ct4_set_param(row, &f, g, scales[r * per_row + g], zp ? zp[r * per_row + g] : 0, 0);
+        for (int64_t c = 0; c < cols; c++) codes[c] = (uint8_t)(q[r * cols + c] + 8);
+        qt__ct4_set_codes(row, cols, &f, codes);
+    }
+}
+
 /* Elements 32k..32k+31 of a row, through their groups' code books. */
 static void decode_chunk(const void *row, int64_t n, const qt__ct4_form *f, int64_t k, float out[32]) {
     const uint8_t *q = qt__ct4_codes(row, n, f) + 16 * k;

@@ -93,6 +93,10 @@ size_t qt__ct4_mxfp4_row_size(int64_t n);
 void qt__ct4_set_header(void *row, uint32_t word);
 void qt__ct4_set_param(void *row, const qt__ct4_form *f, int64_t g, float scale, int8_t zp, uint8_t byte);
 void qt__ct4_set_codes(void *row, int64_t n, const qt__ct4_form *f, const uint8_t *codes);
+/* rows x cols of an int4 type from the checkpoint's codes q (stored value, q + 8 is the code), per group
+ * scales (f32 values of dtype dt) and zero points (NULL: symmetric); codes: cols bytes of scratch. */
+void qt__ct4_pack_int4(qt_type type, qt_ct_dtype dt, const int8_t *q, const float *scales, const int8_t *zp,
+                       int64_t rows, int64_t cols, void *dst, uint8_t *codes);
 
 /* to_float, and the scalar references of the dots (x: the row, y: n f32 activations). */
 #define QT__CT4_DECL(t)                                                       \

@@ -33,7 +33,7 @@ qt_gptq_opts qt_gptq_opts_default(void) { return (qt_gptq_opts){.damp_frac = 0.0
 
 /* ---- the Hessian ------------------------------------------------------------------ */
 
-#define HESS_CHUNK 256 /* rows converted to double per pass over the panels */
+#define HESS_CHUNK 256 /* rows summed in float per pass over the panels, then added into S (double) */
 #define HESS_PANEL 256 /* rows of S per unit of work: a fixed split, so the sums never depend on the thread count */
 
 qt_status qt_gptq_hessian_init(qt_gptq_hessian *h, int64_t n) {
@@ -47,46 +47,54 @@ qt_status qt_gptq_hessian_init(qt_gptq_hessian *h, int64_t n) {
 
 typedef struct hess_job {
     qt_gptq_hessian *h;
-    const double *xd;         /* (k, n) the chunk's rows in double */
+    const float *x;           /* (k, n) the chunk's rows */
     int64_t k, n_panel;
+    float *part;              /* (threads, HESS_PANEL, n) each thread's panel of the chunk's sum */
 } hess_job;
 
 /* Panel p: rows p0..p1-1 of S, upper triangle only (the diagonal block by
- * dsyrk, the rest of the rows by dgemm), so only the pages the memory
- * estimate counts are ever written. */
-static void hess_panel(const hess_job *j, int64_t p) {
-    const int64_t n = j->h->n, p0 = p * HESS_PANEL, p1 = p0 + HESS_PANEL < n ? p0 + HESS_PANEL : n;
-    double *s = j->h->s;
-    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)(p1 - p0), (int)j->k, 1.0, j->xd + p0, (int)n, 1.0,
-                s + p0 * n + p0, (int)n);
+ * ssyrk, the rest of the rows by sgemm: the chunk's sum in float, as
+ * llm-compressor accumulates H in float32; then added into S in double, so
+ * the error does not grow with the number of chunks), so only the pages the
+ * memory estimate counts are ever written. */
+static void hess_panel(const hess_job *j, int64_t p, int thread) {
+    const int64_t n = j->h->n, p0 = p * HESS_PANEL, p1 = p0 + HESS_PANEL < n ? p0 + HESS_PANEL : n, w = n - p0;
+    float *t = j->part + (size_t)thread * HESS_PANEL * (size_t)n; /* (p1 - p0, w), the panel from column p0 */
+    cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)(p1 - p0), (int)j->k, 1.0f, j->x + p0, (int)n, 0.0f, t,
+                (int)w);
     if (p1 < n)
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(p1 - p0), (int)(n - p1), (int)j->k, 1.0, j->xd + p0,
-                    (int)n, j->xd + p1, (int)n, 1.0, s + p0 * n + p1, (int)n);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)(p1 - p0), (int)(n - p1), (int)j->k, 1.0f, j->x + p0,
+                    (int)n, j->x + p1, (int)n, 0.0f, t + (p1 - p0), (int)w);
+    double *s = j->h->s;
+    for (int64_t i = 0; i < p1 - p0; i++) {
+        double *si = s + (p0 + i) * n + p0;
+        const float *ti = t + i * w;
+        for (int64_t c = i; c < w; c++) si[c] += ti[c];
+    }
 }
 
 /* Unit u: panels u and n_panel-1-u, one long and one short row of the
  * triangle, so contiguous ranges of units carry about equal work. */
 static void hess_units(void *ctx, int64_t begin, int64_t end, int thread) {
     const hess_job *j = ctx;
-    (void)thread;
     for (int64_t u = begin; u < end; u++) {
-        hess_panel(j, u);
-        if (j->n_panel - 1 - u != u) hess_panel(j, j->n_panel - 1 - u);
+        hess_panel(j, u, thread);
+        if (j->n_panel - 1 - u != u) hess_panel(j, j->n_panel - 1 - u, thread);
     }
 }
 
 qt_status qt_gptq_hessian_add(qt_gptq_hessian *h, const float *x, int64_t n_rows) {
     const int64_t n = h->n;
-    double *xd = malloc((size_t)(HESS_CHUNK * n) * sizeof *xd);
-    if (!xd) return qt_error(QT_ERR_NOMEM, "gptq: out of memory for calibration rows");
+    float *part = malloc((size_t)qt_threadpool_size(h->pool) * HESS_PANEL * (size_t)n * sizeof *part);
+    if (!part) return qt_error(QT_ERR_NOMEM, "gptq: out of memory for the Hessian's partial sums");
     blas_pin();
-    hess_job j = {.h = h, .xd = xd, .n_panel = (n + HESS_PANEL - 1) / HESS_PANEL};
+    hess_job j = {.h = h, .part = part, .n_panel = (n + HESS_PANEL - 1) / HESS_PANEL};
     for (int64_t r0 = 0; r0 < n_rows; r0 += HESS_CHUNK) {
         j.k = n_rows - r0 < HESS_CHUNK ? n_rows - r0 : HESS_CHUNK;
-        for (int64_t i = 0; i < j.k * n; i++) xd[i] = x[r0 * n + i];
+        j.x = x + r0 * n;
         qt_parallel_for(h->pool, (j.n_panel + 1) / 2, hess_units, &j);
     }
-    free(xd);
+    free(part);
     h->n_rows += n_rows;
     return QT_OK;
 }

@@ -37,6 +37,8 @@
 #include "quanta/gptq.h"
 #include "quanta/smooth.h"
 #include "model/arch.h"
+#include "quant/ct4.h"
+#include "quant/ct_rows.h"
 #include "quantize_internal.h"
 
 const qt__layer_linear qt__layer_linears[QT__N_LINEARS] = {
@@ -253,7 +255,8 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
         for (int k = 0; k < QT__N_INPUTS; k++) qt_gptq_hessian_free(&oc.h[k]), qt_act_stats_free(&oc.act[k]);
         qt__smooth_layer_free(&sl);
         c0 = g->profile ? cpu_now() : 0;
-        if (s == QT_OK) s = qt_layerwise_run_layer(lw, NULL, NULL);
+        /* the quantized layer's outputs feed the next layer; the last one's feed nothing */
+        if (s == QT_OK && il + 1 < n_layer) s = qt_layerwise_run_layer(lw, NULL, NULL);
         lp.run = g->profile ? cpu_now() - c0 : 0;
         if (s == QT_OK && g->profile)
             qt__calib_note(g, "profile: layer %d, process CPU s: observe forward %.2f, Hessians %.2f, smoothing %.2f, "
@@ -313,6 +316,14 @@ static uint64_t hessian_resident(uint64_t n) {
     return pages * 4096;
 }
 
+/* A compressed-tensors linear's rows bound to the engine until its layer is done (ct_linear's
+ * bound_type): the 4-bit rows of lib/quant/ct4.h (header, <= 5 bytes per group, 2 codes a byte)
+ * where the groups allow them, else f32. */
+static uint64_t ct_bound_bytes(uint64_t R, uint64_t C, int64_t group) {
+    const bool ct4 = C % QT_CT4_CHUNK == 0 && (group == 16 || group == 32 || group == 64 || group == 128);
+    return ct4 ? R * (4 + (C / (uint64_t)group) * 5 + C / 2) : R * C * 4;
+}
+
 /* One linear's working set (one_linear, qt_gptq_quantize, the grid), rows x cols. */
 static uint64_t linear_bytes(uint64_t R, uint64_t C, bool gguf, size_t row_bytes, int64_t group) {
     const uint64_t block = 128, G = gguf ? 256 : (uint64_t)(group > 0 ? group : (int64_t)C);
@@ -320,7 +331,7 @@ static uint64_t linear_bytes(uint64_t R, uint64_t C, bool gguf, size_t row_bytes
                + C * C * 8 + C * C * 4                      /* A (the factorization's workspace), U; --act-order
                                                                adds W permuted, R * C * 4 */
                + R * (block + G + 2) * 4 + 24 * C;          /* err, wg, col, q; perm, pos, diag */
-    b += gguf ? R * C * 14 + R * row_bytes : R * C + R * (C / G) * 5 + R * C * 4; /* grid (+ CT's bound f32 copy) */
+    b += gguf ? R * C * 14 + R * row_bytes : R * C + R * (C / G) * 5; /* grid (CT's bound rows: ct_bound_bytes) */
     return b;
 }
 
@@ -366,7 +377,7 @@ void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p, int64
             const uint64_t lb = linear_bytes(R, C, p != NULL, rb, ct_group);
             if (lb > out->linear) out->linear = lb;
             const uint64_t G = (uint64_t)(ct_group > 0 ? ct_group : (int64_t)C);
-            layer_out += p ? p->tensors[pi].bytes : R * C + R * (C / G) * 5;
+            layer_out += p ? p->tensors[pi].bytes : R * C + R * (C / G) * 5 + ct_bound_bytes(R, C, ct_group);
             const uint64_t io = (uint64_t)t->nbytes + (p ? p->tensors[pi].bytes : R * C);
             if (io > biggest) biggest = io;
         }
@@ -724,7 +735,7 @@ typedef struct ct_target {
     int32_t n, cap;
     ct_vector *vec;
     int32_t n_vec, cap_vec;
-    float *bound[QT__N_LINEARS];  /* the current layer's quantized weights in f32, bound to the engine */
+    void *bound[QT__N_LINEARS];   /* the current layer's quantized weights, bound to the engine (bound_type) */
     qt_tensor bound_t[QT__N_LINEARS];
     int n_bound;
     /* Each finished layer's codes go to an unlinked spill file beside OUT (nothing is left
@@ -850,6 +861,45 @@ static const float *ct_vector_values(void *ctx, const char *name, int64_t n) {
     return NULL;
 }
 
+/* The engine row type the checkpoint reader loads c's tensor as (lib/io/ct_read.c ct4_type_of),
+ * QT_TYPE_F32 where it dequantizes: the 4-bit rows of lib/quant/ct4.h for int4 groups, NVFP4, MXFP4. */
+static qt_type bound_type(const ct_target *x, const ct_codes *c) {
+    if (c->cols % QT_CT4_CHUNK || c->cols > QT_CT_ROW_MAX_N) return QT_TYPE_F32;
+    if (x->is_float) return x->fkind == QT_GPTQ_NVFP4 ? QT_TYPE_CT_NVFP4 : x->fkind == QT_GPTQ_MXFP4 ? QT_TYPE_CT_MXFP4 : QT_TYPE_F32;
+    const qt_type t = c->g.bits == 4 && c->g.group < c->cols ? qt__ct4_int4_type(c->g.group) : QT_TYPE_COUNT;
+    return t == QT_TYPE_COUNT ? QT_TYPE_F32 : t;
+}
+
+/* c's codes as the engine's rows of type t (the bytes ct_read.c makes of the written tensor), or W's f32. */
+static qt_status bound_rows(const ct_codes *c, qt_type t, const float *W, void *dst) {
+    const int64_t rows = c->rows, cols = c->cols;
+    if (t == QT_TYPE_F32) {
+        memcpy(dst, W, (size_t)(rows * cols) * sizeof(float));
+        return QT_OK;
+    }
+    qt__ct4_form f = {0};
+    qt__ct4_form_of(t, &f);
+    if (f.kind == QT_CT4_INT4) {
+        uint8_t *codes = malloc((size_t)cols);
+        if (!codes) return qt_error(QT_ERR_NOMEM, "out of memory");
+        qt__ct4_pack_int4(t, (qt_ct_dtype)c->g.dtype, c->g.q, c->g.scales, c->g.symmetric ? NULL : c->g.zero_points,
+                          rows, cols, dst, codes);
+        free(codes);
+    } else { /* E2M1 codes one per byte, a scale byte per group; NVFP4's header: its f32 global scale */
+        uint32_t word = 0;
+        if (f.kind == QT_CT4_NVFP4) memcpy(&word, &c->f.shared, 4);
+        const size_t row_bytes = qt_row_size(t, cols);
+        const int64_t ng = cols / f.group;
+        for (int64_t r = 0; r < rows; r++) {
+            uint8_t *row = (uint8_t *)dst + (size_t)r * row_bytes;
+            qt__ct4_set_header(row, word);
+            for (int64_t g = 0; g < ng; g++) qt__ct4_set_param(row, &f, g, 0.0f, 0, c->f.scale_codes[r * ng + g]);
+            qt__ct4_set_codes(row, cols, &f, c->f.q + (size_t)(r * cols));
+        }
+    }
+    return QT_OK;
+}
+
 static qt_status ct_linear(void *ctx, const qt_tensor *src, float *W, const double *H, const qt_gptq_opts *o,
                            qt_gptq_stats *st, qt_tensor *bind, bool *done) {
     ct_target *x = ctx;
@@ -865,15 +915,22 @@ static qt_status ct_linear(void *ctx, const qt_tensor *src, float *W, const doub
     if (s != QT_OK) return s;
     s = x->g->rtn ? qt_gptq_rtn(W, rows, cols, &grid) : qt_gptq_quantize(W, rows, cols, H, &grid, o, st);
     if (s != QT_OK) return s;
-    /* the engine runs the rest of the calibration on the dequantized values (vLLM's w*a16) */
-    float *f = malloc((size_t)(rows * cols) * sizeof *f);
+    /* the engine runs the rest of the calibration on the rows it loads the written checkpoint as
+     * (their dots are the f32 dots of the dequantized values: vLLM's w*a16) */
+    const qt_type bt = bound_type(x, c);
+    const size_t nb = (size_t)rows * qt_row_size(bt, cols);
+    void *f = malloc(nb);
     if (!f) return qt_error(QT_ERR_NOMEM, "out of memory");
-    memcpy(f, W, (size_t)(rows * cols) * sizeof *f);
+    s = bound_rows(c, bt, W, f);
+    if (s != QT_OK) {
+        free(f);
+        return s;
+    }
     x->bound[x->n_bound] = f;
     x->bound_t[x->n_bound] = *src;
     x->n_bound++;
-    bind->type = QT_TYPE_F32;
-    bind->nbytes = (size_t)(rows * cols) * sizeof(float);
+    bind->type = bt;
+    bind->nbytes = nb;
     bind->data = f;
     *done = !x->g->rtn;
     return QT_OK;

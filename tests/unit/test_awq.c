@@ -56,7 +56,8 @@ static void test_output_error(void) {
     for (int64_t i = 0; i < R * C; i++) W[i] = gauss(), Q[i] = W[i] + 0.1f * gauss();
     double *H = hessian_of(x, N, C);
     const double a = qt_awq_output_error(W, Q, R, C, H), b = qt_gptq_output_error(W, Q, R, C, x, N); /* mean ||(W - Q) x||^2, directly */
-    CHECK_MSG(fabs(a - b) < 1e-9 * b, "Hessian form %.12g, direct %.12g", a, b);
+    /* H's chunks are summed in float (test_gptq.c test_hessian's bound: about 1.5e-5 relative per entry) */
+    CHECK_MSG(fabs(a - b) < 1e-5 * b, "Hessian form %.12g, direct %.12g", a, b);
     CHECK(qt_awq_output_error(W, W, R, C, H) == 0.0);
     free(x), free(W), free(Q), free(H);
 }

@@ -5,7 +5,8 @@
  * w4a16 / w4a16-asym / nvfp4 / mxfp4 checkpoints kept packed by the reader,
  * their q_proj run by the engine (batch 1 and 5, 1 and 3 threads) equal bit for
  * bit to the f32 dots on the weights dequantized from the stored safetensors
- * (what the dequantize-on-load path computed). */
+ * (what the dequantize-on-load path computed); and the int4 packing the reader and GPTQ's
+ * binding share decodes to qt_ct_int_dequantize's values bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,7 +365,34 @@ static void test_layer_in_engine(void) {
     qt_model_free(m);
 }
 
+/* qt__ct4_pack_int4 (the reader's packing, and GPTQ's binding for its quantized forward):
+ * rows that decode to exactly what qt_ct_int_dequantize gives from the same codes. */
+static void test_pack_int4(void) {
+    static const int64_t groups[] = {32, 64, 128};
+    static const qt_ct_dtype dts[] = {QT_CT_BF16, QT_CT_F16};
+    const int64_t R = 3, C = 384;
+    float *w = malloc((size_t)(R * C) * sizeof *w), *ref = malloc((size_t)(R * C) * sizeof *ref),
+          *got = malloc((size_t)(R * C) * sizeof *got), *sc = malloc((size_t)R * 12 * sizeof *sc);
+    int8_t *q = malloc((size_t)(R * C)), *zp = malloc((size_t)R * 12);
+    uint8_t *codes = malloc((size_t)C), *rows = malloc((size_t)R * qt_row_size(QT_TYPE_CT_W4_G32, C));
+    for (int64_t i = 0; i < R * C; i++) w[i] = frand() * (1.0f + (float)(i % 7));
+    for (int gi = 0; gi < 3; gi++)
+        for (int di = 0; di < 2; di++)
+            for (int asym = 0; asym < 2; asym++) {
+                const qt_ct_int_args a = {4, !asym, QT_CT_GROUP, groups[gi], dts[di]};
+                const qt_type t = qt__ct4_int4_type(groups[gi]);
+                CHECK(qt_ct_int_quantize(w, R, C, &a, q, sc, asym ? zp : NULL) == QT_OK);
+                CHECK(qt_ct_int_dequantize(q, sc, asym ? zp : NULL, R, C, &a, ref) == QT_OK);
+                qt__ct4_pack_int4(t, dts[di], q, sc, asym ? zp : NULL, R, C, rows, codes);
+                CHECK(qt_dequantize_rows(t, rows, got, R, C) == QT_OK);
+                CHECK_MSG(memcmp(got, ref, (size_t)(R * C) * sizeof *got) == 0,
+                          "group %lld dtype %d asym %d: packed rows decode differently", (long long)groups[gi], di, asym);
+            }
+    free(w), free(ref), free(got), free(sc), free(q), free(zp), free(codes), free(rows);
+}
+
 int main(void) {
+    QT_RUN(test_pack_int4);
     QT_RUN(test_e2m1_table);
     QT_RUN(test_dots);
     QT_RUN(test_gemm_tiles);
