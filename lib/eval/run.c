@@ -414,6 +414,18 @@ static qt_status tasks_text(const qt_task_set *set, char **out, size_t *len) {
 }
 
 /* The held-out rule for task prompts: as for the evaluation text, a warning, a failure with --strict. */
+/* A held-out overlap: a failure with --strict, else one of the candidate's warnings. */
+static void heldout_note(qt_eval_result *R, const qt_eval_opts *o, int32_t k, const char *msg) {
+    qt_eval_candidate *c = &R->cands[k];
+    if (o->strict) {
+        qt_eval_verdict_note(&c->verdict, QT_VERDICT_FAIL, "%s; --strict", msg);
+    } else if (c->n_warnings < MAX_WARNINGS) {
+        snprintf(R->warn[k][c->n_warnings], QT_EVAL_REASON_LEN, "%s", msg);
+        R->warn_ptr[k][c->n_warnings] = R->warn[k][c->n_warnings];
+        c->n_warnings++;
+    }
+}
+
 static qt_status check_tasks_heldout(qt_eval_result *R, const qt_eval_opts *o, int32_t k, const qt_calib_fingerprint *fp) {
     char *text;
     size_t len;
@@ -422,17 +434,10 @@ static qt_status check_tasks_heldout(qt_eval_result *R, const qt_eval_opts *o, i
     if (!s) s = qt_heldout_check(fp, text, len, len, &h);
     free(text);
     if (s || !h.overlaps) return s;
-    qt_eval_candidate *c = &R->cands[k];
     char msg[QT_EVAL_REASON_LEN];
     snprintf(msg, sizeof msg, "the task prompts overlap the candidate's calibration text (%.1f %% of their 13-word shingles)",
              100.0 * h.overlap);
-    if (o->strict) {
-        qt_eval_verdict_note(&c->verdict, QT_VERDICT_FAIL, "%s; --strict", msg);
-    } else if (c->n_warnings < MAX_WARNINGS) {
-        snprintf(R->warn[k][c->n_warnings], QT_EVAL_REASON_LEN, "%s", msg);
-        R->warn_ptr[k][c->n_warnings] = R->warn[k][c->n_warnings];
-        c->n_warnings++;
-    }
+    heldout_note(R, o, k, msg);
     return QT_OK;
 }
 
@@ -452,13 +457,7 @@ static qt_status check_heldout(qt_eval_result *R, const qt_eval_opts *o, int32_t
     char msg[QT_EVAL_REASON_LEN];
     snprintf(msg, sizeof msg, "the evaluation text overlaps the candidate's calibration text (%.1f %% of the evaluated %s)",
              100.0 * R->heldout[k].overlap, R->heldout[k].same_file ? "bytes" : "13-word shingles");
-    if (o->strict) {
-        qt_eval_verdict_note(&c->verdict, QT_VERDICT_FAIL, "%s; --strict", msg);
-    } else if (c->n_warnings < MAX_WARNINGS) {
-        snprintf(R->warn[k][c->n_warnings], QT_EVAL_REASON_LEN, "%s", msg);
-        R->warn_ptr[k][c->n_warnings] = R->warn[k][c->n_warnings];
-        c->n_warnings++;
-    }
+    heldout_note(R, o, k, msg);
     return QT_OK;
 }
 

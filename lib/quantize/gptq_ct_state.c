@@ -205,16 +205,8 @@ qt_status qt__ct_layers_commit(qt__ct_layers *g, json_t *records, uint64_t bytes
     json_array_extend(json_object_get(g->state, "records"), records);
     json_decref(records);
     if (s != QT_OK) return s;
-    json_object_set_new(g->state, "kv_amax", qt__gptq_kv_json(k_amax, v_amax, n_amax, kv_tokens));
-    json_object_set_new(g->state, "report", qt__gptq_report_json(r, r->n_rtn));
-    json_object_set_new(g->state, "layers_done", json_integer(g->layers_done + 1));
-    json_object_set_new(g->state, "bytes_done", json_integer((json_int_t)bytes));
-    s = qt__json_write_atomic(g->state_path, g->state, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-    if (s == QT_OK) {
-        g->layers_done++;
-        g->bytes_done = bytes;
-    }
-    return s;
+    const qt__layer_commit c = {k_amax, v_amax, n_amax, kv_tokens, r, r->n_rtn};
+    return qt__layer_state_commit(g->state, g->state_path, &c, &g->layers_done, &g->bytes_done, bytes);
 }
 
 void qt__ct_layers_close(qt__ct_layers *g, qt_status s, bool *kept) {

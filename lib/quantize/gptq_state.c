@@ -282,6 +282,23 @@ static qt_status write_all(int fd, const void *src, size_t n, const char *path) 
     return QT_OK;
 }
 
+/* One finished layer into a layer state file (this one's and gptq_ct_state.c's): the KV maxima,
+ * the report's counters, the layer and byte counts, written atomically; the counts advance only
+ * once the file holds them. */
+qt_status qt__layer_state_commit(json_t *state, const char *state_path, const qt__layer_commit *c,
+                                 int32_t *layers_done, uint64_t *bytes_done, uint64_t bytes) {
+    json_object_set_new(state, "kv_amax", qt__gptq_kv_json(c->k_amax, c->v_amax, c->n_amax, c->kv_tokens));
+    json_object_set_new(state, "report", qt__gptq_report_json(c->report, c->n_rtn));
+    json_object_set_new(state, "layers_done", json_integer(*layers_done + 1));
+    json_object_set_new(state, "bytes_done", json_integer((json_int_t)bytes));
+    qt_status s = qt__json_write_atomic(state_path, state, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    if (s == QT_OK) {
+        (*layers_done)++;
+        *bytes_done = bytes;
+    }
+    return s;
+}
+
 qt_status qt__gptq_state_save_layer(qt__gptq_state *g, const qt_quantize_plan *p, const int32_t *idx, int32_t n,
                                     uint8_t *const *given, const float *k_amax, const float *v_amax, int32_t n_amax,
                                     int64_t kv_tokens, const qt_gptq_report *r, int32_t n_rtn) {
@@ -297,16 +314,8 @@ qt_status qt__gptq_state_save_layer(qt__gptq_state *g, const qt_quantize_plan *p
     }
     if (s == QT_OK && fdatasync(g->fd) != 0) s = qt_error(QT_ERR_IO, "%s: cannot sync: %s", g->data_path, strerror(errno));
     if (s != QT_OK) return s;
-    json_object_set_new(g->state, "kv_amax", qt__gptq_kv_json(k_amax, v_amax, n_amax, kv_tokens));
-    json_object_set_new(g->state, "report", qt__gptq_report_json(r, n_rtn));
-    json_object_set_new(g->state, "layers_done", json_integer(g->layers_done + 1));
-    json_object_set_new(g->state, "bytes_done", json_integer((json_int_t)bytes));
-    s = qt__json_write_atomic(g->state_path, g->state, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-    if (s == QT_OK) {
-        g->layers_done++;
-        g->bytes_done = bytes;
-    }
-    return s;
+    const qt__layer_commit c = {k_amax, v_amax, n_amax, kv_tokens, r, n_rtn};
+    return qt__layer_state_commit(g->state, g->state_path, &c, &g->layers_done, &g->bytes_done, bytes);
 }
 
 void qt__gptq_state_close(qt__gptq_state *g, qt_status s, bool *kept) {

@@ -109,6 +109,15 @@ json_t *qt__gptq_kv_json(const float *k_amax, const float *v_amax, int32_t n_ama
 void qt__gptq_kv_read(const json_t *kv, float *k_amax, float *v_amax, int32_t n_amax, int64_t *kv_tokens);
 json_t *qt__gptq_report_json(const qt_gptq_report *r, int32_t n_rtn);
 void qt__gptq_report_read(const json_t *rp, qt_gptq_report *r, int32_t *n_rtn);
+typedef struct qt__layer_commit {
+    const float *k_amax, *v_amax;     /* (n_amax) per layer x KV head */
+    int32_t n_amax;
+    int64_t kv_tokens;
+    const qt_gptq_report *report;
+    int32_t n_rtn;
+} qt__layer_commit;
+qt_status qt__layer_state_commit(json_t *state, const char *state_path, const qt__layer_commit *c,
+                                 int32_t *layers_done, uint64_t *bytes_done, uint64_t bytes);
 
 /* A calibrated run's finished layers onto compressed-tensors (gptq_ct_state.c):
  * OUT.partial.layers, unlinked at once unless keep (--resumable) or resume; then
