@@ -5,7 +5,7 @@
 # and outputs as the local engine (`quanta eval` with the model file). Items
 # expect the model's own greedy text (pass), another text (fail), or stop at
 # a string. A URL where nothing listens gives infrastructure failures (exit 1,
-# counted apart), not model failures.
+# counted apart), not model failures; choice checks are skipped with a note.
 source "$(dirname "$0")/lib/harness.sh"
 model="$shared/models/stories260K.gguf"
 text="$shared/data/tinystories-valid-first1000.txt"
@@ -52,6 +52,10 @@ if cmp -s "$tmp/want" "$tmp/got" && cmp -s "$tmp/want" "$tmp/got2"; then pass=$(
 fi
 ok [ "$(jq '[.base.results[] | select(.infra)] | length' "$tmp/srv.json")" = "0" ]
 ok [ "$(jq -r '.base.results[] | select(.id == "stop") | .pass' "$tmp/srv.json")" = "true" ]
+
+# a --mc file through a server: no log-likelihoods, so its choice checks are skipped with a note
+expect mc-skipped 0 "out:the choice checks of 64 item(s) were skipped" "$q" eval --base "$url" --candidate "$url" \
+    --model stories260K.gguf --tasks "$(dirname "$0")/../data/mc_tinystories.jsonl" --quiet
 
 # a model the server does not serve: HTTP 404, an infrastructure failure with the server's message
 expect wrong-model 1 '' "$q" eval --base "$url" --candidate "$url" --model nope --tasks "$tmp/tasks.jsonl" --json="$tmp/404.json" --quiet

@@ -54,6 +54,11 @@ int eval_tasks_served(const served_args *a) {
         if (!a->json.on || a->json.file) {
             printf("%-10s %13s %8s\n", "model", "passed", "rate");
             for (int i = 0; i < n; i++) table_row(i ? "candidate" : "base", i ? a->cands[i - 1] : a->base, &res[i]);
+            int32_t skipped = 0;
+            for (int32_t i = 0; i < res[0].n_items; i++) skipped += res[0].items[i].choice_skipped;
+            if (skipped) printf("note: the choice checks of %d item(s) were skipped (no log-likelihoods through a server)\n", (int)skipped);
+            for (int i = 0; i < n; i++)
+                if (res[i].n_infra) printf("note: %d item(s) failed by infrastructure on %s (see --json for why)\n", (int)res[i].n_infra, i ? a->cands[i - 1] : a->base);
         }
         for (int i = 0; i < n; i++) {
             if (res[i].n_infra) exit_status = CLI_FAIL; /* a server that did not answer needs review */
