@@ -14,7 +14,8 @@
 #define MAX_CANDIDATES 32
 
 static void help(void) {
-    printf("usage: quanta eval --base MODEL --candidate MODEL [--candidate MODEL ...] -f TEXT [options]\n\n"
+    printf("usage: quanta eval --base MODEL --candidate MODEL [--candidate MODEL ...] -f TEXT [options]\n"
+           "       quanta eval --base URL --candidate URL [--candidate URL ...] --tasks FILE.jsonl [options]\n\n"
            "Runs the base and every candidate over the same tokens of TEXT (llama-perplexity's chunks) and\n"
            "judges each candidate: perplexity change with a 95%% interval, KL(base || candidate) per token\n"
            "(mean, median, p99, max), top-1 agreement, share of tokens whose probability fell by half.\n\n"
