@@ -3,6 +3,7 @@
  * through the load test's HTTP client, 503 retried with exponential backoff,
  * every other failure reported as infrastructure (not the model's fault). */
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,17 +38,22 @@ static char *request_body(const qt_task_http *h, const qt_task_item *it, int32_t
     return s;
 }
 
-/* choices[0].text or choices[0].message.content, cut before the first stop string; NULL when absent. */
+/* choices[0].text or choices[0].message.content, cut before the stop string that completes first; NULL when absent. */
 static char *answer_text(const char *body, const qt_task_item *it) {
     json_t *j = json_loads(body, 0, NULL);
     json_t *c0 = json_array_get(json_object_get(j, "choices"), 0);
     json_t *t = it->messages ? json_object_get(json_object_get(c0, "message"), "content") : json_object_get(c0, "text");
     char *out = json_is_string(t) ? dup_str(json_string_value(t)) : NULL;
     json_decref(j);
+    /* the engine stops at the first stop string to complete: the earliest end, then the earliest start */
+    size_t end = SIZE_MAX, cut = SIZE_MAX;
     for (int32_t k = 0; out && k < it->n_stop; k++) {
-        char *hit = strstr(out, it->stop[k]);
-        if (hit) *hit = '\0';
+        const char *hit = strstr(out, it->stop[k]);
+        if (!hit) continue;
+        size_t s = (size_t)(hit - out), e = s + strlen(it->stop[k]);
+        if (e < end || (e == end && s < cut)) end = e, cut = s;
     }
+    if (cut != SIZE_MAX) out[cut] = '\0';
     return out;
 }
 
