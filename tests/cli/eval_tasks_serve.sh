@@ -27,10 +27,12 @@ for p in "${openings[@]}"; do
 done
 jq -cn '{id: "stop", prompt: "Once upon a time", max_tokens: 24, stop: ["."], checks: [{type: "regex", pattern: "^[^.]*$"}]}' \
     >>"$tmp/tasks.jsonl"
+jq -cn '{id: "stops", prompt: "One day", max_tokens: 24, stop: [".", " big", " park"], checks: [{type: "contains", value: "Lily"}, {type: "regex", pattern: "^[^.]*$"}]}' \
+    >>"$tmp/tasks.jsonl"
 
 expect local 0 '' "$q" eval --base "$model" --candidate "$model" -f "$text" --chunks 1 -c 256 --tasks "$tmp/tasks.jsonl" \
     --json="$tmp/local.json" --quiet
-ok [ "$(jq .base.tasks.passed "$tmp/local.json")" = "7" ]
+ok [ "$(jq .base.tasks.passed "$tmp/local.json")" = "8" ]
 
 "$q" serve -m "$model" --host 127.0.0.1 --port 0 -t 2 --parallel 1 -c 256 --json >"$tmp/serve.json" 2>"$tmp/serve.log" &
 pid=$!
@@ -40,7 +42,7 @@ ok [ -n "$port" ]
 url="http://127.0.0.1:$port"
 
 expect served 0 '' "$q" eval --base "$url" --candidate "$url" --model stories260K.gguf --tasks "$tmp/tasks.jsonl" --timeout 60 --json="$tmp/srv.json" --quiet
-ok grep -q "^base  *7/13" "$tmp/out"
+ok grep -q "^base  *8/14" "$tmp/out"
 pick='[.[] | {id, pass, output}]'
 jq "[.base.tasks.results[]] | $pick" "$tmp/local.json" >"$tmp/want"
 jq "[.base.results[]] | $pick" "$tmp/srv.json" >"$tmp/got"
@@ -52,6 +54,7 @@ if cmp -s "$tmp/want" "$tmp/got" && cmp -s "$tmp/want" "$tmp/got2"; then pass=$(
 fi
 ok [ "$(jq '[.base.results[] | select(.infra)] | length' "$tmp/srv.json")" = "0" ]
 ok [ "$(jq -r '.base.results[] | select(.id == "stop") | .pass' "$tmp/srv.json")" = "true" ]
+ok [ "$(jq -r '.base.results[] | select(.id == "stops") | .pass' "$tmp/srv.json")" = "true" ] # contains Lily, cut before a stop
 
 # a --mc file through a server: no log-likelihoods, so its choice checks are skipped with a note
 expect mc-skipped 0 "out:the choice checks of 64 item(s) were skipped" "$q" eval --base "$url" --candidate "$url" \
@@ -59,7 +62,7 @@ expect mc-skipped 0 "out:the choice checks of 64 item(s) were skipped" "$q" eval
 
 # a model the server does not serve: HTTP 404, an infrastructure failure with the server's message
 expect wrong-model 1 '' "$q" eval --base "$url" --candidate "$url" --model nope --tasks "$tmp/tasks.jsonl" --json="$tmp/404.json" --quiet
-ok [ "$(jq '[.base.results[] | select(.infra and (.why | startswith("infrastructure: HTTP 404: the model \u0027nope\u0027")))] | length' "$tmp/404.json")" = "13" ]
+ok [ "$(jq '[.base.results[] | select(.infra and (.why | startswith("infrastructure: HTTP 404: the model \u0027nope\u0027")))] | length' "$tmp/404.json")" = "14" ]
 
 # nothing listens: every item is an infrastructure failure, reported apart
 kill -TERM "$pid"
@@ -67,8 +70,8 @@ wait "$pid" 2>/dev/null
 pid=
 expect dead 1 '' "$q" eval --base "$url" --candidate "$url" --model stories260K.gguf --tasks "$tmp/tasks.jsonl" --timeout 5 --retries 0 \
     --json="$tmp/dead.json" --quiet
-ok [ "$(jq .base.infra_failures "$tmp/dead.json")" = "13" ]
-ok [ "$(jq '[.base.results[] | select(.infra and (.why | startswith("infrastructure: ")))] | length' "$tmp/dead.json")" = "13" ]
+ok [ "$(jq .base.infra_failures "$tmp/dead.json")" = "14" ]
+ok [ "$(jq '[.base.results[] | select(.infra and (.why | startswith("infrastructure: ")))] | length' "$tmp/dead.json")" = "14" ]
 
 # usage: a URL needs --tasks; local models and URLs are not mixed yet
 expect no-tasks 2 "needs --tasks" "$q" eval --base "$url" --candidate "$url" -f "$text"
