@@ -77,15 +77,28 @@ static qt_status http_fail(char **text, bool *infra, long code, const char *resp
     return s;
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static void sleep_s(double s) {
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
     nanosleep(&ts, NULL);
 }
 
 qt_status qt_task_http_gen(void *user, const qt_task_item *it, int32_t sample, char **text, bool *infra) {
-    const qt_task_http *h = user;
+    qt_task_http *h = user;
     *text = NULL;
     *infra = false;
+    const double now = now_s();
+    if (h->t0 <= 0) h->t0 = now;
+    if (h->time_limit_s > 0 && now - h->t0 >= h->time_limit_s) {
+        char lim[32];
+        snprintf(lim, sizeof lim, "%g", h->time_limit_s);
+        return infra_fail(text, infra, "time limit of %s s reached%s", lim, "");
+    }
     char *body = request_body(h, it, sample), *resp = NULL;
     if (!body) return qt_error(QT_ERR_NOMEM, "tasks: out of memory");
     const char *path = it->messages ? "/v1/chat/completions" : "/v1/completions";

@@ -64,6 +64,16 @@ expect mc-skipped 0 "out:the choice checks of 64 item(s) were skipped" "$q" eval
 expect wrong-model 1 '' "$q" eval --base "$url" --candidate "$url" --model nope --tasks "$tmp/tasks.jsonl" --json="$tmp/404.json" --quiet
 ok [ "$(jq '[.base.results[] | select(.infra and (.why | startswith("infrastructure: HTTP 404: the model \u0027nope\u0027")))] | length' "$tmp/404.json")" = "14" ]
 
+# a server that stops answering: the first request times out (--timeout), and after --time-limit no
+# request starts; all are infrastructure failures
+kill -STOP "$pid"
+expect stalled 1 '' "$q" eval --base "$url" --candidate "$url" --model stories260K.gguf --tasks "$tmp/tasks.jsonl" \
+    --timeout 0.3 --time-limit 0.2 --retries 0 --json="$tmp/stall.json" --quiet
+kill -CONT "$pid"
+ok [ "$(jq .base.infra_failures "$tmp/stall.json")" = "14" ]
+ok [ "$(jq '[.base.results[1:][] | select(.why == "infrastructure: time limit of 0.2 s reached")] | length' "$tmp/stall.json")" = "13" ]
+ok [ "$(jq -r '.base.results[0].why' "$tmp/stall.json" | grep -ci timeout)" = "1" ]
+
 # nothing listens: every item is an infrastructure failure, reported apart
 kill -TERM "$pid"
 wait "$pid" 2>/dev/null

@@ -48,6 +48,7 @@ static void help(void) {
            "  without -f: each item is one request, /v1/chat/completions for messages, else /v1/completions;\n"
            "  choice checks are skipped (no log-likelihoods); items a server fails are infrastructure failures\n"
            "  --timeout S               seconds per request (default 120)\n"
+           "  --time-limit S            no request to a model starts S seconds after its first; the rest fail by infrastructure\n"
            "  --retries N               retries of a 503 answer, after 0.5 s, 1 s, 2 s ... (default 4)\n"
            "  --model NAME              \"model\" of each request (default empty)\n"
            "  --api-key KEY             sent as Authorization: Bearer KEY\n"
@@ -66,7 +67,7 @@ static void help(void) {
 typedef struct eval_args {
     const char *base, *cands[MAX_CANDIDATES], *text, *html, *mc, *tasks;
     const char *model, *api_key; /* sent to servers */
-    double timeout_s;
+    double timeout_s, time_limit_s;
     long long retries;
     cli_json json;
     int n_cands;
@@ -157,6 +158,7 @@ static int parse_args(int argc, char **argv, eval_args *a) {
         else if (!strcmp(opt, "--max-pass-drop-pct")) { NEED_VALUE(); r = cli_parse_double(VERB, opt, argv[++i], 0, 100, &a->th.max_pass_drop_pct); }
         else if (!strcmp(opt, "--bench")) a->bench = true;
         else if (!strcmp(opt, "--timeout")) { NEED_VALUE(); r = cli_parse_double(VERB, opt, argv[++i], 0.001, 86400, &a->timeout_s); }
+        else if (!strcmp(opt, "--time-limit")) { NEED_VALUE(); r = cli_parse_double(VERB, opt, argv[++i], 0.001, 1e7, &a->time_limit_s); }
         else if (!strcmp(opt, "--retries")) { NEED_VALUE(); r = cli_parse_int(VERB, opt, argv[++i], 0, 100, &a->retries); }
         else if (!strcmp(opt, "--model")) { NEED_VALUE(); a->model = argv[++i]; }
         else if (!strcmp(opt, "--api-key")) { NEED_VALUE(); a->api_key = argv[++i]; }
@@ -182,7 +184,7 @@ int cmd_eval(int argc, char **argv) {
     if (served(&a)) {
         served_args sa = {.tasks = a.tasks, .base = a.base, .cands = a.cands, .n_cands = a.n_cands, .model = a.model,
                           .api_key = a.api_key, .json = a.json, .samples = (int32_t)a.samples, .retries = (int32_t)a.retries,
-                          .seed = (uint64_t)a.seed, .temp = (float)a.temp, .timeout_s = a.timeout_s,
+                          .seed = (uint64_t)a.seed, .temp = (float)a.temp, .timeout_s = a.timeout_s, .time_limit_s = a.time_limit_s,
                           .max_pass_drop_pct = a.th.max_pass_drop_pct, .progress = cli_progress(a.quiet)};
         return eval_tasks_served(&sa);
     }

@@ -45,6 +45,7 @@ int eval_tasks_served(const served_args *a) {
         h.url = i ? a->cands[i - 1] : a->base;
         h.model = a->model, h.api_key = a->api_key, h.set = set;
         h.timeout_s = a->timeout_s, h.max_retries = a->retries;
+        h.time_limit_s = a->time_limit_s;
         h.temp = a->samples > 1 ? a->temp : 0.0f, h.seed = a->seed;
         s = qt_tasks_run(set, a->samples, qt_task_http_gen, NULL, &h, &a->progress, &res[i]);
     }

@@ -11,7 +11,7 @@ typedef struct served_args {
     int32_t samples, retries;
     uint64_t seed;
     float temp;
-    double timeout_s, max_pass_drop_pct;
+    double timeout_s, time_limit_s, max_pass_drop_pct;
     qt_progress progress;
 } served_args;
 
