@@ -278,6 +278,31 @@ QT_API void qt_task_result_free(qt_task_result *r);
 /* Items whose pass differs between base and candidate (same set). */
 QT_API int32_t qt_tasks_n_flipped(const qt_task_result *base, const qt_task_result *cand);
 
+/* A generator (qt_task_gen_fn) through an OpenAI-compatible server: one
+ * blocking request per output, /v1/chat/completions for items with messages,
+ * /v1/completions otherwise, non-streamed, with max_tokens and temperature
+ * `temp` (0: greedy). Stop strings are not sent (quanta serve refuses them):
+ * the text is cut before the first one here, which gives the local engine's
+ * text at the cost of the tokens past it. A 503 answer is retried after
+ * 0.5 s, 1 s, 2 s ... (max_retries times); any other non-200 answer, a timeout
+ * or no answer is an infrastructure failure with the reason as its text.
+ * Choice checks need log-likelihoods: give no scorer. */
+typedef struct qt_task_http {
+    const char *url;     /* base URL, "http://127.0.0.1:8080" */
+    const char *model;   /* "model" of each request ("" when NULL) */
+    const char *api_key; /* NULL: no Authorization header */
+    double timeout_s;    /* per request, seconds; default 120 */
+    int32_t max_retries; /* 503 answers retried; default 4 */
+    float temp;          /* default 0 */
+    uint64_t seed;       /* sent as "seed" (+ the item index * 1000003 + the sample) when temp > 0 */
+    double time_limit_s; /* no request starts this many seconds after the first (the item fails by
+                            infrastructure: "time limit reached"); <= 0: none */
+    const qt_task_set *set; /* the items (for their index) */
+    double t0;           /* set by the first call: its monotonic clock, seconds */
+} qt_task_http;
+QT_API void qt_task_http_default(qt_task_http *h);
+QT_API qt_status qt_task_http_gen(void *user, const qt_task_item *it, int32_t sample, char **text, bool *infra);
+
 /* ---- held-out check ----------------------------------------------------------- */
 
 /* The calibration fingerprint (qt_calib_*) is quantization's: quanta/quantize.h. */

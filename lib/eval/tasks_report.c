@@ -114,6 +114,14 @@ json_t *qt__tasks_json(const qt_eval_report *r, const qt_task_result *t) {
         json_array_append_new(flipped, e);
     }
     json_object_set_new(o, "flipped", flipped);
+    json_t *results = json_array(); /* every item, in file order */
+    for (int32_t i = 0; i < t->n_items; i++) {
+        const qt_task_outcome *c = &t->items[i];
+        json_t *e = json_pack("{s:s, s:b, s:b}", "id", r->task_set->items[i].id, "pass", c->pass, "infra", c->infra);
+        json_object_set_new(e, "output", c->infra ? json_null() : jtext(c->text));
+        json_array_append_new(results, e);
+    }
+    json_object_set_new(o, "results", results);
     return o;
 }
 

@@ -381,3 +381,52 @@ void qt_lt_run_free(qt_lt_run *r) {
     free(r->results);
     memset(r, 0, sizeof *r);
 }
+
+/* ---- one blocking request ------------------------------------------------------- */
+
+#define POST_MAX (16u << 20)
+
+static size_t on_post(char *ptr, size_t size, size_t nmemb, void *user) {
+    qt__sbuf *b = user;
+    size_t n = size * nmemb;
+    if (b->n + n > POST_MAX) return 0; /* aborts the transfer */
+    qt__sb_add(b, ptr, n);
+    return b->failed ? 0 : n;
+}
+
+qt_status qt__lt_post(const char *base, const char *path, const char *api_key, const char *body, double timeout_s,
+                      long *code, char **resp) {
+    *code = 0;
+    *resp = NULL;
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK) return qt_error(QT_ERR_INTERNAL, "curl_global_init: %s", curl_easy_strerror(curl_init_rc));
+    char *url = join_url(base, path);
+    CURL *h = curl_easy_init();
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    char auth[1024];
+    if (api_key && hdrs) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", api_key);
+        hdrs = curl_slist_append(hdrs, auth);
+    }
+    qt_status s = QT_OK;
+    qt__sbuf b = {0};
+    if (!url || !h || !hdrs) s = qt_error(QT_ERR_NOMEM, "http: out of memory starting a request");
+    if (!s) {
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_post);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        if (timeout_s > 0) curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_s * 1000));
+        CURLcode rc = curl_easy_perform(h);
+        if (rc != CURLE_OK) s = qt_error(QT_ERR_IO, "%s: %s", url, b.failed ? "out of memory" : curl_easy_strerror(rc));
+        else curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
+    }
+    if (!s) s = qt__sb_finish(&b, resp, "http");
+    else free(b.p);
+    curl_slist_free_all(hdrs);
+    if (h) curl_easy_cleanup(h);
+    free(url);
+    return s;
+}

@@ -48,4 +48,12 @@ typedef struct qt__lt_chunk {
  * text. QT_ERR_FORMAT (message says why) for data that is not a JSON object. */
 qt_status qt__lt_chunk_parse(const char *data, size_t len, qt__lt_chunk *out, qt__sbuf *text);
 
+/* One blocking, non-streamed POST of a JSON body to base + path, for callers
+ * outside the run loop (`quanta eval --tasks` through a server). *code: the
+ * HTTP status (0: no answer); *resp: the body, malloc'd and NUL-terminated
+ * (at most 16 MiB). QT_ERR_IO with curl's message when no answer came
+ * (refused, timed out after timeout_s seconds; <= 0: no limit). */
+qt_status qt__lt_post(const char *base, const char *path, const char *api_key, const char *body, double timeout_s,
+                      long *code, char **resp);
+
 #endif

@@ -316,6 +316,31 @@ static void test_run(void) {
     qt_tasks_free(s);
 }
 
+/* A server that is not there (nothing listens on 127.0.0.1 port 1): every item
+ * is an infrastructure failure naming the cause, none a model failure. */
+static void test_http_refused(void) {
+    qt_task_set *s = parse_ok(
+        "{\"id\": \"a\", \"prompt\": \"p\", \"checks\": [{\"type\": \"contains\", \"value\": \"\"}]}\n"
+        "{\"id\": \"b\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"checks\": [{\"type\": \"json\"}]}\n");
+    if (!s) return;
+    qt_task_http h;
+    qt_task_http_default(&h);
+    CHECK_NEAR(h.timeout_s, 120, 0);
+    CHECK_EQ_INT(h.max_retries, 4);
+    h.url = "http://127.0.0.1:1/";
+    h.timeout_s = 10;
+    h.set = s;
+    qt_task_result r;
+    CHECK_OK(qt_tasks_run(s, 1, qt_task_http_gen, NULL, &h, NULL, &r));
+    CHECK_EQ_INT(r.n_infra, 2);
+    CHECK_EQ_INT(r.n_pass, 0);
+    CHECK_EQ_INT(r.n_checks[QT_CHECK_CONTAINS], 0);
+    CHECK_MSG(strstr(r.items[0].why, "infrastructure: http://127.0.0.1:1/v1/completions: ") == r.items[0].why, "why: %s", r.items[0].why);
+    CHECK_MSG(strstr(r.items[1].why, "/v1/chat/completions: ") != NULL, "why: %s", r.items[1].why);
+    qt_task_result_free(&r);
+    qt_tasks_free(s);
+}
+
 int main(void) {
     QT_RUN(test_parse);
     QT_RUN(test_parse_errors);
@@ -324,5 +349,6 @@ int main(void) {
     QT_RUN(test_tool_call);
     QT_RUN(test_check_run);
     QT_RUN(test_run);
+    QT_RUN(test_http_refused);
     return qt_test_finish("test_eval_tasks");
 }

@@ -8,12 +8,14 @@
 
 #include "cli.h"
 #include "engine_opts.h"
+#include "eval_served.h"
 
 #define VERB "eval"
 #define MAX_CANDIDATES 32
 
 static void help(void) {
-    printf("usage: quanta eval --base MODEL --candidate MODEL [--candidate MODEL ...] -f TEXT [options]\n\n"
+    printf("usage: quanta eval --base MODEL --candidate MODEL [--candidate MODEL ...] -f TEXT [options]\n"
+           "       quanta eval --base URL --candidate URL [--candidate URL ...] --tasks FILE.jsonl [options]\n\n"
            "Runs the base and every candidate over the same tokens of TEXT (llama-perplexity's chunks) and\n"
            "judges each candidate: perplexity change with a 95%% interval, KL(base || candidate) per token\n"
            "(mean, median, p99, max), top-1 agreement, share of tokens whose probability fell by half.\n\n"
@@ -42,6 +44,14 @@ static void help(void) {
            "  --seed S                  the sampler's seed when K > 1 (default 0)\n"
            "  --temp T                  its temperature when K > 1 (default 0.8)\n"
            "  --max-pass-drop-pct P     fail when the task pass rate falls more than P points below the base's (default 5)\n"
+           "  through servers: --base URL --candidate URL (http:// or https://, OpenAI-compatible) with --tasks and\n"
+           "  without -f: each item is one request, /v1/chat/completions for messages, else /v1/completions;\n"
+           "  choice checks are skipped (no log-likelihoods); items a server fails are infrastructure failures\n"
+           "  --timeout S               seconds per request (default 120)\n"
+           "  --time-limit S            no request to a model starts S seconds after its first; the rest fail by infrastructure\n"
+           "  --retries N               retries of a 503 answer, after 0.5 s, 1 s, 2 s ... (default 4)\n"
+           "  --model NAME              \"model\" of each request (default empty)\n"
+           "  --api-key KEY             sent as Authorization: Bearer KEY\n"
            "  --bench                   prefill and decode tokens/s per model\n"
            "  --json[=FILE]             the JSON report (schema quanta.eval/1) on stdout instead of the\n"
            "                            table, or in FILE beside it\n"
@@ -56,6 +66,9 @@ static void help(void) {
 
 typedef struct eval_args {
     const char *base, *cands[MAX_CANDIDATES], *text, *html, *mc, *tasks;
+    const char *model, *api_key; /* sent to servers */
+    double timeout_s, time_limit_s;
+    long long retries;
     cli_json json;
     int n_cands;
     long long n_chunks, needle_trials, samples, seed;
@@ -83,6 +96,23 @@ static int parse_lengths(const char *s, eval_args *a) {
     return CLI_OK;
 }
 
+/* Any URL among the models: the task file through servers. */
+static bool served(const eval_args *a) {
+    bool url = eval_is_url(a->base);
+    for (int i = 0; i < a->n_cands; i++) url |= eval_is_url(a->cands[i]);
+    return url;
+}
+
+static int check_served(const eval_args *a) {
+    if (!a->tasks) return cli_usage(VERB, "a URL as --base or --candidate needs --tasks FILE (only task files run through a server)");
+    if (a->text || a->mc || a->needle || a->bench || a->html)
+        return cli_usage(VERB, "with URLs only --tasks runs: drop -f, --mc, --needle, --bench and --html");
+    if (!eval_is_url(a->base)) return cli_usage(VERB, "--base %s: a mix of local models and URLs is not supported yet", a->base);
+    for (int i = 0; i < a->n_cands; i++)
+        if (!eval_is_url(a->cands[i])) return cli_usage(VERB, "--candidate %s: a mix of local models and URLs is not supported yet", a->cands[i]);
+    return CLI_OK;
+}
+
 #define NEED_VALUE()                                                              \
     do { if (i + 1 >= argc) return cli_usage(VERB, "%s needs a value", opt); } while (0)
 
@@ -93,6 +123,8 @@ static int parse_args(int argc, char **argv, eval_args *a) {
     a->needle_trials = 4;
     a->samples = 1;
     a->temp = 0.8;
+    a->timeout_s = 120;
+    a->retries = 4;
     qt_eval_thresholds_default(&a->th);
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i];
@@ -125,6 +157,11 @@ static int parse_args(int argc, char **argv, eval_args *a) {
         else if (!strcmp(opt, "--temp")) { NEED_VALUE(); r = cli_parse_double(VERB, opt, argv[++i], 0, 100, &a->temp); }
         else if (!strcmp(opt, "--max-pass-drop-pct")) { NEED_VALUE(); r = cli_parse_double(VERB, opt, argv[++i], 0, 100, &a->th.max_pass_drop_pct); }
         else if (!strcmp(opt, "--bench")) a->bench = true;
+        else if (!strcmp(opt, "--timeout")) { NEED_VALUE(); r = cli_parse_double(VERB, opt, argv[++i], 0.001, 86400, &a->timeout_s); }
+        else if (!strcmp(opt, "--time-limit")) { NEED_VALUE(); r = cli_parse_double(VERB, opt, argv[++i], 0.001, 1e7, &a->time_limit_s); }
+        else if (!strcmp(opt, "--retries")) { NEED_VALUE(); r = cli_parse_int(VERB, opt, argv[++i], 0, 100, &a->retries); }
+        else if (!strcmp(opt, "--model")) { NEED_VALUE(); a->model = argv[++i]; }
+        else if (!strcmp(opt, "--api-key")) { NEED_VALUE(); a->api_key = argv[++i]; }
         else if (!strcmp(opt, "--html")) { NEED_VALUE(); a->html = argv[++i]; }
         else if (!strcmp(opt, "--quiet") || !strcmp(opt, "-q")) a->quiet = true;
         else return cli_usage(VERB, "unknown option '%s'", opt);
@@ -132,6 +169,7 @@ static int parse_args(int argc, char **argv, eval_args *a) {
     }
     if (!a->base) return cli_usage(VERB, "--base MODEL is required");
     if (!a->n_cands) return cli_usage(VERB, "at least one --candidate MODEL is required");
+    if (served(a)) return check_served(a);
     if (!a->text) return cli_usage(VERB, "-f TEXT is required");
     if (a->eng.n_ctx < 8 || a->eng.n_ctx % 2)
         return cli_usage(VERB, "-c %lld: the chunk length must be even and at least 8 (its second half is scored)", a->eng.n_ctx);
@@ -143,6 +181,13 @@ int cmd_eval(int argc, char **argv) {
     int r = parse_args(argc, argv, &a);
     if (r < 0) return CLI_OK; /* --help */
     if (r != CLI_OK) return r;
+    if (served(&a)) {
+        served_args sa = {.tasks = a.tasks, .base = a.base, .cands = a.cands, .n_cands = a.n_cands, .model = a.model,
+                          .api_key = a.api_key, .json = a.json, .samples = (int32_t)a.samples, .retries = (int32_t)a.retries,
+                          .seed = (uint64_t)a.seed, .temp = (float)a.temp, .timeout_s = a.timeout_s, .time_limit_s = a.time_limit_s,
+                          .max_pass_drop_pct = a.th.max_pass_drop_pct, .progress = cli_progress(a.quiet)};
+        return eval_tasks_served(&sa);
+    }
 
     /* the engine options every model starts from (n_ctx is set per run) */
     qt_engine_opts eo;
