@@ -13,6 +13,7 @@
 #include "dot.h"
 #include "blocks.h"
 #include "quanta/num.h"
+#include "traits_internal.h"
 
 static inline float h2f(qt_half h) { return qt_fp16_to_f32(h); }
 
@@ -517,31 +518,10 @@ static void act_q8_1(const float *x, block_q8_1 *y, int64_t n) {
     }
 }
 
-/* quantize_row_q8_K_ref (docs/formats.md §3.4): the signed value of largest
- * magnitude maps to -127; d stays f32; bsums hold the 16-element sums. */
+/* quantize_row_q8_K_ref (docs/formats.md §3.4) is the Q8_K row's from_float
+ * (q_k.c qt__quantize_q8_K), its SIMD variants chosen once from variants.c. */
 static void act_q8_K(const float *x, block_q8_K *y, int64_t n) {
-    for (int64_t b = 0; b < n / QK_K; b++, x += QK_K) {
-        float max = 0.0f, amax = 0.0f;
-        for (int j = 0; j < QK_K; j++) {
-            const float ax = fabsf(x[j]);
-            if (ax > amax) { amax = ax; max = x[j]; }
-        }
-        if (amax == 0.0f) {
-            memset(&y[b], 0, sizeof y[b]);
-            continue;
-        }
-        const float iscale = -127.0f / max;
-        for (int j = 0; j < QK_K; j++) {
-            const int v = round_even(iscale * x[j]);
-            y[b].qs[j] = (int8_t)(v < 127 ? v : 127);
-        }
-        for (int j = 0; j < QK_K / 16; j++) {
-            int s = 0;
-            for (int i = 0; i < 16; i++) s += y[b].qs[16 * j + i];
-            y[b].bsums[j] = (int16_t)s;
-        }
-        y[b].d = 1.0f / iscale;
-    }
+    qt__traits_dispatched(QT_TYPE_Q8_K)->from_float(x, y, n, NULL);
 }
 
 bool qt__act_type_supported(qt_type type) {
