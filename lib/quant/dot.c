@@ -11,6 +11,7 @@
 
 #include "ct_rows.h"
 #include "dot.h"
+#include "gemm.h"
 #include "blocks.h"
 #include "quanta/num.h"
 #include "traits_internal.h"
@@ -491,7 +492,8 @@ static inline int round_even(float v) { return (int)nearbyintf(v); }
 
 /* quantize_row_q8_0 as ggml-cpu runs it on x86 (the AVX path: id = 127/amax,
  * round half to even), not the reference (1/d, round half away). */
-static void act_q8_0(const float *x, block_q8_0 *y, int64_t n) {
+void qt__act_q8_0_ref(const float *x, void *vy, int64_t n) {
+    block_q8_0 *y = vy;
     for (int64_t b = 0; b < n / QK8_0; b++, x += QK8_0) {
         float amax = 0.0f;
         for (int j = 0; j < QK8_0; j++) amax = fmaxf(amax, fabsf(x[j]));
@@ -548,7 +550,7 @@ bool qt__act_quantize(qt_type type, const float *x, void *y, int64_t n) {
         for (int64_t i = 0; i < n; i++) h[i] = qt_f32_to_bf16(x[i]);
         return true;
     }
-    case QT_TYPE_Q8_0: act_q8_0(x, y, n); return true;
+    case QT_TYPE_Q8_0: qt__act_q8_0(x, y, n); return true;
     case QT_TYPE_Q8_1: act_q8_1(x, y, n); return true;
     case QT_TYPE_Q8_K: act_q8_K(x, y, n); return true;
     /* compressed-tensors W8A8 activations, as vLLM quantizes them (ct_rows.c) */

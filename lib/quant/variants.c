@@ -53,6 +53,7 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_IQ4_NL, QT__CPU_AVX2, .gemm_x16 = qt__gemm_x16_iq4_nl_avx2, .gemm_x16_ref = qt__gemm_x16_iq4_nl_ref},
     {QT_TYPE_Q8_0, QT__CPU_AVX2, .gemm_x16 = qt__gemm_x16_q8_0_avx2, .gemm_x16_ref = qt__gemm_x16_q8_0_ref},
     {QT_TYPE_Q8_0, QT__CPU_AVX2, .act_q8s = qt__act_q8s_avx2}, /* q8s activations, every level from AVX2 up */
+    {QT_TYPE_Q8_0, QT__CPU_AVX2, .act_q8_0 = qt__act_q8_0_avx2}, /* q8_0 activations (llama order), the same codes */
     /* K-quant quantizers, sub-block searches 8 groups at a time (q_k_avx2.c, fit_lanes.h) */
     {QT_TYPE_Q2_K, QT__CPU_AVX2, .from_float = qt__quantize_q2_K_avx2},
     {QT_TYPE_Q3_K, QT__CPU_AVX2, .from_float = qt__quantize_q3_K_avx2},

@@ -559,11 +559,24 @@ static void test_x16_variants_equal_reference(void) {
 }
 
 
-/* Every act_q8s variant gives qt__act_q8s_ref's bytes: random rows at several
- * scales, and blocks of zeros, of -0, of exact halves (amax 127, so x * id is
- * x and nearbyintf's ties go to even), of subnormals beside a tiny normal
- * maximum and of huge values (finite rows whose 127 / amax is finite: beyond
- * that the reference's float-to-int8 conversion is undefined). */
+/* 32-float blocks for the q8_0-coded activations (test_act_q8s_..., test_act_q8_0_...): random
+ * rows at several scales (rep), and blocks of zeros, of -0, of exact halves (amax 127, so x * id
+ * is x and nearbyintf's ties go to even), of subnormals beside a tiny normal maximum and of huge
+ * values (finite rows whose 127 / amax is finite: beyond that the reference's float-to-int8
+ * conversion is undefined). n >= 32 * 7. */
+static void fill_q8_blocks(float *x, int n, int rep) {
+    fill(x, n, 0.01f + 3.0f * rep);
+    for (int j = 0; j < 32; j++) {
+        x[32 + j] = 0.0f;
+        x[64 + j] = -0.0f;
+        x[96 + j] = j == 0 ? 127.0f : (float)(j - 16) + 0.5f; /* ties: -15.5 .. 14.5 */
+        x[128 + j] = j == 5 ? 1e-30f : (j % 2 ? -1.0f : 1.0f) * 1e-40f * (float)(j + 1);
+        x[160 + j] = (j % 3 ? 1.0f : -1.0f) * (3e37f / 32.0f) * (float)(j + 1);
+    }
+    if (rep % 2) x[200] = -x[200] * 1000.0f; /* one outlier sets the scale */
+}
+
+/* Every act_q8s variant gives qt__act_q8s_ref's bytes on fill_q8_blocks. */
 static void test_act_q8s_variants_equal_reference(void) {
     enum { N = 32 * 12 };
     float x[N];
@@ -577,15 +590,7 @@ static void test_act_q8s_variants_equal_reference(void) {
             continue;
         }
         for (int rep = 0; rep < 8; rep++) {
-            fill(x, N, 0.01f + 3.0f * rep);
-            for (int j = 0; j < 32; j++) {
-                x[32 + j] = 0.0f;
-                x[64 + j] = -0.0f;
-                x[96 + j] = j == 0 ? 127.0f : (float)(j - 16) + 0.5f; /* ties: -15.5 .. 14.5 */
-                x[128 + j] = j == 5 ? 1e-30f : (j % 2 ? -1.0f : 1.0f) * 1e-40f * (float)(j + 1);
-                x[160 + j] = (j % 3 ? 1.0f : -1.0f) * (3e37f / 32.0f) * (float)(j + 1);
-            }
-            if (rep % 2) x[200] = -x[200] * 1000.0f; /* one outlier sets the scale */
+            fill_q8_blocks(x, N, rep);
             memset(got, 0x5A, sizeof got);
             v->act_q8s(x, got, N);
             qt__act_q8s_ref(x, want, N);
@@ -596,6 +601,37 @@ static void test_act_q8s_variants_equal_reference(void) {
         ran++;
     }
     if (!ran) SKIP("no act_q8s variant runs on this CPU");
+}
+
+/* Every act_q8_0 variant gives qt__act_q8_0_ref's bytes on fill_q8_blocks, and
+ * qt__act_quantize (the llama-order paths, dispatched at this level) gives them too. */
+static void test_act_q8_0_variants_equal_reference(void) {
+    enum { N = 32 * 12 };
+    float x[N];
+    block_q8_0 got[N / 32], want[N / 32];
+    int ran = 0;
+    for (int rep = 0; rep < 8; rep++) {
+        fill_q8_blocks(x, N, rep);
+        qt__act_q8_0_ref(x, want, N);
+        memset(got, 0x5A, sizeof got);
+        qt__act_quantize(QT_TYPE_Q8_0, x, got, N);
+        CHECK_MSG(memcmp(got, want, sizeof got) == 0, "act_quantize q8_0 rep %d differs from the reference", rep);
+        for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+            if (!v->act_q8_0) continue;
+            const char *level = qt__cpu_level_str(v->level);
+            if (v->level > qt__cpu_level_get()) {
+                if (rep == 0) fprintf(stderr, "  SKIPPED act_q8_0 %s: this CPU (or QUANTA_CPU) lacks it\n", level);
+                continue;
+            }
+            memset(got, 0x5A, sizeof got);
+            v->act_q8_0(x, got, N);
+            for (int b = 0; b < N / 32; b++)
+                CHECK_MSG(memcmp(&got[b], &want[b], sizeof got[b]) == 0, "act_q8_0 %s rep %d block %d: d 0x%04x/0x%04x",
+                          level, rep, b, (unsigned)got[b].d, (unsigned)want[b].d);
+            ran += rep == 0;
+        }
+    }
+    if (!ran) SKIP("no act_q8_0 variant runs on this CPU");
 }
 
 
@@ -859,6 +895,7 @@ int main(void) {
     QT_RUN(test_gemm_variants_equal_vec_dot);
     QT_RUN(test_x16_variants_equal_reference);
     QT_RUN(test_act_q8s_variants_equal_reference);
+    QT_RUN(test_act_q8_0_variants_equal_reference);
     QT_RUN(test_act_q8_K_variants_equal_reference);
     QT_RUN(test_k16_variants_equal_reference);
     QT_RUN(test_x16_amx_tile_edges);
