@@ -20,6 +20,7 @@ static qt__gemm_x16_fn gemm_x16_kernels[QT_TYPE_COUNT];
 static qt__gemm_x16_fn gemm_k16_kernels[QT_TYPE_COUNT];
 static int gemm_min_batch[QT_TYPE_COUNT];
 static qt__act_q8s_fn act_q8s_kernel = qt__act_q8s_ref;
+static qt__act_q8_0_fn act_q8_0_kernel = qt__act_q8_0_ref;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void apply(const qt__kernel_variant *v) {
@@ -40,6 +41,7 @@ static void apply(const qt__kernel_variant *v) {
     if (v->gemm_x16) gemm_x16_kernels[v->type] = v->gemm_x16;
     if (v->gemm_k16) gemm_k16_kernels[v->type] = v->gemm_k16;
     if (v->act_q8s) act_q8s_kernel = v->act_q8s;
+    if (v->act_q8_0) act_q8_0_kernel = v->act_q8_0;
 }
 
 static void resolve(void) {
@@ -92,4 +94,9 @@ qt__gemm_x16_fn qt__gemm_k16_kernel(qt_type t) {
 void qt__act_q8s(const float *x, qt__block_q8s *y, int64_t n) {
     pthread_once(&once, resolve);
     act_q8s_kernel(x, y, n);
+}
+
+void qt__act_q8_0(const float *x, void *y, int64_t n) {
+    pthread_once(&once, resolve);
+    act_q8_0_kernel(x, y, n);
 }

@@ -11,8 +11,10 @@
 
 #include "ct_rows.h"
 #include "dot.h"
+#include "gemm.h"
 #include "blocks.h"
 #include "quanta/num.h"
+#include "traits_internal.h"
 
 static inline float h2f(qt_half h) { return qt_fp16_to_f32(h); }
 
@@ -490,7 +492,8 @@ static inline int round_even(float v) { return (int)nearbyintf(v); }
 
 /* quantize_row_q8_0 as ggml-cpu runs it on x86 (the AVX path: id = 127/amax,
  * round half to even), not the reference (1/d, round half away). */
-static void act_q8_0(const float *x, block_q8_0 *y, int64_t n) {
+void qt__act_q8_0_ref(const float *x, void *vy, int64_t n) {
+    block_q8_0 *y = vy;
     for (int64_t b = 0; b < n / QK8_0; b++, x += QK8_0) {
         float amax = 0.0f;
         for (int j = 0; j < QK8_0; j++) amax = fmaxf(amax, fabsf(x[j]));
@@ -517,31 +520,10 @@ static void act_q8_1(const float *x, block_q8_1 *y, int64_t n) {
     }
 }
 
-/* quantize_row_q8_K_ref (docs/formats.md §3.4): the signed value of largest
- * magnitude maps to -127; d stays f32; bsums hold the 16-element sums. */
+/* quantize_row_q8_K_ref (docs/formats.md §3.4) is the Q8_K row's from_float
+ * (q_k.c qt__quantize_q8_K), its SIMD variants chosen once from variants.c. */
 static void act_q8_K(const float *x, block_q8_K *y, int64_t n) {
-    for (int64_t b = 0; b < n / QK_K; b++, x += QK_K) {
-        float max = 0.0f, amax = 0.0f;
-        for (int j = 0; j < QK_K; j++) {
-            const float ax = fabsf(x[j]);
-            if (ax > amax) { amax = ax; max = x[j]; }
-        }
-        if (amax == 0.0f) {
-            memset(&y[b], 0, sizeof y[b]);
-            continue;
-        }
-        const float iscale = -127.0f / max;
-        for (int j = 0; j < QK_K; j++) {
-            const int v = round_even(iscale * x[j]);
-            y[b].qs[j] = (int8_t)(v < 127 ? v : 127);
-        }
-        for (int j = 0; j < QK_K / 16; j++) {
-            int s = 0;
-            for (int i = 0; i < 16; i++) s += y[b].qs[16 * j + i];
-            y[b].bsums[j] = (int16_t)s;
-        }
-        y[b].d = 1.0f / iscale;
-    }
+    qt__traits_dispatched(QT_TYPE_Q8_K)->from_float(x, y, n, NULL);
 }
 
 bool qt__act_type_supported(qt_type type) {
@@ -568,7 +550,7 @@ bool qt__act_quantize(qt_type type, const float *x, void *y, int64_t n) {
         for (int64_t i = 0; i < n; i++) h[i] = qt_f32_to_bf16(x[i]);
         return true;
     }
-    case QT_TYPE_Q8_0: act_q8_0(x, y, n); return true;
+    case QT_TYPE_Q8_0: qt__act_q8_0(x, y, n); return true;
     case QT_TYPE_Q8_1: act_q8_1(x, y, n); return true;
     case QT_TYPE_Q8_K: act_q8_K(x, y, n); return true;
     /* compressed-tensors W8A8 activations, as vLLM quantizes them (ct_rows.c) */

@@ -101,6 +101,14 @@ void qt__act_q8s(const float *x, qt__block_q8s *y, int64_t n);
 void qt__act_q8s_ref(const float *x, qt__block_q8s *y, int64_t n);
 typedef void (*qt__act_q8s_fn)(const float *x, qt__block_q8s *y, int64_t n);
 
+/* x as llama.cpp's CPU quantize_row_q8_0 makes its block_q8_0 rows (the llama-order paths'
+ * activations, qt__act_quantize): qt__act_q8s's codes with the f16 scale. n % 32 == 0. */
+void qt__act_q8_0(const float *x, void *y, int64_t n);
+/* Its scalar reference (dot.c); the variants (variants.c field act_q8_0) give its bits for x as
+ * qt__act_q8s_ref's. */
+void qt__act_q8_0_ref(const float *x, void *y, int64_t n);
+typedef void (*qt__act_q8_0_fn)(const float *x, void *y, int64_t n);
+
 /* Bytes of the x16 copy of nr rows of n elements of type t (0: t has no packer or n % 32). */
 size_t qt__x16_bytes(qt_type t, int64_t nr, int64_t n);
 /* Pack nr rows (ldw bytes apart) into dst (qt__x16_bytes of them). */
@@ -139,6 +147,7 @@ QT_X16_DECLARE(amx) /* gemm_x16_amx.c: AMX tiles from 16 batch rows, the VNNI ke
 QT_X16_DECLARE(avx512)
 QT_X16_DECLARE(avx2)
 void qt__act_q8s_avx2(const float *x, qt__block_q8s *y, int64_t n);
+void qt__act_q8_0_avx2(const float *x, void *y, int64_t n);
 void qt__gemm_q8_0_avx2(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
                         float *out, int64_t ldo);
 void qt__gemm_q4_0_avx2(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,

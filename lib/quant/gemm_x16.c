@@ -69,7 +69,7 @@ void qt__x16_pack_groups(qt_type t, const void *w, size_t ldw, int64_t nr, int64
 }
 
 /* llama.cpp's CPU quantize_row_q8_0 (id = 127/amax, round half to even, as
- * dot.c's act_q8_0): the same codes and the same f16-rounded scale, and
+ * dot.c's qt__act_q8_0_ref): the same codes and the same f16-rounded scale, and
  * act_q8_1's f16-rounded s, held as f32 so kernels need not convert them,
  * and the code sum. Keeping llama's
  * rounding of d and s keeps fast within rounding of llama (an f32 scale,

@@ -157,35 +157,51 @@ X16_ENTRY(q5_1, X16_Q5_1)
 X16_ENTRY(iq4_nl, X16_IQ4_NL)
 X16_ENTRY(q8_0, X16_Q8_0)
 
-/* qt__act_q8s_ref's codes, scale and sums, 32 floats per step: |x| by masking
- * the sign, the maximum exact in any order, x * id rounded to nearest even by
- * vcvtps2dq (MXCSR's default mode, nearbyintf's too), the sum in int32 before
- * the saturating packs (|q| <= 127, so they saturate nothing). */
-void qt__act_q8s_avx2(const float *x, qt__block_q8s *y, int64_t n) {
+/* One block of 32 floats as llama.cpp's CPU quantize_row_q8_0 codes it: |x| by masking the
+ * sign, the maximum exact in any order, x * id rounded to nearest even by vcvtps2dq (MXCSR's
+ * default mode, nearbyintf's too), the packs saturating nothing (|q| <= 127). Returns amax;
+ * *sum gets the codes' sum, taken in int32 before the packs. */
+static inline float q8_block_avx2(const float *x, int8_t qs[32], int32_t *sum) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7); /* undo the packs' lane interleave */
+    __m256 v[4], m = _mm256_setzero_ps();
+    for (int k = 0; k < 4; k++) {
+        v[k] = _mm256_loadu_ps(x + 8 * k);
+        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[k]));
+    }
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    const float amax = _mm_cvtss_f32(h);
+    const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    __m256i q[4];
+    for (int k = 0; k < 4; k++) q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], id));
+    const __m256i s8 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+    *sum = _mm_cvtsi128_si32(s4);
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256((__m256i *)qs, _mm256_permutevar8x32_epi32(p, order));
+    return amax;
+}
+
+/* qt__act_q8s_ref's codes, scale and sums (q8_block_avx2). */
+void qt__act_q8s_avx2(const float *x, qt__block_q8s *y, int64_t n) {
     for (int64_t b = 0; b < n / 32; b++, x += 32) {
-        __m256 v[4], m = _mm256_setzero_ps();
-        for (int k = 0; k < 4; k++) {
-            v[k] = _mm256_loadu_ps(x + 8 * k);
-            m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[k]));
-        }
-        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-        h = _mm_max_ss(h, _mm_movehdup_ps(h));
-        const float amax = _mm_cvtss_f32(h);
-        const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
-        __m256i q[4];
-        for (int k = 0; k < 4; k++) q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], id));
-        const __m256i s8 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-        const int32_t s = _mm_cvtsi128_si32(s4);
-        const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-        _mm256_storeu_si256((__m256i *)y[b].qs, _mm256_permutevar8x32_epi32(p, order));
+        int32_t s;
+        const float amax = q8_block_avx2(x, y[b].qs, &s);
         y[b].d = qt_fp16_to_f32(qt_f32_to_fp16(amax / 127.0f));
         y[b].s = qt_fp16_to_f32(qt_f32_to_fp16(amax / 127.0f * (float)s));
         y[b].sum = s;
+    }
+}
+
+/* qt__act_q8_0_ref's blocks: the same codes with their f16 scale. */
+void qt__act_q8_0_avx2(const float *x, void *vy, int64_t n) {
+    block_q8_0 *y = vy;
+    for (int64_t b = 0; b < n / 32; b++, x += 32) {
+        int32_t s;
+        y[b].d = qt_f32_to_fp16(q8_block_avx2(x, y[b].qs, &s) / 127.0f);
     }
 }

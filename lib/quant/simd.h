@@ -30,7 +30,8 @@ void qt__ct_int4_row_avx512(const int32_t *packed, const float *scales, const in
                             int64_t cols, int64_t group_size, float *out);
 
 /* q_k_avx2.c / q_k_avx512.c: the K-quant quantizers with lane-parallel
- * sub-block searches (fit_lanes.h), bytes equal to qt__quantize_q*_K's. */
+ * sub-block searches (fit_lanes.h), and the Q8_K activation quantizer (q8_K_x86.h),
+ * bytes equal to qt__quantize_q*_K's. */
 struct qt__fit_batch;
 #define QT__K_QUANTIZERS(isa)                                                                 \
     const struct qt__fit_batch *qt__fit_batch_##isa(void);                                    \
@@ -38,7 +39,8 @@ struct qt__fit_batch;
     void qt__quantize_q3_K_##isa(const float *src, void *dst, int64_t n, const float *imatrix); \
     void qt__quantize_q4_K_##isa(const float *src, void *dst, int64_t n, const float *imatrix); \
     void qt__quantize_q5_K_##isa(const float *src, void *dst, int64_t n, const float *imatrix); \
-    void qt__quantize_q6_K_##isa(const float *src, void *dst, int64_t n, const float *imatrix);
+    void qt__quantize_q6_K_##isa(const float *src, void *dst, int64_t n, const float *imatrix); \
+    void qt__quantize_q8_K_##isa(const float *src, void *dst, int64_t n, const float *imatrix);
 QT__K_QUANTIZERS(avx2)
 QT__K_QUANTIZERS(avx512)
 #undef QT__K_QUANTIZERS

@@ -53,12 +53,14 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_IQ4_NL, QT__CPU_AVX2, .gemm_x16 = qt__gemm_x16_iq4_nl_avx2, .gemm_x16_ref = qt__gemm_x16_iq4_nl_ref},
     {QT_TYPE_Q8_0, QT__CPU_AVX2, .gemm_x16 = qt__gemm_x16_q8_0_avx2, .gemm_x16_ref = qt__gemm_x16_q8_0_ref},
     {QT_TYPE_Q8_0, QT__CPU_AVX2, .act_q8s = qt__act_q8s_avx2}, /* q8s activations, every level from AVX2 up */
+    {QT_TYPE_Q8_0, QT__CPU_AVX2, .act_q8_0 = qt__act_q8_0_avx2}, /* q8_0 activations (llama order), the same codes */
     /* K-quant quantizers, sub-block searches 8 groups at a time (q_k_avx2.c, fit_lanes.h) */
     {QT_TYPE_Q2_K, QT__CPU_AVX2, .from_float = qt__quantize_q2_K_avx2},
     {QT_TYPE_Q3_K, QT__CPU_AVX2, .from_float = qt__quantize_q3_K_avx2},
     {QT_TYPE_Q4_K, QT__CPU_AVX2, .from_float = qt__quantize_q4_K_avx2},
     {QT_TYPE_Q5_K, QT__CPU_AVX2, .from_float = qt__quantize_q5_K_avx2},
     {QT_TYPE_Q6_K, QT__CPU_AVX2, .from_float = qt__quantize_q6_K_avx2},
+    {QT_TYPE_Q8_K, QT__CPU_AVX2, .from_float = qt__quantize_q8_K_avx2}, /* activations of the K-quant dots and k16 kernels */
     /* AVX-512 F + BW + VL + VNNI */
     {QT_TYPE_CT_I8, QT__CPU_AVX512, .vec_dot = qt__dot_ct_i8_avx512},
     {QT_TYPE_CT_F8, QT__CPU_AVX512, .vec_dot = qt__dot_ct_f8_avx512},
@@ -69,6 +71,7 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .from_float = qt__quantize_q4_K_avx512},
     {QT_TYPE_Q5_K, QT__CPU_AVX512, .from_float = qt__quantize_q5_K_avx512},
     {QT_TYPE_Q6_K, QT__CPU_AVX512, .from_float = qt__quantize_q6_K_avx512},
+    {QT_TYPE_Q8_K, QT__CPU_AVX512, .from_float = qt__quantize_q8_K_avx512},
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .gemm = qt__gemm_q8_0_avx512},
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .gemm = qt__gemm_q4_0_avx512},
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .gemm = qt__gemm_q4_K_avx512, .gemm_min_batch = 2},

@@ -41,6 +41,8 @@ typedef struct qt__kernel_variant {
     qt__gemm_x16_fn gemm_k16_ref;   /* its scalar reference on packed rows (qt__gemm_k16_*_ref) */
     qt__act_q8s_fn act_q8s;         /* the x16 kernels' activation quantizer (row type QT_TYPE_Q8_0 only;
                                        reference qt__act_q8s_ref) */
+    qt__act_q8_0_fn act_q8_0;       /* the llama-order paths' Q8_0 activations (row type QT_TYPE_Q8_0 only;
+                                       reference qt__act_q8_0_ref) */
 } qt__kernel_variant;
 
 /* Ends with a row whose level is QT__CPU_LEVEL_COUNT. */

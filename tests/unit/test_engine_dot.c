@@ -6,6 +6,7 @@
  * activation row dequantized the same way. Integer kernels must agree to
  * float rounding. The activation quantizers are checked against their
  * definitions (llama.cpp's CPU quantize_row_q8_0/q8_1/q8_K). */
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -558,11 +559,24 @@ static void test_x16_variants_equal_reference(void) {
 }
 
 
-/* Every act_q8s variant gives qt__act_q8s_ref's bytes: random rows at several
- * scales, and blocks of zeros, of -0, of exact halves (amax 127, so x * id is
- * x and nearbyintf's ties go to even), of subnormals beside a tiny normal
- * maximum and of huge values (finite rows whose 127 / amax is finite: beyond
- * that the reference's float-to-int8 conversion is undefined). */
+/* 32-float blocks for the q8_0-coded activations (test_act_q8s_..., test_act_q8_0_...): random
+ * rows at several scales (rep), and blocks of zeros, of -0, of exact halves (amax 127, so x * id
+ * is x and nearbyintf's ties go to even), of subnormals beside a tiny normal maximum and of huge
+ * values (finite rows whose 127 / amax is finite: beyond that the reference's float-to-int8
+ * conversion is undefined). n >= 32 * 7. */
+static void fill_q8_blocks(float *x, int n, int rep) {
+    fill(x, n, 0.01f + 3.0f * rep);
+    for (int j = 0; j < 32; j++) {
+        x[32 + j] = 0.0f;
+        x[64 + j] = -0.0f;
+        x[96 + j] = j == 0 ? 127.0f : (float)(j - 16) + 0.5f; /* ties: -15.5 .. 14.5 */
+        x[128 + j] = j == 5 ? 1e-30f : (j % 2 ? -1.0f : 1.0f) * 1e-40f * (float)(j + 1);
+        x[160 + j] = (j % 3 ? 1.0f : -1.0f) * (3e37f / 32.0f) * (float)(j + 1);
+    }
+    if (rep % 2) x[200] = -x[200] * 1000.0f; /* one outlier sets the scale */
+}
+
+/* Every act_q8s variant gives qt__act_q8s_ref's bytes on fill_q8_blocks. */
 static void test_act_q8s_variants_equal_reference(void) {
     enum { N = 32 * 12 };
     float x[N];
@@ -576,15 +590,7 @@ static void test_act_q8s_variants_equal_reference(void) {
             continue;
         }
         for (int rep = 0; rep < 8; rep++) {
-            fill(x, N, 0.01f + 3.0f * rep);
-            for (int j = 0; j < 32; j++) {
-                x[32 + j] = 0.0f;
-                x[64 + j] = -0.0f;
-                x[96 + j] = j == 0 ? 127.0f : (float)(j - 16) + 0.5f; /* ties: -15.5 .. 14.5 */
-                x[128 + j] = j == 5 ? 1e-30f : (j % 2 ? -1.0f : 1.0f) * 1e-40f * (float)(j + 1);
-                x[160 + j] = (j % 3 ? 1.0f : -1.0f) * (3e37f / 32.0f) * (float)(j + 1);
-            }
-            if (rep % 2) x[200] = -x[200] * 1000.0f; /* one outlier sets the scale */
+            fill_q8_blocks(x, N, rep);
             memset(got, 0x5A, sizeof got);
             v->act_q8s(x, got, N);
             qt__act_q8s_ref(x, want, N);
@@ -597,6 +603,101 @@ static void test_act_q8s_variants_equal_reference(void) {
     if (!ran) SKIP("no act_q8s variant runs on this CPU");
 }
 
+/* Every act_q8_0 variant gives qt__act_q8_0_ref's bytes on fill_q8_blocks, and
+ * qt__act_quantize (the llama-order paths, dispatched at this level) gives them too. */
+static void test_act_q8_0_variants_equal_reference(void) {
+    enum { N = 32 * 12 };
+    float x[N];
+    block_q8_0 got[N / 32], want[N / 32];
+    int ran = 0;
+    for (int rep = 0; rep < 8; rep++) {
+        fill_q8_blocks(x, N, rep);
+        qt__act_q8_0_ref(x, want, N);
+        memset(got, 0x5A, sizeof got);
+        qt__act_quantize(QT_TYPE_Q8_0, x, got, N);
+        CHECK_MSG(memcmp(got, want, sizeof got) == 0, "act_quantize q8_0 rep %d differs from the reference", rep);
+        for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+            if (!v->act_q8_0) continue;
+            const char *level = qt__cpu_level_str(v->level);
+            if (v->level > qt__cpu_level_get()) {
+                if (rep == 0) fprintf(stderr, "  SKIPPED act_q8_0 %s: this CPU (or QUANTA_CPU) lacks it\n", level);
+                continue;
+            }
+            memset(got, 0x5A, sizeof got);
+            v->act_q8_0(x, got, N);
+            for (int b = 0; b < N / 32; b++)
+                CHECK_MSG(memcmp(&got[b], &want[b], sizeof got[b]) == 0, "act_q8_0 %s rep %d block %d: d 0x%04x/0x%04x",
+                          level, rep, b, (unsigned)got[b].d, (unsigned)want[b].d);
+            ran += rep == 0;
+        }
+    }
+    if (!ran) SKIP("no act_q8_0 variant runs on this CPU");
+}
+
+
+/* Awkward Q8_K activation blocks (256 floats each, rep varies the random ones): random, zeros,
+ * -0, ties at iscale = +1 and -1 (max -127 / +127 with halves of both signs), subnormals beside
+ * a tiny normal maximum, only subnormals (iscale overflows to -inf: NaN and infinite products),
+ * huge values up to FLT_MAX, NaN and infinities among random values, NaN beside zeros (amax 0),
+ * +-amax ties (the first wins), an outlier in the last lane. */
+enum { Q8K_BLOCKS = 12 };
+static void fill_q8_K_blocks(float *x, int rep) {
+    fill(x, 256 * Q8K_BLOCKS, 0.01f + 3.0f * (float)rep);
+    for (int j = 0; j < 256; j++) {
+        const float half = (float)(j % 64 - 32) + 0.5f, sgn = j % 3 ? 1.0f : -1.0f;
+        x[256 + j] = 0.0f;
+        x[512 + j] = -0.0f;
+        x[768 + j] = j == 0 ? -127.0f : j == 1 ? 127.0f : half;
+        x[1024 + j] = j == 0 ? 127.0f : j == 2 ? -127.0f : half;
+        x[1280 + j] = j == 7 ? 1e-30f : sgn * 1e-40f * (float)(j + 1);
+        x[1536 + j] = sgn * 1e-42f * (float)(j % 5);
+        x[1792 + j] = j == 9 ? -FLT_MAX : sgn * (3e38f / 256.0f) * (float)(j + 1);
+        x[2304 + j] = j % 7 ? 0.0f : NAN;
+    }
+    x[2048 + 3] = NAN;
+    x[2048 + 100 + rep % 2] = INFINITY;
+    x[2048 + 200] = -INFINITY;
+    x[2560 + 10] = -7.0f * (float)(rep + 1);
+    x[2560 + 20] = 7.0f * (float)(rep + 1);
+    x[2816 + 255] = (rep % 2 ? 1000.0f : -1000.0f) * (float)(rep + 1);
+}
+
+/* Every Q8_K from_float variant (the K-quant activation quantizer, variants.c) gives the
+ * reference qt__quantize_q8_K's bytes on fill_q8_K_blocks, block by block and as one
+ * row; qt__act_quantize (the engine's path, dispatched at this level) gives them too. */
+static void test_act_q8_K_variants_equal_reference(void) {
+    enum { N = 256 * Q8K_BLOCKS };
+    static float x[N];
+    static block_q8_K got[Q8K_BLOCKS], want[Q8K_BLOCKS];
+    const qt_from_float_fn ref = qt__traits_ref(QT_TYPE_Q8_K)->from_float;
+    int ran = 0;
+    for (int rep = 0; rep < 8; rep++) {
+        fill_q8_K_blocks(x, rep);
+        ref(x, want, N, NULL);
+        memset(got, 0x5A, sizeof got);
+        qt__act_quantize(QT_TYPE_Q8_K, x, got, N);
+        CHECK_MSG(memcmp(got, want, sizeof got) == 0, "act_quantize q8_K rep %d differs from the reference", rep);
+        for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+            if (v->type != QT_TYPE_Q8_K || !v->from_float) continue;
+            const char *level = qt__cpu_level_str(v->level);
+            if (v->level > qt__cpu_level_get()) {
+                if (rep == 0) fprintf(stderr, "  SKIPPED q8_K %s: this CPU (or QUANTA_CPU) lacks it\n", level);
+                continue;
+            }
+            for (int nb = 1; nb <= Q8K_BLOCKS; nb += Q8K_BLOCKS - 1) /* one block, then the whole row */
+                for (int b0 = 0; b0 + nb <= Q8K_BLOCKS; b0 += nb == 1 ? 1 : Q8K_BLOCKS) {
+                    memset(got, 0x5A, sizeof got);
+                    v->from_float(x + 256 * b0, got, 256 * nb, NULL);
+                    for (int b = 0; b < nb; b++)
+                        CHECK_MSG(memcmp(&got[b], &want[b0 + b], sizeof got[b]) == 0,
+                                  "q8_K %s rep %d block %d: d %.9g/%.9g bsums[0] %d/%d", level, rep, b0 + b,
+                                  (double)got[b].d, (double)want[b0 + b].d, got[b].bsums[0], want[b0 + b].bsums[0]);
+                }
+            ran += rep == 0;
+        }
+    }
+    if (!ran) SKIP("no q8_K variant runs on this CPU");
+}
 /* The fast K order's one-element reference for a k16 type (gemm_k16.h: the k16 kernels keep its bits). */
 static qt_vec_dot_fn k16_order_ref(qt_type t) {
     return t == QT_TYPE_Q4_K ? qt__dot_fast_q4_K_ref : t == QT_TYPE_Q5_K ? qt__dot_fast_q5_K_ref : qt__dot_fast_q6_K_ref;
@@ -794,6 +895,8 @@ int main(void) {
     QT_RUN(test_gemm_variants_equal_vec_dot);
     QT_RUN(test_x16_variants_equal_reference);
     QT_RUN(test_act_q8s_variants_equal_reference);
+    QT_RUN(test_act_q8_0_variants_equal_reference);
+    QT_RUN(test_act_q8_K_variants_equal_reference);
     QT_RUN(test_k16_variants_equal_reference);
     QT_RUN(test_x16_amx_tile_edges);
     QT_RUN(test_vec_dot_types_are_llama_cpp_pairs);
