@@ -237,7 +237,9 @@ static qt_status calib_from_config(const char *dir, qt_calib_fingerprint *fp, bo
     const char *sha = json_string_value(json_object_get(c, "sha256"));
     const char *scheme = json_string_value(json_object_get(c, "scheme"));
     json_t *sh = json_object_get(c, "shingles");
-    if (!c) goto done;
+    /* No "sha256": no calibration text was recorded (the object may hold other provenance,
+     * such as an --imatrix file's quanta.imatrix.sha256), as a GGUF without the key. */
+    if (!c || !json_object_get(c, "sha256")) goto done;
     if (!sha || !is_hex64(sha)) {
         s = qt_error(QT_ERR_FORMAT, "%s: field 'quantization_config.quanta.calibration.sha256': not 64 lowercase hex digits", path);
         goto done;

@@ -40,6 +40,11 @@ ok test "$(json_int output_bytes "$tmp/out")" = "$ct_dry"
 ok grep -q '"quant_method": "compressed-tensors"' "$tmp/ct/config.json"
 ok test -s "$tmp/ct/model.safetensors"
 expect "vLLM scheme, non-empty OUT" 1 "" "$q" quantize "$tiny" "$tmp/ct" --scheme fp8 -q
+# --imatrix without --calib records the imatrix's SHA-256 and no calibration text: eval reads the
+# directory as a candidate with no fingerprint (it once refused it as a malformed record)
+expect "vLLM scheme, --imatrix" 0 "" "$q" quantize "$stories" "$tmp/ct-im" --scheme w4a16 --group-size 64 --imatrix "$ref/imatrix-stories260K.gguf" -q
+ok grep -q '"quanta.imatrix.sha256"' "$tmp/ct-im/config.json"
+expect "eval of an --imatrix compressed-tensors candidate" 0 "" "$q" eval --base "$stories" --candidate "$tmp/ct-im" -f "$shared/data/tinystories-valid-first1000.txt" -c 64 --chunks 1 --max-ppl-delta-pct 100 -q
 expect "vLLM scheme, --force" 0 "" "$q" quantize "$tiny" "$tmp/ct" --scheme fp8 -q --force
 ok grep -q '"format": "float-quantized"' "$tmp/ct/config.json"
 expect "vLLM checkpoint runs" 0 "" "$q" run -m "$tmp/ct" -p "Once upon a time" -n 4 --temp 0
