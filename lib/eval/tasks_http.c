@@ -227,6 +227,19 @@ static int vllm_prompt_logprobs(json_t *pl, int64_t boundary, int64_t total, qt_
     return ok;
 }
 
+int qt__task_echo_score(const char *resp, size_t len, const char *context, const char *cont, qt_eval_score *out, char *why) {
+    memset(out, 0, sizeof *out);
+    json_t *j = json_loadb(resp, len, 0, NULL), *c0 = json_array_get(json_object_get(j, "choices"), 0);
+    json_t *pl = json_object_get(c0, "prompt_logprobs");
+    if (!pl) pl = json_object_get(j, "prompt_logprobs");
+    const int64_t boundary = n_chars(context, strlen(context)), total = boundary + n_chars(cont, strlen(cont));
+    int r = openai_logprobs(json_object_get(c0, "logprobs"), boundary, total, out, why);
+    if (r < 0) r = vllm_prompt_logprobs(pl, boundary, total, out, why);
+    json_decref(j);
+    if (r <= 0) memset(out, 0, sizeof *out);
+    return r;
+}
+
 qt_status qt_task_http_score(void *user, const char *context, const char *cont, qt_eval_score *out, qt_task_miss *miss) {
     qt_task_http *h = user;
     memset(out, 0, sizeof *out);
@@ -247,16 +260,10 @@ qt_status qt_task_http_score(void *user, const char *context, const char *cont, 
     else if (!past_limit(h, &text, &infra, &s)) {
         s = post_retry(h, "/v1/completions", body, &code, &resp);
         if (!post_failed(&s, code, resp, &text, &infra)) {
-            json_t *j = json_loads(resp, 0, NULL), *c0 = json_array_get(json_object_get(j, "choices"), 0);
-            json_t *pl = json_object_get(c0, "prompt_logprobs");
-            if (!pl) pl = json_object_get(j, "prompt_logprobs");
             char why[QT_CHECK_WHY_LEN] = "";
-            const int64_t boundary = n_chars(context, lc), total = boundary + n_chars(cont, lk);
-            int r = openai_logprobs(json_object_get(c0, "logprobs"), boundary, total, out, why);
-            if (r < 0) r = vllm_prompt_logprobs(pl, boundary, total, out, why);
+            const int r = qt__task_echo_score(resp, strlen(resp), context, cont, out, why);
             if (r < 0) miss->no_logprobs = true;
             else if (r == 0) s = infra_fail(&text, &infra, "/v1/completions (echo): %s%s", why, "");
-            json_decref(j);
         }
     }
     if (!s && infra) {

@@ -21,14 +21,7 @@ source "$HERE/node_env.sh"
 require_node
 command -v jq >/dev/null || skip "jq is not installed"
 
-tmp=$(mktemp -d)
-pid=
-cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail=0
-check() { # label, condition result (0 = ok)
-    if [ "$2" -eq 0 ]; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi
-}
+interop_scratch
 
 node "$HERE/eval_tasks_mock.mjs" "$tmp/port" &
 pid=$!
