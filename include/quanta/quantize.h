@@ -416,6 +416,55 @@ QT_API qt_status qt_quantize_plan_target(const qt_model *m, const qt_quantize_op
                                          qt_quantize_plan **out, qt_quantize_mix **mix);
 QT_API void qt_quantize_mix_free(qt_quantize_mix *mix);
 
+/* The budget sweep of a target run and its picture (lib/quantize/sweep.c, docs/quantize.md
+ * "The picture"): the predicted cost of the optimal mix at QT_QUANTIZE_SWEEP_POINTS budgets
+ * from the smallest to the largest mix (each tensor's Pareto frontier; the same allocator),
+ * llama.cpp's presets as points (each preset's per-tensor types, as `--scheme` plans them,
+ * scored with the same costs; with and without the imatrix), the chosen point, and the bits
+ * per weight each tensor got. File sizes are the writer's for the chosen plan and the
+ * presets; a sweep point's is its tensors' padded bytes plus the rest of the chosen file. */
+#define QT_QUANTIZE_SWEEP_POINTS 33
+#define QT_QUANTIZE_SWEEP_PRESETS 5   /* Q3_K_M, Q4_K_S, Q4_K_M, Q5_K_M, Q6_K */
+
+typedef struct qt_quantize_sweep_point {
+    uint64_t file_bytes;
+    double cost;                  /* predicted: the sum of the tensors' costs */
+} qt_quantize_sweep_point;
+
+typedef struct qt_quantize_preset_point {
+    char name[16];                /* "Q4_K_M" */
+    bool imatrix;                 /* quantized with the run's imatrix */
+    bool scored;                  /* false: no cost (why names the reason) */
+    uint64_t file_bytes;          /* the preset's file, exactly */
+    double cost;
+    char why[160];
+} qt_quantize_preset_point;
+
+typedef struct qt_quantize_sweep {
+    int32_t n_points;
+    qt_quantize_sweep_point points[QT_QUANTIZE_SWEEP_POINTS];
+    int32_t n_presets;            /* with and without the imatrix: up to 2 x QT_QUANTIZE_SWEEP_PRESETS */
+    qt_quantize_preset_point presets[2 * QT_QUANTIZE_SWEEP_PRESETS];
+    qt_quantize_sweep_point chosen;
+    const char *sensitivity;      /* the mix's */
+    int32_t n_tensors;            /* the mixed tensors, in the mix's order: */
+    char (*names)[QT_MAX_NAME];   /* (n_tensors) */
+    double *bpw;                  /* (n_tensors) bits per weight of the chosen type */
+    qt_type *types;               /* (n_tensors) the chosen types */
+} qt_quantize_sweep;
+
+/* m, o: the run's model and options (its imatrix, --keep, threads); mix, plan: what
+ * qt_quantize_plan_target returned. Proxy costs the mix lacks (a preset's type outside
+ * the candidates, or a preset without the imatrix the mix's costs were made with) are
+ * scanned here; with measured costs such a preset is left unscored, saying so. */
+QT_API qt_status qt_quantize_sweep_make(const qt_model *m, const qt_quantize_opts *o, const qt_quantize_mix *mix,
+                                        const qt_quantize_plan *plan, qt_quantize_sweep **out);
+/* The picture: the size/cost curve, the presets, the chosen point and the heat map of bits
+ * per weight (layers x tensor roles), as one SVG document (malloc'd). The same sweep gives
+ * the same bytes; each marker carries its numbers (data-bytes, data-cost). */
+QT_API qt_status qt_quantize_sweep_svg(const qt_quantize_sweep *s, const char *title, char **out);
+QT_API void qt_quantize_sweep_free(qt_quantize_sweep *s);
+
 /* ---- GPTQ (Frantar et al. 2023, arXiv:2210.17323; lib/quantize/gptq_run.c, docs/gptq.md) ----
  * Layer by layer on the engine's calibration seam: observe a layer on the
  * calibration batch (one Hessian per distinct linear input), GPTQ each linear

@@ -229,4 +229,23 @@ struct qt_quantize_mix;
 qt_status qt__mix_measure(const qt_model *m, const qt_quantize_target *tg, int threads, struct qt_quantize_mix *mx,
                           const qt_quantize_plan *base, float *const *weights);
 
+/* The proxy cost of one tensor in one type (lib/quantize/target.c): quantized with the
+ * importance weights qw, scored sum_ij w_j dW_ij^2 (NULL: 1); the token embedding's is the
+ * mean over its rows, plus the weighted sum when it is also the (tied) output. */
+typedef struct qt__proxy_job {
+    const qt_tensor *t;
+    qt_type type;
+    const float *qw, *w;  /* (ne0 x experts) or NULL */
+    bool lookup, matmul_too;
+    double cost;
+    qt_status s;
+} qt__proxy_job;
+void qt__proxy_job_init(const qt_model *m, qt__proxy_job *j, const qt_tensor *t, qt_type type, const float *qw,
+                        const float *w);
+/* Every job on the thread pool (any thread count gives the same costs). */
+qt_status qt__proxy_scan(const qt_model *m, int threads, qt__proxy_job *jobs, int64_t n_jobs);
+/* t's importance weights from im (malloc'd), or *out NULL where im has no usable entry. */
+struct qt_imatrix;
+qt_status qt__mix_tensor_weights(const struct qt_imatrix *im, const qt_tensor *t, float **out);
+
 #endif

@@ -37,33 +37,25 @@ void qt_quantize_mix_free(qt_quantize_mix *mix) {
 
 static uint64_t pad(uint64_t b) { return (b + ALIGN - 1) / ALIGN * ALIGN; }
 
-typedef struct job {
-    const qt_tensor *t;
-    qt_type type;
-    const float *w;      /* (ne0 x experts) importance weights, or NULL */
-    bool lookup;         /* the token embedding: mean over rows */
-    bool matmul_too;     /* ... which is also the (tied) output matmul */
-    double cost;
-    qt_status s;
-} job;
-
 typedef struct scan_ctx {
-    job *jobs;
+    qt__proxy_job *jobs;
     float **scratch;     /* (threads) 2 rows of floats + a quantized row */
     int64_t max_row;
 } scan_ctx;
 
-static void scan_job(scan_ctx *c, job *j, float *row, float *back, uint8_t *q) {
+/* qw quantizes, w scores: the same weights for the mix's own costs; a preset
+ * quantized without an imatrix is scored with the run's (lib/quantize/sweep.c). */
+static void scan_job(qt__proxy_job *j, float *row, float *back, uint8_t *q) {
     const qt_tensor *t = j->t;
     const int64_t ne0 = t->ne[0], n_rows = t->ne[1] * (t->ne[2] > 1 ? t->ne[2] : 1) * (t->ne[3] > 1 ? t->ne[3] : 1);
     const size_t src_row = qt_row_size(t->type, ne0);
     const int64_t per_slice = t->ne[1] > 0 ? t->ne[1] : 1, n_exp = t->ne[2] > 1 ? t->ne[2] : 1;
     double weighted = 0, plain = 0;
-    (void)c;
     for (int64_t r = 0; r < n_rows && j->s == QT_OK; r++) {
-        const float *w = j->w ? j->w + (r / per_slice % n_exp) * ne0 : NULL;
+        const int64_t at = (r / per_slice % n_exp) * ne0;
+        const float *w = j->w ? j->w + at : NULL, *qw = j->qw ? j->qw + at : NULL;
         j->s = qt_dequantize_rows(t->type, (const uint8_t *)t->data + (size_t)r * src_row, row, 1, ne0);
-        if (j->s == QT_OK) j->s = qt_quantize_rows(j->type, row, q, 1, ne0, w);
+        if (j->s == QT_OK) j->s = qt_quantize_rows(j->type, row, q, 1, ne0, qw);
         if (j->s == QT_OK) j->s = qt_dequantize_rows(j->type, q, back, 1, ne0);
         for (int64_t k = 0; j->s == QT_OK && k < ne0; k++) {
             const double e = (double)row[k] - (double)back[k];
@@ -78,7 +70,47 @@ static void scan_range(void *vctx, int64_t b, int64_t e, int ti) {
     scan_ctx *c = vctx;
     float *row = c->scratch[ti], *back = row + c->max_row;
     uint8_t *q = (uint8_t *)(back + c->max_row);
-    for (int64_t i = b; i < e && !qt_cancelled(); i++) scan_job(c, &c->jobs[i], row, back, q);
+    for (int64_t i = b; i < e && !qt_cancelled(); i++) scan_job(&c->jobs[i], row, back, q);
+}
+
+void qt__proxy_job_init(const qt_model *m, qt__proxy_job *j, const qt_tensor *t, qt_type type, const float *qw,
+                        const float *w) {
+    const bool lookup = !strcmp(t->name, "token_embd.weight");
+    *j = (qt__proxy_job){t, type, qw, w, lookup, lookup && qt_model_find_tensor(m, "output.weight") == NULL, 0, QT_OK};
+}
+
+qt_status qt__proxy_scan(const qt_model *m, int threads, qt__proxy_job *jobs, int64_t n_jobs) {
+    int64_t max_row = 0;
+    for (int64_t i = 0; i < n_jobs; i++)
+        if (jobs[i].t->ne[0] > max_row) max_row = jobs[i].t->ne[0];
+    qt_threadpool *tp = NULL;
+    qt_status s = qt_threadpool_create(threads > 0 ? threads : qt_default_threads(), &tp);
+    scan_ctx sc = {jobs, NULL, max_row};
+    const int nt = s == QT_OK ? qt_threadpool_size(tp) : 0;
+    if (s == QT_OK && !(sc.scratch = calloc((size_t)nt, sizeof *sc.scratch))) s = qt_error(QT_ERR_NOMEM, "out of memory");
+    for (int i = 0; s == QT_OK && i < nt; i++)
+        if (!(sc.scratch[i] = malloc((size_t)max_row * 3 * sizeof(float) + 256))) s = qt_error(QT_ERR_NOMEM, "out of memory");
+    if (s == QT_OK) qt_parallel_for(tp, n_jobs, scan_range, &sc);
+    if (s == QT_OK && qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: interrupted", qt_model_path(m));
+    for (int64_t j = 0; s == QT_OK && j < n_jobs; j++)
+        if (jobs[j].s != QT_OK)
+            s = qt_error(jobs[j].s, "%s: tensor '%s' to %s: %s", qt_model_path(m), jobs[j].t->name,
+                         qt_type_get(jobs[j].type)->name, qt_last_error());
+    for (int i = 0; sc.scratch && i < nt; i++) free(sc.scratch[i]);
+    free(sc.scratch);
+    qt_threadpool_free(tp);
+    return s;
+}
+
+qt_status qt__mix_tensor_weights(const qt_imatrix *im, const qt_tensor *t, float **out) {
+    *out = NULL;
+    const int64_t n_exp = t->ne[2] > 1 ? t->ne[2] : 1;
+    if (!im || !qt_imatrix_find(im, t->name)) return QT_OK;
+    float *w = malloc((size_t)(t->ne[0] * n_exp) * sizeof *w);
+    if (!w) return qt_error(QT_ERR_NOMEM, "out of memory");
+    if (qt_imatrix_get(im, t->name, t->ne[0], n_exp, w) != QT_OK) { free(w); w = NULL; }
+    *out = w;
+    return QT_OK;
 }
 
 /* One tensor's candidates: those whose block divides the row, and that ggml can make
@@ -115,12 +147,9 @@ static qt_status collect(target_ctx *c) {
         const qt_quantize_tensor *q = &c->base->tensors[i];
         if (q->kept) continue;
         const qt_tensor *t = qt_model_find_tensor(c->m, q->name);
-        const int64_t n_exp = t->ne[2] > 1 ? t->ne[2] : 1;
         float *w = NULL;
-        if (c->im && qt_imatrix_find(c->im, t->name)) {
-            if (!(w = malloc((size_t)(t->ne[0] * n_exp) * sizeof *w))) return qt_error(QT_ERR_NOMEM, "out of memory");
-            if (qt_imatrix_get(c->im, t->name, t->ne[0], n_exp, w) != QT_OK) { free(w); w = NULL; }
-        }
+        qt_status s = qt__mix_tensor_weights(c->im, t, &w);
+        if (s != QT_OK) return s;
         qt_quantize_mix_tensor *mt = &mx->t[mx->n];
         c->weights[mx->n] = w;
         mt->plan_index = i;
@@ -137,36 +166,18 @@ static qt_status collect(target_ctx *c) {
 
 static qt_status scan(target_ctx *c) {
     qt_quantize_mix *mx = c->mix;
-    int64_t n_jobs = 0, max_row = 0;
+    int64_t n_jobs = 0;
     for (int32_t i = 0; i < mx->n; i++) n_jobs += mx->t[i].n_options;
-    job *jobs = calloc((size_t)n_jobs + 1, sizeof *jobs);
+    qt__proxy_job *jobs = calloc((size_t)n_jobs + 1, sizeof *jobs);
     if (!jobs) return qt_error(QT_ERR_NOMEM, "out of memory");
-    const bool tied = qt_model_find_tensor(c->m, "output.weight") == NULL;
     for (int32_t i = 0, at = 0; i < mx->n; i++) {
         const qt_tensor *t = qt_model_find_tensor(c->m, c->base->tensors[mx->t[i].plan_index].name);
-        if (t->ne[0] > max_row) max_row = t->ne[0];
-        const bool lookup = !strcmp(t->name, "token_embd.weight");
         for (int32_t k = 0; k < mx->t[i].n_options; k++, at++)
-            jobs[at] = (job){t, mx->t[i].types[k], c->weights[i], lookup, lookup && tied, 0, QT_OK};
+            qt__proxy_job_init(c->m, &jobs[at], t, mx->t[i].types[k], c->weights[i], c->weights[i]);
     }
-    qt_threadpool *tp = NULL;
-    qt_status s = qt_threadpool_create(c->o->threads > 0 ? c->o->threads : qt_default_threads(), &tp);
-    scan_ctx sc = {jobs, NULL, max_row};
-    const int nt = s == QT_OK ? qt_threadpool_size(tp) : 0;
-    if (s == QT_OK && !(sc.scratch = calloc((size_t)nt, sizeof *sc.scratch))) s = qt_error(QT_ERR_NOMEM, "out of memory");
-    for (int i = 0; s == QT_OK && i < nt; i++)
-        if (!(sc.scratch[i] = malloc((size_t)max_row * 3 * sizeof(float) + 256))) s = qt_error(QT_ERR_NOMEM, "out of memory");
-    if (s == QT_OK) qt_parallel_for(tp, n_jobs, scan_range, &sc);
-    if (s == QT_OK && qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: interrupted", qt_model_path(c->m));
-    for (int64_t j = 0; s == QT_OK && j < n_jobs; j++)
-        if (jobs[j].s != QT_OK)
-            s = qt_error(jobs[j].s, "%s: tensor '%s' to %s: %s", qt_model_path(c->m), jobs[j].t->name,
-                         qt_type_get(jobs[j].type)->name, qt_last_error());
+    qt_status s = qt__proxy_scan(c->m, c->o->threads, jobs, n_jobs);
     for (int32_t i = 0, at = 0; s == QT_OK && i < mx->n; i++)
         for (int32_t k = 0; k < mx->t[i].n_options; k++) mx->t[i].cost[k] = jobs[at++].cost;
-    for (int i = 0; sc.scratch && i < nt; i++) free(sc.scratch[i]);
-    free(sc.scratch);
-    qt_threadpool_free(tp);
     free(jobs);
     return s;
 }

@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "quantize_calib.h"
 #include "quantize_kv.h"
+#include "quantize_target.h"
 
 #define VERB "quantize"
 #define MAX_PATTERNS 64
@@ -42,6 +43,7 @@ static void help(void) {
            "                             imatrix-weighted weight error: --imatrix or --calib, else\n"
            "                             unweighted); docs/quantize.md \"Target size\"\n"
            "  --target-bpw B             the same with at most B bits per weight of tensor data\n"
+           QTGT_HELP
            "  --sensitivity proxy|measured  what a tensor's type costs: proxy (default), the imatrix-\n"
            "                             weighted weight error; measured (needs --calib), the mean KL\n"
            "                             divergence per token of the next-token distribution on the\n"
@@ -149,6 +151,8 @@ typedef struct args {
     qt_type cand[64];           /* --candidates */
     qt_quantize_mix *mix;       /* the allocation's choice */
     bool sensitivity_given;     /* --sensitivity */
+    qtgt tg;                    /* --budget-for-kv (with --memory/--gpu), --svg */
+    qt_quantize_sweep *sweep;   /* --svg: the budget sweep drawn (also in --json) */
 } args;
 
 static int parse_type(const char *opt, const char *v, qt_type *out) {
@@ -284,6 +288,9 @@ static int parse(int argc, char **argv, args *a) {
         if (j) continue;
         if (!strcmp(s, "--help") || !strcmp(s, "-h")) { help(); return -1; }
         if (cli_is_quiet(s)) { a->quiet = 1; continue; }
+        int trc;
+        if ((j = qtgt_arg(VERB, argc, argv, &i, &a->tg, &trc)) < 0) return trc;
+        if (j) continue;
         if (!strcmp(s, "--pure")) { a->o.pure = true; continue; }
         if (!strcmp(s, "--leave-output-tensor")) { a->o.leave_output = true; continue; }
         if (!strcmp(s, "--allow-requantize")) { a->o.allow_requantize = true; continue; }
@@ -304,7 +311,12 @@ static int parse(int argc, char **argv, args *a) {
         else return cli_usage(VERB, "too many arguments ('%s')", s);
     }
     if (!a->in || (!a->out && !a->dry_run)) return cli_usage(VERB, "need IN and OUT (OUT may be left out with --dry-run)");
+    int trc = qtgt_resolve(VERB, a->in, a->target.file_bytes || a->target.bpw > 0, a->quiet, &a->tg);
+    if (trc != CLI_OK) return trc;
+    if (a->tg.kv) a->target.file_bytes = a->tg.file_bytes;
     const bool target = a->target.file_bytes || a->target.bpw > 0;
+    if (a->tg.svg && !target) return cli_usage(VERB, "--svg draws a target's budget sweep: it goes with --target-size, "
+                                                     "--target-bpw or --budget-for-kv");
     if (a->target.file_bytes && a->target.bpw > 0) return cli_usage(VERB, "--target-size and --target-bpw: give one of them");
     if (target && a->scheme)
         return cli_usage(VERB, "--scheme and --target-%s: the target chooses every tensor's GGUF type; give one of them",
@@ -355,7 +367,7 @@ static char *command_line(int argc, char **argv, bool recorded) {
     strcpy(s, "quanta");
     for (int i = 0; i < argc; i++) {
         if (recorded ? no_effect(argv[i]) : !strcmp(argv[i], "--resumable") || !strcmp(argv[i], "--resume")) continue;
-        if (recorded && !strcmp(argv[i], "--threads") && i + 1 < argc) { i++; continue; }
+        if (recorded && (!strcmp(argv[i], "--threads") || !strcmp(argv[i], "--svg")) && i + 1 < argc) { i++; continue; }
         strcat(s, " ");
         bool quote = strpbrk(argv[i], " \t'\"$\\*?[]|&;<>()") != NULL;
         if (quote) strcat(s, "'");
@@ -521,6 +533,8 @@ static int emit_json(const args *a, const qt_quantize_plan *p, uint64_t rss) {
         json_array_append_new(ts, o);
     }
     if (a->mix) json_object_set_new(root, "target", mix_json(a, a->mix, p));
+    if (a->tg.kv) json_object_set_new(root, "budget_for_kv", qtgt_json(&a->tg));
+    if (a->sweep) json_object_set_new(root, "sweep", qtgt_sweep_json(a->sweep));
     json_object_set_new(root, "tensors", ts);
     return cli_json_emit_tree(&a->json, root, 0, a->in);
 }
@@ -677,8 +691,16 @@ static int run_gguf(args *a, qt_model *m) {
     a->target.n_tok = a->qc.set.seq_len;
     qt_status st = target ? qt_quantize_plan_target(m, &a->o, &a->target, &p, &a->mix) : qt_quantize_plan_make(m, &a->o, &p);
     if (target && st == QT_OK) a->o.scheme = p->ftype->name;
+    if (st == QT_OK && a->tg.svg) { /* before the computed imatrix goes: the presets quantize with it */
+        char title[512];
+        snprintf(title, sizeof title, "%s: target %llu bytes", a->in, (unsigned long long)a->target.file_bytes);
+        if (!a->target.file_bytes) snprintf(title, sizeof title, "%s: target %g bits per weight", a->in, a->target.bpw);
+        rc = qtgt_picture(&a->tg, m, &a->o, a->mix, p, title, &a->sweep);
+        if (rc == CLI_OK && !a->quiet) fprintf(stderr, "quanta: wrote %s\n", a->tg.svg);
+    }
     qcalib_drop_file(&a->qc); /* the plan has it mapped */
     if (st != QT_OK) return cli_fail(st);
+    if (rc != CLI_OK) { qt_quantize_plan_free(p); qt_quantize_mix_free(a->mix); a->mix = NULL; return rc; }
     notes(a, p);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -712,6 +734,8 @@ static int run_gguf(args *a, qt_model *m) {
     qt_quantize_plan_free(p);
     qt_quantize_mix_free(a->mix);
     a->mix = NULL;
+    qt_quantize_sweep_free(a->sweep);
+    a->sweep = NULL;
     return rc;
 }
 
@@ -1020,6 +1044,7 @@ int cmd_quantize(int argc, char **argv) {
     memset(&a, 0, sizeof a);
     a.o = qt_quantize_opts_default();
     a.alpha = -1;
+    qtgt_init(&a.tg);
     int rc = parse(argc, argv, &a);
     if (rc == CLI_OK) {
         char *cmd = command_line(argc, argv, true);
