@@ -182,6 +182,17 @@ void qt__attn_exp_avx2(float *x, int32_t n) {
  * are kdot's / vacc's head by head. */
 #define ATTN_INLINE static inline __attribute__((always_inline))
 
+/* kdot: heads in pairs (4 rows x 2 heads per reduction). The score dot is bound by its FMAs
+ * and reductions more than by the decode: in one loaded-machine run of bench_attn --prefill
+ * --kv f16 (one thread, GFLOP per CPU second) one head at a time gave 14.2, pairs 22.3, four
+ * heads x 2 rows 20.1 (and with scattered outputs and q reloaded per row, four heads had
+ * measured slower than one head in perf). */
+#define KDOT_HEADS_DISPATCH(t)                                                                  \
+    int32_t h = 0;                                                                              \
+    for (; h + 2 <= nh; h += 2)                                                                 \
+        kdot_h_##t(k, stride, q + h * q_stride, q_stride, 2, n, np, out + h * out_stride, out_stride); \
+    if (h < nh) qt__attn_kdot_##t##_avx2(k, stride, q + h * q_stride, n, np, out + h * out_stride);
+
 #define KV_HEADS_AVX2(t)                                                                        \
     ATTN_INLINE void kdot_h_##t(const void *k, size_t stride, const float *q, size_t qs, const int H, int32_t n, \
                                 int32_t np, float *out, size_t os) {                            \
@@ -190,22 +201,26 @@ void qt__attn_exp_avx2(float *x, int32_t n) {
         int32_t p = 0;                                                                          \
         for (; p + KEYS <= np; p += KEYS) {                                                     \
             const uint8_t *k0 = (const uint8_t *)k + (size_t)p * stride;                        \
-            __m256 acc[8];                                                                      \
+            __m256 acc[8]; /* head h, row r: acc[h * KEYS + r], so a head's rows are adjacent lanes */ \
             for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();                           \
-            for (int32_t i = 0; i < n8; i += 8)                                                 \
+            for (int32_t i = 0; i < n8; i += 8) {                                               \
+                __m256 qv[4];                                                                   \
+                for (int h = 0; h < H; h++) qv[h] = _mm256_loadu_ps(q + h * qs + i);            \
                 for (int r = 0; r < KEYS; r++) {                                                \
                     const __m256 kv = dec8_##t(k0 + r * stride, i);                             \
-                    for (int h = 0; h < H; h++)                                                 \
-                        acc[r * H + h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * qs + i), kv, acc[r * H + h]); \
+                    for (int h = 0; h < H; h++) acc[h * KEYS + r] = _mm256_fmadd_ps(qv[h], kv, acc[h * KEYS + r]); \
                 }                                                                               \
+            }                                                                                   \
             float l[8];                                                                         \
             _mm256_storeu_ps(l, hsum8x8(acc));                                                  \
-            for (int r = 0; r < KEYS; r++)                                                      \
-                for (int h = 0; h < H; h++) {                                                   \
-                    float s = l[r * H + h];                                                     \
-                    for (int32_t i = n8; i < n; i++) s = fmaf(q[h * qs + i], tail_##t(k0 + r * stride, i), s); \
-                    out[h * os + p + r] = s;                                                    \
-                }                                                                               \
+            for (int h = 0; h < H; h++) memcpy(out + h * os + p, l + h * KEYS, (size_t)KEYS * sizeof(float)); \
+            if (n8 < n)                                                                         \
+                for (int h = 0; h < H; h++)                                                     \
+                    for (int r = 0; r < KEYS; r++) {                                            \
+                        float s = out[h * os + p + r];                                          \
+                        for (int32_t i = n8; i < n; i++) s = fmaf(q[h * qs + i], tail_##t(k0 + r * stride, i), s); \
+                        out[h * os + p + r] = s;                                                \
+                    }                                                                           \
         }                                                                                       \
         for (; p < np; p++) {                                                                   \
             const uint8_t *kp = (const uint8_t *)k + (size_t)p * stride;                        \
@@ -224,16 +239,7 @@ void qt__attn_exp_avx2(float *x, int32_t n) {
     }                                                                                           \
     void qt__attn_kdot_heads_##t##_avx2(const void *k, size_t stride, const float *q, size_t q_stride, int32_t nh, \
                                         int32_t n, int32_t np, float *out, size_t out_stride) { \
-        for (int32_t h = 0; h < nh; h += 4) {                                                   \
-            const float *qh = q + h * q_stride;                                                 \
-            float *oh = out + h * out_stride;                                                   \
-            switch (nh - h < 4 ? nh - h : 4) {                                                  \
-            case 4: kdot_h_##t(k, stride, qh, q_stride, 4, n, np, oh, out_stride); break;       \
-            case 3: kdot_h_##t(k, stride, qh, q_stride, 3, n, np, oh, out_stride); break;       \
-            case 2: kdot_h_##t(k, stride, qh, q_stride, 2, n, np, oh, out_stride); break;       \
-            default: qt__attn_kdot_##t##_avx2(k, stride, qh, n, np, oh); break;                 \
-            }                                                                                   \
-        }                                                                                       \
+        KDOT_HEADS_DISPATCH(t)                                                                  \
     }                                                                                           \
     ATTN_INLINE void vacc_h_##t(float *acc, size_t as, const void *v, size_t stride, const float *w, size_t ws, \
                                 const int H, int32_t np, int32_t n) {                           \
