@@ -266,10 +266,10 @@ static qt_status cache_write(const char *path, const qt__mix_table *tb) {
     char *text;
     qt_status s = qt__mix_table_format(tb, &text);
     if (s != QT_OK) return s;
-    const size_t len = strlen(path) + 16;
+    const size_t len = strlen(path) + 32;
     char *tmp = malloc(len);
     if (!tmp) { free(text); return qt_error(QT_ERR_NOMEM, "out of memory"); }
-    snprintf(tmp, len, "%s.tmp", path);
+    snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid()); /* two runs sharing a table never share a temp file */
     FILE *f = fopen(tmp, "wb");
     if (!f) s = qt_error(QT_ERR_IO, "--sensitivity-cache %s: cannot create: %s", tmp, strerror(errno));
     if (f) {
