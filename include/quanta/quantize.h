@@ -376,8 +376,18 @@ typedef struct qt_quantize_target {
      * output projection exact from its input rows; a tied embedding keeps its proxy, scaled by the
      * median measured/proxy ratio) */
     bool measured;
+    /* measured: false (default), each decoder linear, the output and the token embedding measured
+     * alone; true, by groups (a layer's attention q/k/v/o together, a layer's FFN gate/up/down), each
+     * member's cost the group's split by its share of the group's proxy cost (3.5x fewer runs; worse
+     * mixes on stories260K: docs/quantize.md "Target size") */
+    bool per_group;
     const int32_t *tokens;        /* (n_seq, n_tok) calibration sequences, for measured */
     int32_t n_seq, n_tok;
+    /* measured: the table of measured costs is read from this file when its key (the model's
+     * tensors, the tokens, the imatrix, numerics, candidates) matches, else measured and written
+     * there (a temp file renamed); a mismatched one is ignored with a note, a corrupt one refused
+     * (QT_ERR_FORMAT). NULL: measured every run. */
+    const char *sensitivity_cache;
 } qt_quantize_target;
 
 /* The default candidates: the legacy, K- and i-quants llama.cpp reads on every
@@ -403,6 +413,15 @@ typedef struct qt_quantize_mix {
     double predicted_cost;        /* sum of the chosen costs */
     bool exact;                   /* the knapsack was solved exactly */
     const char *sensitivity;      /* "proxy" or "measured" */
+    /* measured: */
+    int32_t n_groups;             /* groups measured (each a tensor unless per_group) */
+    double rank_correlation;      /* Spearman between proxy and measured (group, type) costs; NAN: none */
+    int32_t rank_pairs;           /* (group, type) pairs it ranks */
+    double measured_cost;         /* the chosen mix's mean KL per token on the calibration tokens, all its
+                                     grouped tensors quantized at once (the additivity check); NAN: not run */
+    bool cache_used;              /* the table came from sensitivity_cache: no measurement ran */
+    bool cache_written;           /* it was measured and written there */
+    char cache_note[256];         /* why a cache file present was not used ("" otherwise) */
 } qt_quantize_mix;
 
 /* A plan (as qt_quantize_plan_make, with o's imatrix, --keep, threads) whose

@@ -223,11 +223,16 @@ qt_status qt__quantize_write_staged(const qt_model *m, const char *out_path, con
  * QT_TYPE_COUNT where the rules decide), recorded in quanta.mix.* (lib/quantize/target.c). */
 qt_status qt__quantize_plan_make_mix(const qt_model *m, const qt_quantize_opts *o, const qt_type *mix_types,
                                      uint64_t budget, double cost, const char *sensitivity, qt_quantize_plan **out);
-/* --sensitivity measured: mix->t[].cost (the proxy's on entry) replaced by measured KL divergences
- * (lib/quantize/mix_measure.c); weights: (mix->n) the importance weights the run quantizes with. */
+/* --sensitivity measured (lib/quantize/mix_measure.c, lib/quantize/mix_table.h): the table of measured
+ * group costs; grp (mix->n): each tensor's group in it (-1: none); weights: (mix->n) the importance
+ * weights the run quantizes with. tb->g is malloc'd (qt__mix_table_free). */
 struct qt_quantize_mix;
-qt_status qt__mix_measure(const qt_model *m, const qt_quantize_target *tg, int threads, struct qt_quantize_mix *mx,
-                          const qt_quantize_plan *base, float *const *weights);
+struct qt__mix_table;
+qt_status qt__mix_measure(const qt_model *m, const qt_quantize_target *tg, int threads, const struct qt_quantize_mix *mx,
+                          const qt_quantize_plan *base, float *const *weights, struct qt__mix_table *tb, int32_t *grp);
+/* The additivity check: the mean KL per token with every grouped tensor in its chosen type at once. */
+qt_status qt__mix_measure_final(const qt_model *m, const qt_quantize_target *tg, int threads, const struct qt_quantize_mix *mx,
+                                const qt_quantize_plan *base, float *const *weights, double *kld);
 
 /* The proxy cost of one tensor in one type (lib/quantize/target.c): quantized with the
  * importance weights qw, scored sum_ij w_j dW_ij^2 (NULL: 1); the token embedding's is the

@@ -10,11 +10,15 @@
  * in order, so any thread count gives the same costs. The file's size is the
  * writer's (size-only mode); the tensors' budget is the target less the rest
  * of the file, and a plan over target is re-allocated with the excess taken off. */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mix.h"
+#include "mix_table.h"
 #include "quanta/imatrix.h"
 #include "quantize_internal.h"
 
@@ -182,6 +186,159 @@ static qt_status scan(target_ctx *c) {
     return s;
 }
 
+/* ---- --sensitivity measured: the table, its cache, the split ---------------------------------- */
+
+/* The table's key: the model's tensors, the tokens, the imatrix, numerics and candidates. */
+static qt_status table_key(const target_ctx *c, qt__mix_table *k) {
+    const qt_quantize_target *tg = c->tg;
+    const int32_t nt = qt_model_n_tensors(c->m);
+    char *list = malloc((size_t)nt * (QT_MAX_NAME + 160) + 1);
+    if (!list) return qt_error(QT_ERR_NOMEM, "out of memory");
+    size_t at = 0;
+    for (int32_t i = 0; i < nt; i++) { /* SHA-256 of each tensor's data, then of the list */
+        const qt_tensor *t = qt_model_tensor(c->m, i);
+        char hex[65];
+        qt_sha256_hex(t->data, t->nbytes, hex);
+        at += (size_t)snprintf(list + at, QT_MAX_NAME + 160, "%.127s %d %lld %lld %lld %lld %s\n", t->name, (int)t->type,
+                               (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3], hex);
+    }
+    qt_sha256_hex(list, at, k->model);
+    free(list);
+    qt_sha256_hex(tg->tokens, (size_t)tg->n_seq * (size_t)tg->n_tok * sizeof *tg->tokens, k->calib);
+    k->n_seq = tg->n_seq;
+    k->n_tok = tg->n_tok;
+    snprintf(k->imatrix, sizeof k->imatrix, "%s", c->base->imatrix_sha256[0] ? c->base->imatrix_sha256 : "none");
+    snprintf(k->numerics, sizeof k->numerics, "fast/%s", qt_cpu_level_name()); /* the engine's default float order */
+    at = 0;
+    k->candidates[0] = '\0';
+    for (int32_t j = 0; tg->candidates && j < tg->n_candidates && at + 16 < sizeof k->candidates; j++)
+        at += (size_t)snprintf(k->candidates + at, sizeof k->candidates - at, "%s%s", j ? "," : "",
+                               qt_type_get(tg->candidates[j])->name);
+    if (!tg->candidates) snprintf(k->candidates, sizeof k->candidates, "default");
+    return QT_OK;
+}
+
+/* Each tensor's group in a loaded table (as qt__mix_measure groups them); false when the table lacks one
+ * or a type of one (then it is another table). */
+static bool table_groups(const target_ctx *c, const qt__mix_table *tb, int32_t *grp) {
+    const bool tied = qt_model_find_tensor(c->m, "output.weight") == NULL;
+    bool *seen = calloc((size_t)tb->n + 1, sizeof *seen);
+    bool ok = seen != NULL;
+    for (int32_t i = 0; ok && i < c->mix->n; i++) {
+        const char *name = c->base->tensors[c->mix->t[i].plan_index].name;
+        char g[QT_MAX_NAME];
+        grp[i] = -1;
+        if (!qt__mix_group_of(name, c->tg->per_group, g, sizeof g) || (tied && !strcmp(g, "token_embd"))) continue;
+        int32_t j = 0;
+        while (j < tb->n && strcmp(tb->g[j].name, g)) j++;
+        if (j == tb->n) { ok = false; break; }
+        grp[i] = j;
+        seen[j] = true;
+        for (int32_t k = 0; k < c->mix->t[i].n_options; k++) {
+            int32_t x = 0;
+            while (x < tb->g[j].n_types && tb->g[j].types[x] != c->mix->t[i].types[k]) x++;
+            if (x == tb->g[j].n_types) ok = false;
+        }
+    }
+    for (int32_t j = 0; ok && j < tb->n; j++) ok = seen[j];
+    free(seen);
+    return ok;
+}
+
+/* The cache file: QT_OK with *found false when absent; QT_ERR_FORMAT / QT_ERR_IO when unreadable. */
+static qt_status cache_read(const char *path, qt__mix_table *tb, bool *found) {
+    *found = false;
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno == ENOENT ? QT_OK : qt_error(QT_ERR_IO, "--sensitivity-cache %s: cannot open: %s", path, strerror(errno));
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    qt_status s = QT_OK;
+    for (;;) {
+        if (n + 4096 > cap) {
+            char *p = cap > ((size_t)64 << 20) ? NULL : realloc(text, cap = (cap + 4096) * 2);
+            if (!p) { s = qt_error(QT_ERR_FORMAT, "--sensitivity-cache %s: too large for a sensitivity table", path); break; }
+            text = p;
+        }
+        const size_t r = fread(text + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) {
+            if (ferror(f)) s = qt_error(QT_ERR_IO, "--sensitivity-cache %s: read error", path);
+            break;
+        }
+    }
+    fclose(f);
+    if (s == QT_OK) s = qt__mix_table_parse(text, n, path, tb);
+    free(text);
+    if (s == QT_OK) *found = true;
+    return s;
+}
+
+static qt_status cache_write(const char *path, const qt__mix_table *tb) {
+    char *text;
+    qt_status s = qt__mix_table_format(tb, &text);
+    if (s != QT_OK) return s;
+    const size_t len = strlen(path) + 32;
+    char *tmp = malloc(len);
+    if (!tmp) { free(text); return qt_error(QT_ERR_NOMEM, "out of memory"); }
+    snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid()); /* two runs sharing a table never share a temp file */
+    FILE *f = fopen(tmp, "wb");
+    if (!f) s = qt_error(QT_ERR_IO, "--sensitivity-cache %s: cannot create: %s", tmp, strerror(errno));
+    if (f) {
+        const size_t n = strlen(text);
+        const bool ok = fwrite(text, 1, n, f) == n;
+        if (fclose(f) != 0 || !ok) s = qt_error(QT_ERR_IO, "--sensitivity-cache %s: write error", tmp);
+        if (s == QT_OK && rename(tmp, path) != 0) s = qt_error(QT_ERR_IO, "--sensitivity-cache %s: cannot rename: %s", path, strerror(errno));
+        if (s != QT_OK) unlink(tmp);
+    }
+    free(tmp);
+    free(text);
+    return s;
+}
+
+/* mix costs: the proxy's on entry, the measured table's split over each group's members on return. */
+static qt_status measured_costs(target_ctx *c) {
+    qt_quantize_mix *mx = c->mix;
+    const qt_quantize_target *tg = c->tg;
+    if (!tg->tokens || tg->n_seq < 1 || tg->n_tok < 2)
+        return qt_error(QT_ERR_ARG, "--sensitivity measured needs calibration text (--calib FILE)");
+    qt__mix_table key = {0}, tb = {0};
+    int32_t *grp = calloc((size_t)mx->n + 1, sizeof *grp), *n_opt = calloc((size_t)mx->n + 1, sizeof *n_opt);
+    qt_type *types = calloc((size_t)mx->n * MAX_OPT + 1, sizeof *types);
+    double *proxy = calloc((size_t)mx->n * MAX_OPT + 1, sizeof *proxy), *cost = calloc((size_t)mx->n * MAX_OPT + 1, sizeof *cost);
+    qt_status s = grp && n_opt && types && proxy && cost ? table_key(c, &key) : qt_error(QT_ERR_NOMEM, "out of memory");
+    bool found = false;
+    if (s == QT_OK && tg->sensitivity_cache) s = cache_read(tg->sensitivity_cache, &tb, &found);
+    if (s == QT_OK && found) {
+        const char *diff = qt__mix_table_key_diff(&tb, &key);
+        if (!*diff && !table_groups(c, &tb, grp)) diff = "other groups or types";
+        if (*diff) {
+            snprintf(mx->cache_note, sizeof mx->cache_note, "%s: measured for %s; measuring again", tg->sensitivity_cache, diff);
+            qt__mix_table_free(&tb);
+            found = false;
+        }
+    }
+    mx->cache_used = found;
+    if (s == QT_OK && !found) {
+        tb = key;
+        s = qt__mix_measure(c->m, tg, c->o->threads, mx, c->base, c->weights, &tb, grp);
+        if (s == QT_OK && tg->sensitivity_cache) s = cache_write(tg->sensitivity_cache, &tb);
+        mx->cache_written = s == QT_OK && tg->sensitivity_cache;
+    }
+    if (s == QT_OK) {
+        for (int32_t i = 0; i < mx->n; i++) {
+            n_opt[i] = mx->t[i].n_options;
+            for (int32_t k = 0; k < n_opt[i]; k++) types[i * MAX_OPT + k] = mx->t[i].types[k], proxy[i * MAX_OPT + k] = mx->t[i].cost[k];
+        }
+        qt__mix_table_apply(&tb, mx->n, grp, n_opt, types, proxy, MAX_OPT, cost, &mx->rank_correlation, &mx->rank_pairs);
+        for (int32_t i = 0; i < mx->n; i++)
+            for (int32_t k = 0; k < n_opt[i]; k++) mx->t[i].cost[k] = cost[i * MAX_OPT + k];
+        mx->n_groups = tb.n;
+    }
+    qt__mix_table_free(&tb);
+    free(grp); free(n_opt); free(types); free(proxy); free(cost);
+    return s;
+}
+
 /* The file type named after the quantized type with the most bytes ("q4_K" -> q4_k_m; f16 when all are float). */
 static const char *mix_ftype(const qt_quantize_mix *mx) {
     uint64_t by[QT_TYPE_COUNT] = {0};
@@ -300,9 +457,10 @@ qt_status qt_quantize_plan_target(const qt_model *m, const qt_quantize_opts *o, 
     if (s == QT_OK && o->imatrix) s = qt_imatrix_open(o->imatrix, &c.im);
     if (s == QT_OK) s = collect(&c);
     if (s == QT_OK) s = scan(&c);
+    c.mix->rank_correlation = c.mix->measured_cost = NAN;
     if (s == QT_OK && tg->measured) {
-        c.mix->sensitivity = "measured";
-        s = qt__mix_measure(m, tg, o->threads, c.mix, c.base, c.weights);
+        c.mix->sensitivity = tg->per_group ? "measured-groups" : "measured";
+        s = measured_costs(&c);
     }
     uint64_t budget = 0, over = 0;
     bool padded = false;
@@ -332,6 +490,8 @@ qt_status qt_quantize_plan_target(const qt_model *m, const qt_quantize_opts *o, 
         budget += slack;
     }
     if (s == QT_OK && over) s = qt_error(QT_ERR_INTERNAL, "target size: the plan stays %llu bytes over", (unsigned long long)over);
+    /* additivity is assumed by the allocation: the chosen mix measured as a whole */
+    if (s == QT_OK && tg->measured) s = qt__mix_measure_final(m, tg, o->threads, c.mix, c.base, c.weights, &c.mix->measured_cost);
     for (int32_t i = 0; c.weights && i < c.mix->n; i++) free(c.weights[i]);
     free(c.weights);
     free(types);
