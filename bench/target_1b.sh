@@ -7,8 +7,10 @@
 #             what quantize --calib computes first); skipped when NSAMPLES=0 (unweighted proxy)
 #   plan      quantize --target-size TARGET --dry-run: the proxy scan (every tensor in every
 #             candidate that fits it, quantized and scored) and the allocation
-#   type:T    (BREAKDOWN=1) the scan of one default candidate T alone (--candidates T, a target
-#             everything fits): where the plan's time goes, type by type
+#   type:T    (BREAKDOWN=1) the scan of one default candidate T beside f16 (--candidates T,f16, a
+#             target everything fits; f16 so that every tensor has a candidate, the token
+#             embedding having no imatrix entry for the i-quants that need one): where the
+#             plan's time goes, type by type (type:f16 alone is the f16 share to take off)
 #   write     the same without --dry-run (scan and allocation again, then the file); its wall
 #             time less the plan's is the writing; skipped when WRITE=0
 # and prints ONE JSON object on stdout: per phase wall, user, sys and CPU seconds and peak
@@ -23,6 +25,7 @@
 #   LAYERS, VOCAB  a smaller synth model for a quick look (the 1B's layer shapes; --layers,
 #             --vocab): TARGET then defaults to 700MB times its share of the 1B's parameters
 #   TARGET    the size (default 700MB)     THREADS (default 2)     WRITE (default 1)     BREAKDOWN (0)
+#   PLAN      (default 1) 0: skip the plan phase (a WORK kept from a run that has plan.json)
 #   NSAMPLES, SEQLEN  calibration windows and their length (64, 512; NSAMPLES=0: none)
 #   CALIB     calibration text (default ../shared/data/wiki.test.raw beside the repository)
 #   WORK      scratch directory (default: a new temporary one)     KEEP=1  keep WORK afterwards
@@ -85,13 +88,15 @@ if [ "$NSAMPLES" != 0 ]; then
         -o "$WORK/imatrix.gguf" -q)")
     weights=(--imatrix "$WORK/imatrix.gguf")
 fi
-phases+=("$(timed plan quantize "$model" --target-size "$TARGET" "${weights[@]}" --threads "$THREADS" --dry-run \
+[ "${PLAN:-1}" = 0 ] || phases+=("$(timed plan quantize "$model" --target-size "$TARGET" "${weights[@]}" --threads "$THREADS" --dry-run \
     --json="$WORK/plan.json" -q)")
 if [ "${BREAKDOWN:-0}" = 1 ]; then
     # the default candidates (docs/quantize.md "Target size")
     for t in iq1_s iq1_m iq2_xxs iq2_xs iq2_s q2_K iq3_xxs iq3_s q3_K iq4_xs iq4_nl q4_0 q4_1 q4_K q5_0 q5_1 q5_K \
              q6_K q8_0 f16; do
-        phases+=("$(timed "type:$t" quantize "$model" --target-size 1000GB --candidates "$t" "${weights[@]}" \
+        c=$t,f16
+        [ "$t" = f16 ] && c=f16
+        phases+=("$(timed "type:$t" quantize "$model" --target-size 1000GB --candidates "$c" "${weights[@]}" \
             --threads "$THREADS" --dry-run -q)")
     done
 fi
