@@ -28,6 +28,9 @@
  * step needs, to set against the machine's bandwidth) and vs_dots (the dots
  * cpu_s / this cpu_s).
  *
+ * --small-pages puts the x16/k16 copies in 4 KiB pages instead of the engine's huge pages
+ * (config.pages in the JSON), to measure what the pages cost decode.
+ *
  * --x16-only times only the x16 kernels (vs_dots is then absent); --shape
  * SUBSTR (repeatable) picks shapes by name; "output" (the 128256 x 2048 tied
  * embedding, 263 MB as q8_0) runs only when named so.
@@ -41,6 +44,7 @@
 
 #include "quanta.h"
 #include "bench_util.h"
+#include "core/bigalloc.h"
 #include "quant/ct4.h"
 #include "quant/dot.h"
 #include "quant/gemm.h"
@@ -56,6 +60,14 @@ static const shape shapes[] = {
     {"ffn_down 2048x8192", 2048, 8192, 0},
     {"output 128256x2048", 128256, 2048, 1}, /* only with --output or --shape output: 0.5 s a call at B = 512 */
 };
+
+/* The packed copies as the engine holds them (2 MiB pages asked for, core/bigalloc.h), or with
+ * --small-pages in ordinary 4 KiB pages: the difference is decode's TLB and prefetch cost. */
+static uint8_t *packed_alloc(size_t n, int small_pages) {
+    uint8_t *p = small_pages ? malloc(n) : qt__weights_alloc(n);
+    if (!p) { fprintf(stderr, "bench_gemm: out of memory\n"); exit(1); }
+    return p;
+}
 
 static qt_vec_dot_fn dots_fn; /* the vec_dot the "dots" loop calls */
 static void gemm_by_dots(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
@@ -204,7 +216,7 @@ static int shape_picked(const shape *sh, const char *const *names, int n, int wi
 }
 
 int main(int argc, char **argv) {
-    int reps = 3, nbatch = 0, ntypes = 0, nshapes = 0, x16_only = 0, with_output = 0;
+    int reps = 3, nbatch = 0, ntypes = 0, nshapes = 0, x16_only = 0, with_output = 0, small_pages = 0;
     int64_t batches[16];
     const char *types[16], *shape_names[16];
     for (int i = 1; i < argc; i++) {
@@ -214,9 +226,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc && nshapes < 16) shape_names[nshapes++] = argv[++i];
         else if (!strcmp(argv[i], "--x16-only")) x16_only = 1;
         else if (!strcmp(argv[i], "--output")) with_output = 1;
+        else if (!strcmp(argv[i], "--small-pages")) small_pages = 1;
         else {
             fprintf(stderr, "usage: bench_gemm [--reps N (1-%d)] [--batch B]... [--type NAME]... [--shape SUBSTR]... "
-                            "[--x16-only] [--output]\n", MAX_REPS);
+                            "[--x16-only] [--output] [--small-pages]\n", MAX_REPS);
             return strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
@@ -227,8 +240,8 @@ int main(int argc, char **argv) {
     const qt_type all[] = {QT_TYPE_F16,  QT_TYPE_BF16,   QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q4_1, QT_TYPE_Q5_0,
                            QT_TYPE_Q5_1, QT_TYPE_IQ4_NL, QT_TYPE_Q2_K, QT_TYPE_Q3_K, QT_TYPE_Q4_K, QT_TYPE_Q5_K,
                            QT_TYPE_Q6_K, QT_TYPE_IQ4_XS};
-    printf("{\n  \"machine\": {\"cpu_level\": \"%s\", \"threads\": 1},\n  \"config\": {\"reps\": %d},\n  \"results\": [",
-           qt_cpu_level_name(), reps);
+    printf("{\n  \"machine\": {\"cpu_level\": \"%s\", \"threads\": 1},\n  \"config\": {\"reps\": %d, \"pages\": \"%s\"},\n"
+           "  \"results\": [", qt_cpu_level_name(), reps, small_pages ? "4k" : "huge");
     int first = 1;
     for (size_t ti = 0; ti < sizeof all / sizeof all[0]; ti++) {
         const qt_type t = all[ti];
@@ -257,9 +270,9 @@ int main(int argc, char **argv) {
             const size_t xb = qt__x16_bytes(t, sh->rows, sh->cols), lds = (size_t)(sh->cols / 32) * sizeof(qt__block_q8s);
             /* the k16 copy (K-quants), against the same Q8_K activations as the gemm kernels */
             const size_t kb = qt__k16_bytes(t, sh->rows, sh->cols);
-            uint8_t *kp = kb ? xmalloc(kb) : NULL;
+            uint8_t *kp = kb ? packed_alloc(kb, small_pages) : NULL;
             if (kp) qt__k16_pack(t, w, ldw, sh->rows, sh->cols, kp);
-            uint8_t *wp = xb ? xmalloc(xb) : NULL, *xs = xb ? xmalloc(lds * (size_t)maxb) : NULL;
+            uint8_t *wp = xb ? packed_alloc(xb, small_pages) : NULL, *xs = xb ? xmalloc(lds * (size_t)maxb) : NULL;
             if (wp) {
                 qt__x16_pack(t, w, ldw, sh->rows, sh->cols, wp);
                 for (int64_t b = 0; b < maxb; b++) {
@@ -344,7 +357,7 @@ int main(int argc, char **argv) {
                 }
                 fflush(stdout);
             }
-            free(w); free(a); free(src); free(out); free(wp); free(xs); free(kp);
+            free(w); free(a); free(src); free(out); qt__weights_free(wp); free(xs); qt__weights_free(kp);
         }
         fprintf(stderr, "bench_gemm: %s done\n", tr->name);
     }

@@ -73,6 +73,9 @@ QT_API qt_bench_opts qt_bench_opts_default(void);
 typedef struct qt_bench_result {
     double prefill_tps, prefill_tps_sd;  /* median and standard deviation over reps */
     double decode_tps, decode_tps_sd;
+    double decode_tps_cpu;               /* median decode tokens per process CPU-second (all threads'
+                                            CPU time over the decode steps): the cost per token on a
+                                            shared machine, where wall time counts others' turns too */
     double ttft_ms;                      /* median prompt time */
     double itl_p50_ms, itl_p99_ms;       /* over every decode step of every rep */
     uint64_t peak_rss_bytes;             /* VmHWM after the runs */
@@ -82,6 +85,7 @@ typedef struct qt_bench_result {
     uint64_t model_bytes;                /* all tensor data */
     uint64_t n_params;
     double read_gbps;                    /* weight_bytes x decode_tps / 1e9 */
+    double read_gb_per_cpu_s;            /* weight_bytes x decode_tps_cpu / 1e9 */
     double bandwidth_ratio;              /* read_gbps / machine_read_gbps */
     char type_name[16];                  /* the type of most weight elements ("q4_K") */
     char file_type[16];                  /* GGUF general.file_type by name ("Q4_K_M"); "" when none */

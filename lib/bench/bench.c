@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "quanta/bench.h"
 #include "quanta/formats.h"
@@ -33,8 +34,17 @@ uint64_t qt_bench_weight_bytes_per_token(const qt_model *m) {
     return b;
 }
 
-qt_status qt_bench_engine_run(qt_engine_ctx *e, const int32_t *prompt, int32_t n_prompt, int32_t n_gen,
-                              double *prefill_s, double *itl_s) {
+/* Process CPU seconds (all threads): what a decode step costs on a shared machine, where
+ * wall time also counts other processes' turns on the cores. */
+static double process_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* qt_bench_engine_run, and the process CPU seconds of its decode steps in *decode_cpu_s. */
+static qt_status engine_run(qt_engine_ctx *e, const int32_t *prompt, int32_t n_prompt, int32_t n_gen, double *prefill_s,
+                            double *itl_s, double *decode_cpu_s) {
     if (n_prompt < 1 || n_gen < 0) return qt_error(QT_ERR_ARG, "bench: %d prompt tokens, %d generated", n_prompt, n_gen);
     const int32_t n_vocab = qt_engine_n_vocab(e);
     float *row = malloc(sizeof(float) * (size_t)n_vocab);
@@ -47,16 +57,24 @@ qt_status qt_bench_engine_run(qt_engine_ctx *e, const int32_t *prompt, int32_t n
         s = qt_engine_eval(e, prompt, n_prompt, n_prompt - 1, row);
         *prefill_s = qt__now_s() - t0;
     }
+    *decode_cpu_s = 0;
     for (int32_t i = 0; i < n_gen && s == QT_OK; i++) {
         int32_t tok = qt_sampler_sample(greedy, row);
-        double t0 = qt__now_s();
+        double t0 = qt__now_s(), c0 = process_cpu_s();
         s = qt_engine_eval(e, &tok, 1, 0, row);
+        *decode_cpu_s += process_cpu_s() - c0;
         itl_s[i] = qt__now_s() - t0;
         if (qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "bench: interrupted");
     }
     qt_sampler_free(greedy);
     free(row);
     return s;
+}
+
+qt_status qt_bench_engine_run(qt_engine_ctx *e, const int32_t *prompt, int32_t n_prompt, int32_t n_gen,
+                              double *prefill_s, double *itl_s) {
+    double cpu;
+    return engine_run(e, prompt, n_prompt, n_gen, prefill_s, itl_s, &cpu);
 }
 
 static double sd(const double *v, int n) {
@@ -96,20 +114,21 @@ static void describe(const qt_model *m, qt_bench_result *r) {
 typedef struct bench_bufs {
     int32_t *prompt;
     double *itl;      /* (reps + 1) x n_gen: the warm-up row first */
-    double *pp, *tg, *ttft;
+    double *pp, *tg, *ttft, *tg_cpu;
 } bench_bufs;
 
 static qt_status timed_reps(qt_engine_ctx *e, const qt_bench_opts *o, bench_bufs *b, qt_bench_result *r) {
     qt_status s = QT_OK;
     for (int32_t k = 0; k <= o->reps && s == QT_OK; k++) { /* k == 0: warm-up (weights paged in), not counted */
         qt_progress_report(&o->progress, "bench", k, o->reps + 1);
-        double pre = 0, dec = 0, *itl = b->itl + (size_t)k * (size_t)o->n_gen;
-        s = qt_bench_engine_run(e, b->prompt, o->n_prompt, o->n_gen, &pre, itl);
+        double pre = 0, dec = 0, cpu = 0, *itl = b->itl + (size_t)k * (size_t)o->n_gen;
+        s = engine_run(e, b->prompt, o->n_prompt, o->n_gen, &pre, itl, &cpu);
         for (int32_t i = 0; i < o->n_gen; i++) dec += itl[i];
         if (k == 0) continue;
         b->pp[k - 1] = o->n_prompt / fmax(pre, 1e-12);
         b->tg[k - 1] = o->n_gen > 0 ? o->n_gen / fmax(dec, 1e-12) : NAN;
         b->ttft[k - 1] = pre * 1e3;
+        b->tg_cpu[k - 1] = o->n_gen > 0 ? o->n_gen / fmax(cpu, 1e-12) : NAN;
     }
     if (s != QT_OK) return s;
     qt_progress_report(&o->progress, "bench", o->reps + 1, o->reps + 1);
@@ -117,6 +136,7 @@ static qt_status timed_reps(qt_engine_ctx *e, const qt_bench_opts *o, bench_bufs
     r->decode_tps_sd = sd(b->tg, o->reps);
     r->prefill_tps = qt__median(b->pp, o->reps);
     r->decode_tps = qt__median(b->tg, o->reps);
+    r->decode_tps_cpu = qt__median(b->tg_cpu, o->reps);
     r->ttft_ms = qt__median(b->ttft, o->reps);
     const int64_t n_itl = (int64_t)o->reps * o->n_gen;
     double *itl = b->itl + o->n_gen;
@@ -145,11 +165,12 @@ qt_status qt_bench_model(const qt_model *m, const qt_bench_opts *opts, qt_bench_
     bench_bufs b = {0};
     b.prompt = malloc(sizeof *b.prompt * (size_t)o.n_prompt);
     b.itl = malloc(sizeof *b.itl * (size_t)(o.reps + 1) * (size_t)(o.n_gen ? o.n_gen : 1));
-    b.pp = malloc(sizeof(double) * 3 * (size_t)o.reps);
+    b.pp = malloc(sizeof(double) * 4 * (size_t)o.reps);
     if (!b.prompt || !b.itl || !b.pp) s = qt_error(QT_ERR_NOMEM, "bench: out of memory");
     else {
         b.tg = b.pp + o.reps;
         b.ttft = b.tg + o.reps;
+        b.tg_cpu = b.ttft + o.reps;
         uint64_t x = o.seed; /* splitmix64: uniform token ids, as llama-bench's random prompt */
         const int32_t n_vocab = qt_engine_n_vocab(e);
         for (int32_t i = 0; i < o.n_prompt; i++) {
@@ -166,6 +187,7 @@ qt_status qt_bench_model(const qt_model *m, const qt_bench_opts *opts, qt_bench_
     r->threads = o.threads > 0 ? o.threads : qt_default_threads();
     r->peak_rss_bytes = qt_bench_peak_rss();
     r->read_gbps = (double)r->weight_bytes * r->decode_tps / 1e9;
+    r->read_gb_per_cpu_s = (double)r->weight_bytes * r->decode_tps_cpu / 1e9;
     r->bandwidth_ratio = o.machine_read_gbps > 0 ? r->read_gbps / o.machine_read_gbps : NAN;
     free(b.prompt);
     free(b.itl);

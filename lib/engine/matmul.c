@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bigalloc.h"
 #include "quant/ct4.h"
 #include "quant/ct_rows.h"
 #include "quant/dot.h"
@@ -104,7 +105,7 @@ static qt_status mat_pack(qt__mat *m, qt_threadpool *pool, const qt_model *drop_
     const bool k16 = !qt__gemm_x16_kernel(t) && qt__gemm_k16_kernel(t) && qt__k16_bytes(t, m->n_out, m->n_in);
     const size_t bytes = k16 ? qt__k16_bytes(t, m->n_out, m->n_in) : qt__x16_bytes(t, m->n_out, m->n_in);
     if (!(k16 || qt__gemm_x16_kernel(t)) || !bytes) return QT_OK;
-    m->x16_data = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    m->x16_data = qt__weights_alloc(bytes);
     if (!m->x16_data)
         return qt_error(QT_ERR_NOMEM, "tensor '%s': out of memory packing %zu bytes of rows", m->t->name, bytes);
     if (k16) {
@@ -215,7 +216,7 @@ qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_n
 }
 
 void qt__mat_free(qt__mat *m) {
-    free(m->x16_data);
+    qt__weights_free(m->x16_data);
     memset(m, 0, sizeof *m);
 }
 
@@ -338,14 +339,46 @@ void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const 
     matmul_run(e, out, matmul_act(e, in, B, m, matmul_small(B, m)), B, m);
 }
 
+/* Up to QT__MATMUL_SHARED_MAX matrices reading the same activations, run as one job: their
+ * units side by side (matrix 0's, then matrix 1's, ...), so the pool wakes once for all of
+ * them, not once per matrix (a decode step's q/k/v: one wake-up and one wait instead of three).
+ * Each unit is matmul_units' on its own matrix, so the bits are qt__matmul's whoever runs it. */
+#define QT__MATMUL_SHARED_MAX 4
+
+typedef struct multi_job {
+    matmul_job j[QT__MATMUL_SHARED_MAX];
+    int64_t first[QT__MATMUL_SHARED_MAX + 1]; /* first[i]: matrix i's first unit in the joint range */
+    int n;
+} multi_job;
+
+static void multi_units(void *ctx, int64_t u0, int64_t u1, int ti) {
+    const multi_job *mj = ctx;
+    for (int i = 0; i < mj->n && u0 < u1; i++) {
+        const int64_t a = u0 > mj->first[i] ? u0 : mj->first[i], b = u1 < mj->first[i + 1] ? u1 : mj->first[i + 1];
+        if (a < b) matmul_units((void *)&mj->j[i], a - mj->first[i], b - mj->first[i], ti);
+    }
+}
+
+static int64_t mat_units(const qt__mat *m) { return (m->n_out + MATMUL_ROW_UNIT - 1) / MATMUL_ROW_UNIT; }
+
 /* Linears reading the same input (q/k/v, gate/up): the rows are converted
  * once for each run of matrices with the same activation format, not once per
  * matrix (the conversion is a pure function of the rows, so the bits are
- * qt__matmul's). */
+ * qt__matmul's), and each such run is one job over the pool (multi_units). */
 void qt__matmul_shared(qt_engine_ctx *e, const float *in, int32_t B, int n, float *const outs[], const qt__mat *const ms[]) {
-    const void *act = NULL;
-    for (int i = 0; i < n; i++) {
-        if (i == 0 || !same_act(ms[i], ms[i - 1])) act = matmul_act(e, in, B, ms[i], matmul_small(B, ms[i]));
-        matmul_run(e, outs[i], act, B, ms[i]);
+    for (int i = 0; i < n;) {
+        multi_job mj = {.n = 0};
+        bool small = true;
+        int k = i;
+        for (; k < n && k - i < QT__MATMUL_SHARED_MAX && (k == i || same_act(ms[k], ms[k - 1])); k++) {
+            mj.j[k - i] = (matmul_job){e, ms[k], outs[k], NULL, B};
+            mj.first[k - i + 1] = mj.first[k - i] + mat_units(ms[k]);
+            small = small && matmul_small(B, ms[k]);
+        }
+        mj.n = k - i;
+        const void *act = matmul_act(e, in, B, ms[i], matmul_small(B, ms[i]));
+        for (int t = 0; t < mj.n; t++) mj.j[t].act = act;
+        qt_parallel_for(small ? NULL : e->pool, mj.first[mj.n], multi_units, &mj);
+        i = k;
     }
 }

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/bigalloc.h"
 #include "model_internal.h"
 
 qt_status qt__model_new(const char *path, const char *source_format, qt_model **out) {
@@ -86,7 +87,10 @@ void *qt__model_alloc(qt_model *m, size_t n) {
         m->owned = no;
         m->cap_owned = cap;
     }
-    void *p = calloc(1, n ? n : 1);
+    /* tensor data converted at load (compressed-tensors rows, HF conversions) is streamed every
+     * token like the packed copies: huge pages where large (core/bigalloc.h), zeroed as calloc */
+    void *p = n >= QT__WEIGHTS_HUGE_MIN ? qt__weights_alloc(n) : calloc(1, n ? n : 1);
+    if (p && n >= QT__WEIGHTS_HUGE_MIN) memset(p, 0, n);
     if (!p) { qt_error(QT_ERR_NOMEM, "%s: out of memory (%zu bytes)", m->path, n); return NULL; }
     m->owned[m->n_owned++] = p;
     return p;

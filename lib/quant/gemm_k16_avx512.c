@@ -19,8 +19,11 @@
 #define K16_INLINE static inline __attribute__((always_inline))
 #define K16_PANEL 64
 /* Tiles ahead that each super-block step prefetches (a hint: past the end it cannot fault);
- * bench_gemm measured Q4_K/Q6_K decode 15-40 % faster with it on a loaded machine. */
-#define K16_PF 2
+ * 0: none. With the packed copies in 4 KiB pages two tiles ahead made Q4_K/Q6_K decode 15-40 %
+ * faster (bench_gemm, loaded machine); in the engine's 2 MiB pages (core/bigalloc.h) the
+ * hardware streams them and the prefetches only cost: bench_gemm --shape output --batch 1,
+ * one thread, CPU s, PF 2 vs none: q6_K 13-19 ms vs 8-12, q4_K 9.7 vs 5-9 (2026-12-02). */
+#define K16_PF 0
 
 K16_INLINE __m512i bcast4(const int8_t *p) {
     int32_t v;
@@ -127,7 +130,8 @@ K16_INLINE void k16_tile(int kind, int C, const uint8_t *g, int64_t nb, const ui
     for (int c = 0; c < C; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *t = g + (size_t)b * tile;
-        for (size_t off = 0; off < tile; off += 64) _mm_prefetch((const char *)t + K16_PF * tile + off, _MM_HINT_T0);
+        if (K16_PF)
+            for (size_t off = 0; off < tile; off += 64) _mm_prefetch((const char *)t + K16_PF * tile + off, _MM_HINT_T0);
         const block_q8_K *y[4];
 #pragma GCC unroll 4
         for (int c = 0; c < C; c++) y[c] = (const block_q8_K *)(a + (size_t)c * lda) + b;

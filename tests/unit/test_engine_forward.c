@@ -7,6 +7,7 @@
  * KV formats and their scales, and every bad-input error. */
 #include <math.h>
 
+#include "engine/engine_internal.h"
 #include "quant/gemm.h"
 #include "model/model_internal.h"
 #include "qtest.h"
@@ -395,6 +396,51 @@ static void test_gemm_kernels_threads_batches_numerics(void) {
     }
 }
 
+/* qt__matmul_shared runs q/k/v (and gate/up) as one job over the pool, their units side by
+ * side: every output the bits of qt__matmul on that matrix alone, at 1-3 threads, batch 1 and 5
+ * (q 256 rows, k/v 128: one thread's share starts inside q or k at 3 threads). */
+static void test_shared_matmul_equals_separate(void) {
+    const qt_type types[] = {QT_TYPE_Q4_0, QT_TYPE_Q8_0, QT_TYPE_Q4_K, QT_TYPE_Q6_K, QT_TYPE_F16};
+    enum { E = 256, NQ = 256, NKV = 128, F = 512, BMAX = 5 };
+    static float x[BMAX * F], got[3][BMAX * F], want[3][BMAX * F];
+    for (int i = 0; i < BMAX * F; i++) x[i] = frand();
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        spec s = {QT_ARCH_LLAMA, "llama", 301, E, 1, 4, 2, 64, F, 64, false, false, false, false,
+                  QT_ROPE_SCALING_NONE, 0, types[ti]};
+        qt_model *m = make_model(&s, 900 + ti);
+        for (int nm = 0; nm < 2; nm++)
+            for (int threads = 1; threads <= 3; threads++)
+                for (int B = 1; B <= BMAX; B += BMAX - 1) {
+                    qt_engine_opts o;
+                    qt_engine_opts_default(&o);
+                    o.n_ctx = 16;
+                    o.n_threads = threads;
+                    o.numerics = nm ? QT_NUMERICS_LLAMA : QT_NUMERICS_FAST;
+                    qt_engine_ctx *e = NULL;
+                    CHECK_OK(qt_engine_new(m, &o, &e));
+                    if (!e) continue;
+                    const qt__layer *L = &e->layers[0];
+                    const qt__mat *qkv[3] = {&L->wq, &L->wk, &L->wv}, *gu[2] = {&L->w_gate, &L->w_up};
+                    const int64_t n_qkv[3] = {NQ, NKV, NKV};
+                    for (int set = 0; set < 2; set++) {
+                        const int n = set ? 2 : 3;
+                        const qt__mat *const *ms = set ? gu : qkv;
+                        memset(got, 0xff, sizeof got);
+                        qt__matmul_shared(e, x, B, n, (float *const[]){got[0], got[1], got[2]}, ms);
+                        for (int k = 0; k < n; k++) qt__matmul(e, want[k], x, B, ms[k]);
+                        for (int k = 0; k < n; k++) {
+                            const int64_t rows = set ? F : n_qkv[k];
+                            CHECK_MSG(memcmp(got[k], want[k], sizeof(float) * (size_t)(B * rows)) == 0,
+                                      "%s %s, %d threads, batch %d: shared matrix %d differs from qt__matmul",
+                                      qt_type_get(types[ti])->name, nm ? "llama" : "fast", threads, B, k);
+                        }
+                    }
+                    qt_engine_free(e);
+                }
+        qt_model_free(m);
+    }
+}
+
 /* Every KV format runs and stays near the f32-cache result; scales behave as stated. */
 static void test_kv_formats(void) {
     spec s = specs[0];
@@ -534,6 +580,7 @@ int main(void) {
     QT_RUN(test_quantized_weights);
     QT_RUN(test_batching_and_threads_do_not_change_bits);
     QT_RUN(test_gemm_kernels_threads_batches_numerics);
+    QT_RUN(test_shared_matmul_equals_separate);
     QT_RUN(test_kv_formats);
     QT_RUN(test_kv_scales_from_file);
     QT_RUN(test_bad_input);

@@ -148,6 +148,7 @@ static int emit_json(const bench_args *a, const qt_bandwidth *bw, const qt_bench
         json_object_set_new(o, "prefill_tps_sd", jnum(r[i].prefill_tps_sd));
         json_object_set_new(o, "decode_tps", jnum(r[i].decode_tps));
         json_object_set_new(o, "decode_tps_sd", jnum(r[i].decode_tps_sd));
+        json_object_set_new(o, "decode_tps_cpu", jnum(r[i].decode_tps_cpu));
         json_object_set_new(o, "ttft_ms", jnum(r[i].ttft_ms));
         json_object_set_new(o, "itl_p50_ms", jnum(r[i].itl_p50_ms));
         json_object_set_new(o, "itl_p99_ms", jnum(r[i].itl_p99_ms));
@@ -156,6 +157,7 @@ static int emit_json(const bench_args *a, const qt_bandwidth *bw, const qt_bench
         json_object_set_new(o, "weight_bytes", json_integer((json_int_t)r[i].weight_bytes));
         json_object_set_new(o, "read_gbps", jnum(r[i].read_gbps));
         json_object_set_new(o, "bandwidth_ratio", jnum(r[i].bandwidth_ratio));
+        json_object_set_new(o, "read_gb_per_cpu_s", jnum(r[i].read_gb_per_cpu_s));
         json_array_append_new(models, o);
     }
     json_t *machine = json_pack("{s:o, s:o, s:i, s:s, s:s, s:I, s:I, s:i}", "read_gbps", jnum(bw->read_gbps), "read_gbps_max",
