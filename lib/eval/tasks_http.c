@@ -26,7 +26,9 @@ static char *dup_str(const char *s) {
 
 static char *request_body(const qt_task_http *h, const qt_task_item *it, int32_t sample) {
     json_t *b = json_object();
-    json_object_set_new(b, "model", json_string(h->model ? h->model : ""));
+    /* No --model: no "model" field, so the server uses the one it serves (vLLM, llama-server and
+     * quanta serve all do); an empty name would be a 404 on quanta serve and vLLM. */
+    if (h->model && *h->model) json_object_set_new(b, "model", json_string(h->model));
     if (it->messages) json_object_set_new(b, "messages", json_loads(it->messages, 0, NULL));
     else json_object_set_new(b, "prompt", json_string(it->prompt ? it->prompt : ""));
     json_object_set_new(b, "max_tokens", json_integer(it->max_tokens));
@@ -251,8 +253,8 @@ qt_status qt_task_http_score(void *user, const char *context, const char *cont, 
     if (!full) return qt_error(QT_ERR_NOMEM, "tasks: out of memory");
     memcpy(full, context, lc);
     memcpy(full + lc, cont, lk + 1);
-    json_t *b = json_pack("{s:s, s:s, s:i, s:b, s:i, s:f}", "model", h->model ? h->model : "", "prompt", full, "max_tokens", 0,
-                          "echo", 1, "logprobs", 1, "temperature", 0.0);
+    json_t *b = json_pack("{s:s, s:i, s:b, s:i, s:f}", "prompt", full, "max_tokens", 0, "echo", 1, "logprobs", 1, "temperature", 0.0);
+    if (b && h->model && *h->model) json_object_set_new(b, "model", json_string(h->model)); /* as request_body */
     char *body = b ? json_dumps(b, JSON_COMPACT) : NULL, *resp = NULL;
     json_decref(b);
     long code = 0;

@@ -117,7 +117,7 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *user) {
 
 static char *request_body(const qt_lt_options *o, const qt_lt_prompt *p, bool chat) {
     json_t *b = json_object();
-    json_object_set_new(b, "model", json_string(o->model ? o->model : ""));
+    if (o->model && *o->model) json_object_set_new(b, "model", json_string(o->model)); /* none: the server's own */
     if (chat) {
         json_t *msgs = NULL;
         if (p->messages_json) msgs = json_loads(p->messages_json, 0, NULL);

@@ -48,6 +48,9 @@ url="http://127.0.0.1:$port"
 
 expect served 0 '' "$q" eval --base "$url" --candidate "$url" --model stories260K.gguf --tasks "$tmp/tasks.jsonl" --timeout 60 --json="$tmp/srv.json" --quiet
 ok grep -q "^base  *8/14" "$tmp/out"
+# without --model the request names no model and the server answers with its own: the same results
+expect served-no-model 0 '' "$q" eval --base "$url" --candidate "$url" --tasks "$tmp/tasks.jsonl" --timeout 60 --json="$tmp/srvn.json" --quiet
+ok [ "$(jq -c '[.base.results[] | [.pass, .output]]' "$tmp/srvn.json")" = "$(jq -c '[.base.results[] | [.pass, .output]]' "$tmp/srv.json")" ]
 pick='[.[] | {id, pass, output}]'
 pick1='{id, pass, output}'
 # same LABEL JQ1 FILE1 JQ2 FILE2: the two selections are equal
