@@ -267,6 +267,9 @@ typedef struct qt_task_result {
     double pass_rate, pass_lo, pass_hi; /* n_pass / n_items with its Wilson 95 % interval */
     int32_t n_checks[QT_CHECK__COUNT], n_checks_pass[QT_CHECK__COUNT]; /* per check type, over the items */
     qt_task_outcome *items;            /* (n_items) in file order */
+    /* qt_tasks_run_model only: why the task prompts break the held-out rule (they overlap the
+     * model's recorded calibration text), else "" */
+    char heldout[QT_EVAL_REASON_LEN];
 } qt_task_result;
 
 /* A choice check's scorer: qt_eval_score_fn's score of `continuation` after

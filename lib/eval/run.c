@@ -432,19 +432,26 @@ static void heldout_note(qt_eval_result *R, const qt_eval_opts *o, int32_t k, co
     }
 }
 
-static qt_status check_tasks_heldout(qt_eval_result *R, const qt_eval_opts *o, int32_t k, const qt_calib_fingerprint *fp) {
+/* The held-out rule for task prompts: msg says how they overlap fp's calibration text, else "". */
+static qt_status tasks_heldout_msg(const qt_task_set *set, const qt_calib_fingerprint *fp, char msg[QT_EVAL_REASON_LEN]) {
     char *text;
     size_t len;
     qt_heldout_result h;
-    qt_status s = tasks_text(R->tasks, &text, &len);
+    msg[0] = 0;
+    qt_status s = tasks_text(set, &text, &len);
     if (!s) s = qt_heldout_check(fp, text, len, len, &h);
     free(text);
-    if (s || !h.overlaps) return s;
+    if (!s && h.overlaps)
+        snprintf(msg, QT_EVAL_REASON_LEN, "the task prompts overlap the candidate's calibration text (%.1f %% of their 13-word shingles)",
+                 100.0 * h.overlap);
+    return s;
+}
+
+static qt_status check_tasks_heldout(qt_eval_result *R, const qt_eval_opts *o, int32_t k, const qt_calib_fingerprint *fp) {
     char msg[QT_EVAL_REASON_LEN];
-    snprintf(msg, sizeof msg, "the task prompts overlap the candidate's calibration text (%.1f %% of their 13-word shingles)",
-             100.0 * h.overlap);
-    heldout_note(R, o, k, msg);
-    return QT_OK;
+    qt_status s = tasks_heldout_msg(R->tasks, fp, msg);
+    if (!s && msg[0]) heldout_note(R, o, k, msg);
+    return s;
 }
 
 static qt_status check_heldout(qt_eval_result *R, const qt_eval_opts *o, int32_t k, uint64_t used) {
@@ -681,6 +688,13 @@ qt_status qt_tasks_run_model(const qt_eval_model *m, const qt_task_set *set, con
     if (!s) {
         task_gen g = {.sc = sc, .set = set, .o = o, .voc = v};
         s = qt_tasks_run(set, o->task_samples > 0 ? o->task_samples : 1, gen_item, score_task, &g, &o->progress, out);
+    }
+    qt_calib_fingerprint fp;
+    bool has = false;
+    if (!s) s = qt_calib_from_model(r.model, &fp, &has);
+    if (!s && has) {
+        s = tasks_heldout_msg(set, &fp, out->heldout);
+        qt_calib_fingerprint_free(&fp);
     }
     scorer_free(&sc);
     qt_tokenizer_free(tok);

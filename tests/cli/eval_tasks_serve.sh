@@ -117,6 +117,19 @@ for f in tasks.jsonl mc; do
 done
 expect bad-concurrency 2 "max-concurrency" "$q" eval --base "$url" --candidate "$url" --tasks "$tmp/tasks.jsonl" --max-concurrency 0
 
+# the held-out rule in a mix: a local candidate calibrated on the task prompts' text warns, and fails with --strict
+tail -n +4331 "$text" >"$tmp/cal.txt"
+expect quantize-calib 0 '' "$q" quantize "$model" "$tmp/q8.gguf" --scheme q8_0 --calib "$tmp/cal.txt" --seqlen 128 --nsamples 20 -q
+awk 'NF >= 20 && NF <= 35 { print }' "$tmp/cal.txt" | head -n 3 | jq -Rc '{prompt: ., max_tokens: 1, checks: [{type: "json"}]}' >"$tmp/seen.jsonl"
+expect mix-seen-warns 0 "out:warning: $tmp/q8.gguf: the task prompts overlap the candidate's calibration text" "$q" eval --base "$url" \
+    --candidate "$tmp/q8.gguf" -c 256 --model stories260K.gguf --tasks "$tmp/seen.jsonl" --quiet --max-pass-drop-pct 100
+expect mix-seen-strict 1 "out:fail: $tmp/q8.gguf: the task prompts overlap" "$q" eval --base "$url" --candidate "$tmp/q8.gguf" \
+    -c 256 --model stories260K.gguf --tasks "$tmp/seen.jsonl" --quiet --strict --max-pass-drop-pct 100
+expect mix-seen-json 1 '' "$q" eval --base "$url" --candidate "$tmp/q8.gguf" -c 256 --model stories260K.gguf \
+    --tasks "$tmp/seen.jsonl" --quiet --strict --max-pass-drop-pct 100 --json="$tmp/seen.json"
+ok jq -e '.candidates[0].heldout_warning | startswith("the task prompts overlap")' "$tmp/seen.json"
+expect mix-unseen 0 '' "$q" eval --base "$url" --candidate "$model" -c 256 --model stories260K.gguf --tasks "$tmp/seen.jsonl" \
+    --quiet --strict --max-pass-drop-pct 100
 # a model the server does not serve: HTTP 404, an infrastructure failure with the server's message
 expect wrong-model 1 '' "$q" eval --base "$url" --candidate "$url" --model nope --tasks "$tmp/tasks.jsonl" --json="$tmp/404.json" --quiet
 ok [ "$(jq '[.base.results[] | select(.infra and (.why | startswith("infrastructure: HTTP 404: the model \u0027nope\u0027")))] | length' "$tmp/404.json")" = "14" ]

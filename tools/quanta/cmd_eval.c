@@ -190,7 +190,7 @@ int cmd_eval(int argc, char **argv) {
         served_args sa = {.tasks = a.tasks, .base = a.base, .cands = a.cands, .n_cands = a.n_cands, .model = a.model,
                           .api_key = a.api_key, .json = a.json, .samples = (int32_t)a.samples, .retries = (int32_t)a.retries,
                           .concurrency = (int32_t)a.concurrency, .seed = (uint64_t)a.seed, .temp = (float)a.temp,
-                          .timeout_s = a.timeout_s, .time_limit_s = a.time_limit_s, .max_pass_drop_pct = a.th.max_pass_drop_pct,
+                          .strict = a.strict, .timeout_s = a.timeout_s, .time_limit_s = a.time_limit_s, .max_pass_drop_pct = a.th.max_pass_drop_pct,
                           .engine = eo, .progress = cli_progress(a.quiet)};
         sa.engine.n_ctx = (int32_t)a.eng.n_ctx;
         for (int i = 0; i <= a.n_cands; i++) { /* a bad MODEL spec is a usage error before any request */

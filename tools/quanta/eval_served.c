@@ -26,6 +26,7 @@ static json_t *model_json(const char *spec, const qt_task_set *set, const qt_tas
         json_array_append_new(items, e);
     }
     json_object_set_new(o, "results", items);
+    if (r->heldout[0]) json_object_set_new(o, "heldout_warning", json_string(r->heldout));
     return o;
 }
 
@@ -89,6 +90,12 @@ int eval_tasks_served(const served_args *a) {
             for (int i = 0; i < n; i++)
                 if (res[i].n_infra) printf("note: %d item(s) failed by infrastructure on %s (see --json for why)\n", (int)res[i].n_infra, i ? a->cands[i - 1] : a->base);
         }
+        for (int i = 1; i < n; i++) /* the held-out rule, for a local candidate (a server's calibration is unknown) */
+            if (res[i].heldout[0]) {
+                if (a->strict) exit_status = CLI_FAIL;
+                if (!a->json.on || a->json.file)
+                    printf("%s: %s: %s%s\n", a->strict ? "fail" : "warning", a->cands[i - 1], res[i].heldout, a->strict ? "; --strict" : "");
+            }
         for (int i = 0; i < n; i++) {
             if (res[i].n_infra) exit_status = CLI_FAIL; /* a server that did not answer needs review */
             if (i && 100 * (res[0].pass_rate - res[i].pass_rate) > a->max_pass_drop_pct) exit_status = CLI_FAIL;

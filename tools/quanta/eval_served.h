@@ -11,6 +11,7 @@ typedef struct served_args {
     int32_t samples, retries, concurrency;
     uint64_t seed;
     float temp;
+    bool strict; /* a local candidate whose calibration text overlaps the task prompts fails */
     double timeout_s, time_limit_s, max_pass_drop_pct;
     qt_engine_opts engine; /* the local models' engine options (n_ctx: the context) */
     qt_progress progress;
