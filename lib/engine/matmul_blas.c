@@ -4,10 +4,11 @@
  * A calibrated run onto a compressed-tensors scheme runs the rest of its
  * calibration batch on the quantized layer: the 4-bit rows of lib/quant/ct4.h
  * or their f32 values (a replayed layer, W8A8/FP8 schemes). Those products
- * are weight-only, f32 activations (vLLM's w*a16), and the engine's own f32
- * order (tinyBLAS's, one dot per element) reached about a third of what
- * OpenBLAS's sgemm does on the same arrays (25 against 78 GFLOP per CPU second
- * on the Zen 4 VM of docs/gptq.md, loaded). Here the output rows go in fixed
+ * are weight-only, f32 activations (vLLM's w*a16); the engine's own f32 order
+ * (tinyBLAS's, one dot per element) reached ~25 GFLOP per CPU second where this
+ * path reaches ~65 with the dequantization (docs/gptq.md "Where the time goes",
+ * the Zen 4 VM, loaded), and the engine's int8-activation kernel for groups of
+ * 128 is not w4a16's arithmetic. Here the output rows go in fixed
  * units of QT__BLAS_ROWS: each unit's weight rows are dequantized once into
  * the thread's scratch (f32 rows are used in place), then one single-threaded
  * sgemm multiplies the B activation rows by them. The unit split depends on
