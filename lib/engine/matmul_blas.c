@@ -39,7 +39,7 @@ static void blas_units(void *ctx, int64_t u0, int64_t u1, int ti) {
         const int64_t r0 = u * QT__BLAS_ROWS, nr = m->n_out - r0 < QT__BLAS_ROWS ? m->n_out - r0 : QT__BLAS_ROWS;
         const uint8_t *src = m->data + (size_t)r0 * m->row_bytes;
         const float *w = (const float *)src;
-        if (m->t->type != QT_TYPE_F32) {
+        if (m->dequant_rows) { /* packed rows (F32 rows are used in place; m->t may not outlive the bind) */
             float *buf = j->e->blas_w + (size_t)ti * QT__BLAS_ROWS * (size_t)j->e->blas_w_n;
             for (int64_t r = 0; r < nr; r++) m->tr->to_float(src + (size_t)r * m->row_bytes, buf + r * K, K);
             w = buf;
