@@ -4,10 +4,11 @@
  * A calibrated run onto a compressed-tensors scheme runs the rest of its
  * calibration batch on the quantized layer: the 4-bit rows of lib/quant/ct4.h
  * or their f32 values (a replayed layer, W8A8/FP8 schemes). Those products
- * are weight-only, f32 activations (vLLM's w*a16), and the engine's own f32
- * order (tinyBLAS's, one dot per element) reached about a third of what
- * OpenBLAS's sgemm does on the same arrays (25 against 78 GFLOP per CPU second
- * on the Zen 4 VM of docs/gptq.md, loaded). Here the output rows go in fixed
+ * are weight-only, f32 activations (vLLM's w*a16); the engine's own f32 order
+ * (tinyBLAS's, one dot per element) reached ~25 GFLOP per CPU second where this
+ * path reaches ~65 with the dequantization (docs/gptq.md "Where the time goes",
+ * the Zen 4 VM, loaded), and the engine's int8-activation kernel for groups of
+ * 128 is not w4a16's arithmetic. Here the output rows go in fixed
  * units of QT__BLAS_ROWS: each unit's weight rows are dequantized once into
  * the thread's scratch (f32 rows are used in place), then one single-threaded
  * sgemm multiplies the B activation rows by them. The unit split depends on
@@ -38,7 +39,7 @@ static void blas_units(void *ctx, int64_t u0, int64_t u1, int ti) {
         const int64_t r0 = u * QT__BLAS_ROWS, nr = m->n_out - r0 < QT__BLAS_ROWS ? m->n_out - r0 : QT__BLAS_ROWS;
         const uint8_t *src = m->data + (size_t)r0 * m->row_bytes;
         const float *w = (const float *)src;
-        if (m->t->type != QT_TYPE_F32) {
+        if (m->dequant_rows) { /* packed rows (F32 rows are used in place; m->t may not outlive the bind) */
             float *buf = j->e->blas_w + (size_t)ti * QT__BLAS_ROWS * (size_t)j->e->blas_w_n;
             for (int64_t r = 0; r < nr; r++) m->tr->to_float(src + (size_t)r * m->row_bytes, buf + r * K, K);
             w = buf;
