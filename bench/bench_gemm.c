@@ -5,7 +5,9 @@
  *   "dots": one vec_dot call per output element (the dispatched kernel;
  *           the engine's path before the blocked kernels), and
  *   each gemm variant of lib/quant/variants.c that runs here, and each
- *   gemm_fast variant ("fast": --numerics fast's own float order), and each
+ *   gemm_fast variant ("fast": --numerics fast's own float order), for F16
+ *   each gemm_fast_a32 variant ("fast a32": the same order on f32 rows of the
+ *   activations' f16 values, qt__act_f16_f32; conversion not timed), and each
  *   x16 variant ("x16": --numerics fast on rows packed once, with q8s
  *   activations; its bits are its own order's, test_engine_dot), and at
  *   batch 1 the x16 order's scalar reference on the packed rows ("x16 ref",
