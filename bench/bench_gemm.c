@@ -5,7 +5,9 @@
  *   "dots": one vec_dot call per output element (the dispatched kernel;
  *           the engine's path before the blocked kernels), and
  *   each gemm variant of lib/quant/variants.c that runs here, and each
- *   gemm_fast variant ("fast": --numerics fast's own float order), and each
+ *   gemm_fast variant ("fast": --numerics fast's own float order), for F16
+ *   each gemm_fast_a32 variant ("fast a32": the same order on f32 rows of the
+ *   activations' f16 values, qt__act_f16_f32; conversion not timed), and each
  *   x16 variant ("x16": --numerics fast on rows packed once, with q8s
  *   activations; its bits are its own order's, test_engine_dot), and at
  *   batch 1 the x16 order's scalar reference on the packed rows ("x16 ref",
@@ -48,6 +50,7 @@
 #include "quant/ct4.h"
 #include "quant/dot.h"
 #include "quant/gemm.h"
+#include "quant/gemm_f16.h"
 #include "quant/gemm_k16.h"
 #include "quant/variants.h"
 
@@ -306,6 +309,26 @@ int main(int argc, char **argv) {
                                    flop / cpu / 1e9, wbytes / cpu / 1e9, dots_cpu / cpu);
                         }
                     }
+                    /* F16 under fast: the same order on f32 rows of the activations' f16 values */
+                    float *a32 = NULL;
+                    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+                        if (v->type != t || v->level > qt__cpu_level_get() || !v->gemm_fast_a32) continue;
+                        if (!a32) {
+                            a32 = xmalloc((size_t)(B * sh->cols) * sizeof *a32);
+                            for (int64_t b = 0; b < B; b++) {
+                                for (int64_t i = 0; i < sh->cols; i++) src[i] = 0.1f * (float)((b * 17 + i * 7) % 23 - 11);
+                                qt__act_f16_f32(src, a32 + b * sh->cols, sh->cols);
+                            }
+                        }
+                        double cpu;
+                        time_gemm(v->gemm_fast_a32, w, ldw, sh->rows, (const uint8_t *)a32, (size_t)sh->cols * 4, B, sh->cols,
+                                  out, reps, &cpu, &wall);
+                        printf(",\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"gemm fast a32 %s\", "
+                               "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"weight_gbps\": %.2f, \"vs_dots\": %.2f}",
+                               tr->name, sh->name, (long long)B, qt__cpu_level_str(v->level), cpu, wall, flop / cpu / 1e9,
+                               wbytes / cpu / 1e9, dots_cpu / cpu);
+                    }
+                    free(a32);
                 } /* !x16_only */
                 if (xs) {
                     double ref_cpu = 0;

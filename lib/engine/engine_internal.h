@@ -43,6 +43,8 @@ typedef struct qt__mat {
     uint8_t *x16_data;          /* (ceil(n_out / 16) groups, x16_group bytes), owned; NULL without x16 */
     size_t x16_group;           /* bytes of one group of 16 packed rows */
     bool act_q8s;               /* x16 formats: q8s activations; false for the k16 K-quants (Q8_K, gemm_k16.h) */
+    bool act_f16_f32;           /* F16 rows under --numerics fast: f16-rounded activations kept as f32
+                                   (qt__act_f16_f32) for gemm_fast_a32, gemm_fast's bits */
     bool act_ct4_q8;            /* int4 g128 rows under --numerics fast: activations as qt__ct4_q8 rows
                                    (lib/quant/ct4.h), gemm their kernel for every batch */
     bool blas;                  /* f32 values (F32 or weight-only packed rows) bound by a calibration

@@ -59,6 +59,7 @@
 #include "quant/ct_rows.h"
 #include "quant/dot.h"
 #include "quant/gemm.h"
+#include "quant/gemm_f16.h"
 #include "quant/gemm_k16.h"
 #include "engine_internal.h"
 #include "model/model_internal.h"
@@ -209,6 +210,14 @@ qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_n
             m->gemm_min_batch = 1;
             m->own_order = true;
         }
+        /* F16 under fast: the same order on activations rounded to f16 once but kept as f32, so the
+         * kernel converts only weight vectors (gemm_f16.h) */
+        if (m->own_order && qt__gemm_kernel_fast_a32(t->type) && m->n_in % 16 == 0) {
+            m->gemm = qt__gemm_kernel_fast_a32(t->type);
+            m->act_f16_f32 = true;
+            m->act_row_bytes = (size_t)m->n_in * sizeof(float);
+            return QT_OK;
+        }
     }
     m->act_row_bytes = qt_row_size(m->act_type, m->n_in);
     if (numerics == QT_NUMERICS_FAST && !m->dequant_rows && m->act_type == vt) return mat_pack(m, pool, drop_from);
@@ -301,6 +310,7 @@ static void act_rows(void *ctx, int64_t b0, int64_t b1, int ti) {
         uint8_t *dst = j->dst + (size_t)b * m->act_row_bytes;
         if (m->act_ct4_q8) qt__ct4_q8_quantize(x, dst, m->n_in);
         else if (m->act_q8s) qt__act_q8s(x, (qt__block_q8s *)dst, m->n_in);
+        else if (m->act_f16_f32) qt__act_f16_f32(x, dst, m->n_in);
         else if (m->act_static_scale > 0.0f) qt__ct_f8_act_quantize_static(x, dst, m->n_in, m->act_static_scale);
         else qt__act_quantize(m->act_type, x, dst, m->n_in);
     }
@@ -308,7 +318,7 @@ static void act_rows(void *ctx, int64_t b0, int64_t b1, int ti) {
 
 /* Whether a and b read the same activation rows: same conversion, same length. */
 static bool same_act(const qt__mat *a, const qt__mat *b) {
-    return a->act_type == b->act_type && a->act_q8s == b->act_q8s && a->act_ct4_q8 == b->act_ct4_q8 && a->n_in == b->n_in &&
+    return a->act_type == b->act_type && a->act_q8s == b->act_q8s && a->act_f16_f32 == b->act_f16_f32 && a->act_ct4_q8 == b->act_ct4_q8 && a->n_in == b->n_in &&
            a->act_static_scale == b->act_static_scale && a->act_row_bytes == b->act_row_bytes;
 }
 

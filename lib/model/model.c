@@ -79,6 +79,17 @@ void qt__model_drop_pages(const qt_model *m, const void *p, size_t n) {
     if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
+void qt__model_drop_window(const qt_model *m, const void *p, size_t n, const void *lo, size_t lo_n, size_t window) {
+    const long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0 || !p || !lo || !qt__model_in_map(m, lo, lo_n)) return;
+    const uintptr_t w = window > (size_t)pg ? (uintptr_t)window : (uintptr_t)pg, g = (uintptr_t)pg;
+    uintptr_t a = (uintptr_t)p & ~(w - 1), b = ((uintptr_t)p + n + w - 1) & ~(w - 1);
+    const uintptr_t la = ((uintptr_t)lo + g - 1) & ~(g - 1), lb = ((uintptr_t)lo + lo_n) & ~(g - 1);
+    if (a < la) a = la;
+    if (b > lb) b = lb;
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 void *qt__model_alloc(qt_model *m, size_t n) {
     if (m->n_owned == m->cap_owned) {
         int32_t cap = m->cap_owned ? m->cap_owned * 2 : 16;

@@ -33,6 +33,12 @@ bool qt__model_in_map(const qt_model *m, const void *p, size_t n);
  * again, so this only bounds residency); anything else (an owned buffer, which
  * MADV_DONTNEED would zero) is left alone. */
 void qt__model_drop_pages(const qt_model *m, const void *p, size_t n);
+/* Drop the pages of the window-aligned span around [p, p + n) (window a power
+ * of two; partial pages included) that lie wholly inside [lo, lo + lo_n), a
+ * tensor in a read-only file mapping: the rows a lookup read, with the
+ * neighbours the kernel's fault-around mapped beside them. Nothing outside
+ * the tensor is touched; anything not in a mapping is left alone. */
+void qt__model_drop_window(const qt_model *m, const void *p, size_t n, const void *lo, size_t lo_n, size_t window);
 /* Heap memory freed with the model (zeroed). NULL on OOM (error set). */
 void *qt__model_alloc(qt_model *m, size_t n);
 char *qt__model_strdup(qt_model *m, const char *s);

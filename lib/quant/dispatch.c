@@ -21,6 +21,8 @@ static qt__gemm_x16_fn gemm_k16_kernels[QT_TYPE_COUNT];
 static int gemm_min_batch[QT_TYPE_COUNT];
 static qt__act_q8s_fn act_q8s_kernel = qt__act_q8s_ref;
 static qt__act_q8_0_fn act_q8_0_kernel = qt__act_q8_0_ref;
+static qt__act_row_fn act_f16_kernel = qt__act_f16_ref, act_f16_f32_kernel = qt__act_f16_f32_ref;
+static qt__gemm_fn gemm_fast_a32_kernels[QT_TYPE_COUNT];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void apply(const qt__kernel_variant *v) {
@@ -42,6 +44,9 @@ static void apply(const qt__kernel_variant *v) {
     if (v->gemm_k16) gemm_k16_kernels[v->type] = v->gemm_k16;
     if (v->act_q8s) act_q8s_kernel = v->act_q8s;
     if (v->act_q8_0) act_q8_0_kernel = v->act_q8_0;
+    if (v->act_f16) act_f16_kernel = v->act_f16;
+    if (v->act_f16_f32) act_f16_f32_kernel = v->act_f16_f32;
+    if (v->gemm_fast_a32) gemm_fast_a32_kernels[v->type] = v->gemm_fast_a32;
 }
 
 static void resolve(void) {
@@ -99,4 +104,19 @@ void qt__act_q8s(const float *x, qt__block_q8s *y, int64_t n) {
 void qt__act_q8_0(const float *x, void *y, int64_t n) {
     pthread_once(&once, resolve);
     act_q8_0_kernel(x, y, n);
+}
+
+void qt__act_f16(const float *x, void *y, int64_t n) {
+    pthread_once(&once, resolve);
+    act_f16_kernel(x, y, n);
+}
+
+void qt__act_f16_f32(const float *x, void *y, int64_t n) {
+    pthread_once(&once, resolve);
+    act_f16_f32_kernel(x, y, n);
+}
+
+qt__gemm_fn qt__gemm_kernel_fast_a32(qt_type t) {
+    pthread_once(&once, resolve);
+    return (unsigned)t < QT_TYPE_COUNT ? gemm_fast_a32_kernels[t] : NULL;
 }

@@ -11,6 +11,7 @@
 
 #include "ct_rows.h"
 #include "dot.h"
+#include "gemm_f16.h"
 #include "gemm.h"
 #include "blocks.h"
 #include "quanta/num.h"
@@ -540,11 +541,7 @@ bool qt__act_type_supported(qt_type type) {
 bool qt__act_quantize(qt_type type, const float *x, void *y, int64_t n) {
     switch (type) {
     case QT_TYPE_F32: memcpy(y, x, (size_t)n * sizeof *x); return true;
-    case QT_TYPE_F16: {
-        uint16_t *h = y;
-        for (int64_t i = 0; i < n; i++) h[i] = qt_f32_to_fp16(x[i]);
-        return true;
-    }
+    case QT_TYPE_F16: qt__act_f16(x, y, n); return true;
     case QT_TYPE_BF16: {
         uint16_t *h = y;
         for (int64_t i = 0; i < n; i++) h[i] = qt_f32_to_bf16(x[i]);

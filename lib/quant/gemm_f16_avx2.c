@@ -8,6 +8,12 @@
 #define QT_GEMM_F_512 0
 #define QT_GEMM_F_R 2
 #define QT_GEMM_F_C 3
+/* f32 activations: the same 2 x 3 tile (2 x 4 would need all 16 registers for accumulators) */
+#define QT_GEMM_F_AR 2
+#define QT_GEMM_F_AC 3
 #include "gemm_f16_x86.h"
 
 QT_GEMM_F_DEFINE(avx2)
+
+void qt__act_f16_avx2(const float *x, void *y, int64_t n) { gf_act_f16(x, y, NULL, n); }
+void qt__act_f16_f32_avx2(const float *x, void *y, int64_t n) { gf_act_f16(x, NULL, y, n); }

@@ -7,6 +7,10 @@
 #define QT_GEMM_F_512 1
 #define QT_GEMM_F_R 4
 #define QT_GEMM_F_C 4
+/* f32 activations (no conversion of them): 4 x 6, 24 accumulators + 4 converted
+ * weight vectors + 1 activation (tinyBLAS's 4 x 6 tile) */
+#define QT_GEMM_F_AR 4
+#define QT_GEMM_F_AC 6
 #include "gemm_f16_x86.h"
 
 QT_GEMM_F_DEFINE(avx512)

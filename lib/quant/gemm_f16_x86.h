@@ -53,21 +53,50 @@ GF_INLINE gf_vec gf_fma(gf_vec a, gf_vec b, gf_vec c) {
 GF_INLINE float gf_reduce(gf_vec a) { return qt__hsum8_avx(_mm256_add_ps(a.lo, a.hi)); }
 #endif
 
-/* out[c * ldo + r], r < R, c < C: n a multiple of 16 */
-GF_INLINE void gf_tile(int kind, int R, int C, const uint16_t *w, size_t ldw, const uint16_t *a, size_t lda, int64_t n,
-                       float *out, int64_t ldo) {
-    gf_vec acc[QT_GEMM_F_R][QT_GEMM_F_C];
+/* ---- F16 weights x f32 activation rows holding f16 values (qt__act_f16_f32) ----
+ * The same order (lane i % 16 of one FMA chain per element, reduce16), so
+ * qt__gemm_f16_ref's bits on the rows' f16 values; only the weight vectors are
+ * converted, once per tile step, so a tile can be wide in activation rows
+ * (QT_GEMM_F_AR weight rows x QT_GEMM_F_AC activation rows). One activation
+ * row (decode) streams the weight rows one at a time, in memory order: with 4
+ * or 8 rows side by side (each its own 4 KiB page at n = 2048) one thread read
+ * 10-13 GB/s where one row at a time read 15-19 (loaded Zen 4, 256 MB of rows,
+ * thread CPU time; software prefetch 1-4 KiB ahead did not help). The single
+ * FMA chain's latency (4 cycles per 32 bytes of weights) still allows about
+ * 28 GB/s per core at 3.5 GHz. */
+GF_INLINE gf_vec gf_load_f32(const float *p) {
+#if QT_GEMM_F_512
+    return _mm512_loadu_ps(p);
+#else
+    return (gf_vec){_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
+#endif
+}
+
+/* Activation element i of row c: f16 / bf16 halves converted, or f32 (GF_A32) loaded as is. */
+enum { GF_A32 = 2 };
+GF_INLINE gf_vec gf_load_act(int akind, const void *a, size_t lda, int c, int64_t i) {
+    if (akind == GF_A32) return gf_load_f32((const float *)a + c * lda + i);
+    return gf_load(akind, (const uint16_t *)a + c * lda + i);
+}
+
+enum { GF_MR = QT_GEMM_F_R > QT_GEMM_F_AR ? QT_GEMM_F_R : QT_GEMM_F_AR,
+       GF_MC = QT_GEMM_F_C > QT_GEMM_F_AC ? QT_GEMM_F_C : QT_GEMM_F_AC };
+
+/* out[c * ldo + r], r < R, c < C: n a multiple of 16; lda in elements of the activation kind */
+GF_INLINE void gf_tile(int kind, int akind, int R, int C, const uint16_t *w, size_t ldw, const void *a, size_t lda,
+                       int64_t n, float *out, int64_t ldo) {
+    gf_vec acc[GF_MR][GF_MC];
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
         for (int c = 0; c < C; c++) acc[r][c] = gf_zero();
     for (int64_t i = 0; i < n; i += 16) {
-        gf_vec x[QT_GEMM_F_R];
+        gf_vec x[GF_MR];
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) x[r] = gf_load(kind, w + r * ldw + i);
 #pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
-            const gf_vec y = gf_load(kind, a + c * lda + i);
+            const gf_vec y = gf_load_act(akind, a, lda, c, i);
 #pragma GCC unroll 8
             for (int r = 0; r < R; r++) acc[r][c] = gf_fma(x[r], y, acc[r][c]);
         }
@@ -78,42 +107,73 @@ GF_INLINE void gf_tile(int kind, int R, int C, const uint16_t *w, size_t ldw, co
         for (int c = 0; c < C; c++) out[c * ldo + r] = gf_reduce(acc[r][c]);
 }
 
-/* ldw, lda in bytes (the gemm interface); the tiles over nr x nc, panel by panel. */
-GF_INLINE void gf_gemm(int kind, const void *vw, size_t ldw_b, int64_t nr, const void *va, size_t lda_b, int64_t nc,
-                       int64_t n, float *out, int64_t ldo) {
+/* ldw, lda in bytes (the gemm interface); tiles of TR x TC over nr x nc, panel by panel;
+ * one activation row (decode) under GF_A32 streams the weight rows one at a time (above);
+ * the tile order changes no element's order, so not the bits. */
+GF_INLINE void gf_gemm(int kind, int akind, int TR, int TC, const void *vw, size_t ldw_b, int64_t nr, const void *va,
+                       size_t lda_b, int64_t nc, int64_t n, float *out, int64_t ldo) {
     if (n % 16 != 0) {
         /* the reference's order per element (it falls back to vec_dot's for F16) */
-        const qt_vec_dot_fn ref = kind == GF_F16 ? qt__gemm_f16_ref : qt__dot_fast_bf16_ref;
+        const qt_vec_dot_fn ref = akind == GF_A32 ? qt__gemm_f16_a32_ref : kind == GF_F16 ? qt__gemm_f16_ref : qt__dot_fast_bf16_ref;
         qt__gemm_dots(ref, vw, ldw_b, nr, va, lda_b, nc, n, out, ldo);
         return;
     }
-    const uint16_t *W = vw, *A = va;
-    const size_t ldw = ldw_b / 2, lda = lda_b / 2;
-    const int TR = QT_GEMM_F_R, TC = QT_GEMM_F_C;
+    const uint16_t *W = vw;
+    const uint8_t *A = va;
+    const size_t ldw = ldw_b / 2, lda = lda_b / (akind == GF_A32 ? 4 : 2);
+    if (akind == GF_A32 && nc == 1) {
+        for (int64_t r = 0; r < nr; r++) gf_tile(kind, akind, 1, 1, W + r * ldw, ldw, A, lda, n, out + r, ldo);
+        return;
+    }
     for (int64_t c0 = 0; c0 < nc; c0 += GF_PANEL) {
         const int64_t c1 = c0 + GF_PANEL < nc ? c0 + GF_PANEL : nc;
         int64_t r = 0;
         for (; r + TR <= nr; r += TR) {
             int64_t c = c0;
-            for (; c + TC <= c1; c += TC) gf_tile(kind, TR, TC, W + r * ldw, ldw, A + c * lda, lda, n, out + c * ldo + r, ldo);
-            for (; c < c1; c++) gf_tile(kind, TR, 1, W + r * ldw, ldw, A + c * lda, lda, n, out + c * ldo + r, ldo);
+            for (; c + TC <= c1; c += TC)
+                gf_tile(kind, akind, TR, TC, W + r * ldw, ldw, A + c * lda_b, lda, n, out + c * ldo + r, ldo);
+            for (; c < c1; c++) gf_tile(kind, akind, TR, 1, W + r * ldw, ldw, A + c * lda_b, lda, n, out + c * ldo + r, ldo);
         }
         for (; r < nr; r++) {
             int64_t c = c0;
-            for (; c + TC <= c1; c += TC) gf_tile(kind, 1, TC, W + r * ldw, ldw, A + c * lda, lda, n, out + c * ldo + r, ldo);
-            for (; c < c1; c++) gf_tile(kind, 1, 1, W + r * ldw, ldw, A + c * lda, lda, n, out + c * ldo + r, ldo);
+            for (; c + TC <= c1; c += TC)
+                gf_tile(kind, akind, 1, TC, W + r * ldw, ldw, A + c * lda_b, lda, n, out + c * ldo + r, ldo);
+            for (; c < c1; c++) gf_tile(kind, akind, 1, 1, W + r * ldw, ldw, A + c * lda_b, lda, n, out + c * ldo + r, ldo);
         }
+    }
+}
+
+/* qt__act_f16 / qt__act_f16_f32 with F16C: vcvtps2ph rounds to nearest even as
+ * qt_f32_to_fp16 does for every non-NaN; a group of 8 holding a NaN takes the
+ * scalar code (vcvtps2ph keeps NaN payloads, qt_f32_to_fp16 gives 0x7E00). */
+GF_INLINE void gf_act_f16(const float *x, uint16_t *h, float *f, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+        if (!_mm256_testz_ps(nan, nan)) break;
+        const __m128i c = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+        if (h) _mm_storeu_si128((__m128i *)(h + i), c);
+        else _mm256_storeu_ps(f + i, _mm256_cvtph_ps(c));
+    }
+    if (i < n) { /* the tail, and everything after a NaN */
+        if (h) qt__act_f16_ref(x + i, h + i, n - i);
+        else qt__act_f16_f32_ref(x + i, f + i, n - i);
     }
 }
 
 #define QT_GEMM_F_DEFINE(SUFFIX)                                                                                     \
     void qt__gemm_fast_f16_##SUFFIX(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,   \
                                     int64_t n, float *out, int64_t ldo) {                                           \
-        gf_gemm(GF_F16, w, ldw, nr, a, lda, nc, n, out, ldo);                                                        \
+        gf_gemm(GF_F16, GF_F16, QT_GEMM_F_R, QT_GEMM_F_C, w, ldw, nr, a, lda, nc, n, out, ldo);                                                        \
     }                                                                                                                \
     void qt__gemm_fast_bf16_##SUFFIX(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,  \
                                      int64_t n, float *out, int64_t ldo) {                                          \
-        gf_gemm(GF_BF16, w, ldw, nr, a, lda, nc, n, out, ldo);                                                       \
+        gf_gemm(GF_BF16, GF_BF16, QT_GEMM_F_R, QT_GEMM_F_C, w, ldw, nr, a, lda, nc, n, out, ldo);                                                       \
+    }                                                                                                                \
+    void qt__gemm_fast_f16_a32_##SUFFIX(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, \
+                                        int64_t n, float *out, int64_t ldo) {                                       \
+        gf_gemm(GF_F16, GF_A32, QT_GEMM_F_AR, QT_GEMM_F_AC, w, ldw, nr, a, lda, nc, n, out, ldo);                                                            \
     }
 
 #endif

@@ -103,6 +103,10 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_F16, QT__CPU_AVX2, .gemm_fast = qt__gemm_fast_f16_avx2, .gemm_fast_ref = qt__gemm_f16_ref},
     {QT_TYPE_BF16, QT__CPU_AVX2, .gemm_fast = qt__gemm_fast_bf16_avx2, .gemm_fast_ref = qt__dot_fast_bf16_ref},
     {QT_TYPE_F16, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_f16_avx512, .gemm_fast_ref = qt__gemm_f16_ref},
+    /* F16 activations with F16C (qt_f32_to_fp16's bits), and the fast kernels that read them as f32 */
+    {QT_TYPE_F16, QT__CPU_AVX2, .act_f16 = qt__act_f16_avx2, .act_f16_f32 = qt__act_f16_f32_avx2},
+    {QT_TYPE_F16, QT__CPU_AVX2, .gemm_fast_a32 = qt__gemm_fast_f16_a32_avx2, .gemm_fast_a32_ref = qt__gemm_f16_a32_ref},
+    {QT_TYPE_F16, QT__CPU_AVX512, .gemm_fast_a32 = qt__gemm_fast_f16_a32_avx512, .gemm_fast_a32_ref = qt__gemm_f16_a32_ref},
     {QT_TYPE_BF16, QT__CPU_AVX512, .gemm_fast = qt__gemm_fast_bf16_avx512, .gemm_fast_ref = qt__dot_fast_bf16_ref},
     /* --numerics fast K-quants on k16-packed rows (gemm_k16_avx2.c, gemm_k16_avx512.c): gemm_fast's bits;
        no AVX2 Q6_K (slower than its gemm_fast, gemm_k16_avx2.c) */

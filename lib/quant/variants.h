@@ -15,6 +15,7 @@
 #include "core/cpu_level.h"
 #include "ct_internal.h"
 #include "gemm.h"
+#include "gemm_f16.h"
 #include "gemm_k16.h"
 #include "quanta/quant.h"
 
@@ -43,6 +44,11 @@ typedef struct qt__kernel_variant {
                                        reference qt__act_q8s_ref) */
     qt__act_q8_0_fn act_q8_0;       /* the llama-order paths' Q8_0 activations (row type QT_TYPE_Q8_0 only;
                                        reference qt__act_q8_0_ref) */
+    qt__act_row_fn act_f16;         /* F16 activations (row type QT_TYPE_F16 only; reference qt__act_f16_ref) */
+    qt__act_row_fn act_f16_f32;     /* the same values as f32 (row type QT_TYPE_F16; qt__act_f16_f32_ref) */
+    qt__gemm_fn gemm_fast_a32;      /* --numerics fast F16 rows x qt__act_f16_f32 rows (gemm_f16.h): gemm_fast's
+                                       bits, preferred over it; reference gemm_fast_a32_ref per element */
+    qt_vec_dot_fn gemm_fast_a32_ref;
 } qt__kernel_variant;
 
 /* Ends with a row whose level is QT__CPU_LEVEL_COUNT. */

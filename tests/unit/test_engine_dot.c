@@ -13,6 +13,7 @@
 
 #include "quant/dot.h"
 #include "quant/gemm.h"
+#include "quant/gemm_f16.h"
 #include "quant/gemm_k.h"
 #include "quant/gemm_k16.h"
 #include "qtest.h"
@@ -634,6 +635,136 @@ static void test_act_q8_0_variants_equal_reference(void) {
     if (!ran) SKIP("no act_q8_0 variant runs on this CPU");
 }
 
+static uint32_t bits_of(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* f16 rounding's awkward inputs: halfway cases between f16 neighbours (both parities),
+ * values just below and above the overflow threshold 65520, f16 subnormals and halfway
+ * cases among them, f32 subnormals, +-0, +-inf, NaNs with several payloads and signs,
+ * then random values of every magnitude; rep moves the specials around. */
+static void fill_f16_awkward(float *x, int n, int rep) {
+    static const uint32_t bits[] = {
+        0x3f801000u, 0x3f803000u, 0x3f800fffu, 0x3f801001u, /* 1 + half an f16 ulp (tie to even, both ways) */
+        0x477fe000u, 0x477fefffu, 0x477ff000u, 0x477fffffu, /* 65504 .. 65535: max, below / at the overflow tie */
+        0x33800000u, 0x33000000u, 0x33c00000u, 0x387fc000u, /* f16 subnormals: 2^-24, its half (ties to 0), 1.5x */
+        0x00000001u, 0x807fffffu, 0x00000000u, 0x80000000u, /* f32 subnormals, +-0 */
+        0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u, /* +-inf, quiet NaNs */
+        0x7f800001u, 0x7fffffffu, 0xff812345u, 0x7fa00000u, /* NaN payloads (signalling, all ones, signed) */
+    };
+    const int nb = (int)(sizeof bits / sizeof bits[0]);
+    for (int i = 0; i < n; i++) {
+        const float r = frand();
+        x[i] = r * ldexpf(1.0f, (int)(frand() * 40.0f) - 20);
+    }
+    for (int k = 0; k < nb; k++) {
+        const int at = (k * 7 + rep * 5) % n;
+        if (rep % 3 == 2 && k >= 16) continue; /* some reps without NaNs or infinities: the vector path throughout */
+        memcpy(&x[at], &bits[k], sizeof x[at]);
+    }
+}
+
+/* Every act_f16 / act_f16_f32 variant gives the scalar references' bits (qt_f32_to_fp16 per
+ * element; its f32 value), on lengths with every tail; qt__act_quantize(F16) gives them too. */
+static void test_act_f16_variants_equal_reference(void) {
+    enum { N = 203 };
+    float x[N], got32[N], want32[N];
+    uint16_t got[N + 1], want[N];
+    int ran = 0;
+    for (int rep = 0; rep < 9; rep++) {
+        fill_f16_awkward(x, N, rep);
+        const int n = N - rep; /* 203 .. 195: every remainder mod 8 */
+        qt__act_f16_ref(x, want, n);
+        qt__act_f16_f32_ref(x, want32, n);
+        for (int i = 0; i < n; i++) {
+            const float back = qt_fp16_to_f32(want[i]);
+            CHECK_MSG(memcmp(&back, &want32[i], sizeof back) == 0, "act_f16_f32_ref[%d] is not act_f16_ref's value", i);
+        }
+        memset(got, 0x5A, sizeof got);
+        CHECK(qt__act_quantize(QT_TYPE_F16, x, got, n));
+        CHECK_MSG(memcmp(got, want, (size_t)n * sizeof got[0]) == 0, "act_quantize f16 rep %d differs", rep);
+        for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+            if (!v->act_f16 && !v->act_f16_f32) continue;
+            const char *level = qt__cpu_level_str(v->level);
+            if (v->level > qt__cpu_level_get()) {
+                if (rep == 0) fprintf(stderr, "  SKIPPED act_f16 %s: this CPU (or QUANTA_CPU) lacks it\n", level);
+                continue;
+            }
+            if (v->act_f16) {
+                memset(got, 0x5A, sizeof got);
+                v->act_f16(x, got, n);
+                for (int i = 0; i < n; i++)
+                    CHECK_MSG(got[i] == want[i], "act_f16 %s rep %d [%d]: x 0x%08x -> 0x%04x, want 0x%04x", level, rep, i,
+                              (unsigned)bits_of(x[i]), got[i], want[i]);
+                CHECK(got[n] == 0x5A5A); /* nothing past n */
+            }
+            if (v->act_f16_f32) {
+                memset(got32, 0x5A, sizeof got32);
+                v->act_f16_f32(x, got32, n);
+                CHECK_MSG(memcmp(got32, want32, (size_t)n * sizeof got32[0]) == 0, "act_f16_f32 %s rep %d differs", level, rep);
+            }
+            ran += rep == 0;
+        }
+    }
+    if (!ran) SKIP("no act_f16 variant runs on this CPU");
+}
+
+/* Every gemm_fast_a32 variant (F16 rows x f32 rows of f16 values) gives, element by element
+ * and bit for bit, the F16 fast order's reference (qt__gemm_f16_ref) on the same values as f16
+ * rows, and its own reference; awkward shapes as check_gemm's, plus lengths that are not a
+ * multiple of 16 or 32 (the prefetch step). */
+static void test_gemm_fast_a32_variants_equal_reference(void) {
+    const int64_t rows[] = {1, 2, 3, 4, 5, 7, 8, 9, 17}, batch[] = {1, 2, 3, 5, 6, 7, 12, 13, 63, 64, 65, 129};
+    const int64_t lens[] = {16, 48, 40, 2048};
+    enum { MAX_NR = 17, MAX_NC = 129, MAX_N = 2048, LDO = MAX_NR + 3 };
+    uint16_t *w = malloc(sizeof *w * MAX_NR * MAX_N), *a16 = malloc(sizeof *a16 * MAX_NC * MAX_N);
+    float *a32 = malloc(sizeof *a32 * MAX_NC * MAX_N), *y = malloc(sizeof *y * MAX_N);
+    float *out = malloc(sizeof *out * LDO * MAX_NC);
+    int ran = 0;
+    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+        if (!v->gemm_fast_a32) continue;
+        const char *level = qt__cpu_level_str(v->level);
+        CHECK_MSG(v->type == QT_TYPE_F16 && v->gemm_fast_a32_ref == qt__gemm_f16_a32_ref, "gemm_fast_a32 %s: row", level);
+        if (v->level > qt__cpu_level_get()) {
+            fprintf(stderr, "  SKIPPED gemm_fast_a32 %s: this CPU (or QUANTA_CPU) lacks it\n", level);
+            continue;
+        }
+        long mismatches = 0, checked = 0;
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const int64_t n = lens[li];
+            random_rows(QT_TYPE_F16, (uint8_t *)w, MAX_NR, n);
+            for (int64_t c = 0; c < MAX_NC; c++) {
+                fill(y, n, 0.25f + (float)(c % 7));
+                qt__act_f16_ref(y, a16 + c * n, n);
+                qt__act_f16_f32_ref(y, a32 + c * n, n);
+            }
+            for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++)
+                for (size_t bi = 0; bi < sizeof batch / sizeof batch[0]; bi++) {
+                    const int64_t nr = rows[ri], nc = batch[bi];
+                    for (int64_t i = 0; i < LDO * nc; i++) out[i] = -1234.5f;
+                    v->gemm_fast_a32(w, (size_t)n * 2, nr, a32, (size_t)n * 4, nc, n, out, LDO);
+                    for (int64_t c = 0; c < nc; c++)
+                        for (int64_t r = 0; r < LDO; r++) {
+                            const float got = out[c * LDO + r];
+                            const float want = r < nr ? qt__gemm_f16_ref(w + r * n, a16 + c * n, n) : -1234.5f;
+                            const float own = r < nr ? qt__gemm_f16_a32_ref(w + r * n, a32 + c * n, n) : -1234.5f;
+                            checked++;
+                            if ((memcmp(&got, &want, sizeof got) || memcmp(&own, &want, sizeof own)) && mismatches++ < 5)
+                                CHECK_MSG(0, "gemm_fast_a32 %s n=%lld rows %lld batch %lld: out[%lld][%lld] = %.9g, "
+                                             "f16 reference %.9g, a32 reference %.9g", level, (long long)n, (long long)nr,
+                                          (long long)nc, (long long)c, (long long)r, (double)got, (double)want, (double)own);
+                        }
+                }
+        }
+        CHECK_MSG(mismatches == 0, "gemm_fast_a32 %s: %ld of %ld elements differ", level, mismatches, checked);
+        ran++;
+    }
+    free(w); free(a16); free(a32); free(y); free(out);
+    if (!ran) SKIP("no gemm_fast_a32 variant runs on this CPU");
+}
+
 
 /* Awkward Q8_K activation blocks (256 floats each, rep varies the random ones): random, zeros,
  * -0, ties at iscale = +1 and -1 (max -127 / +127 with halves of both signs), subnormals beside
@@ -896,6 +1027,8 @@ int main(void) {
     QT_RUN(test_x16_variants_equal_reference);
     QT_RUN(test_act_q8s_variants_equal_reference);
     QT_RUN(test_act_q8_0_variants_equal_reference);
+    QT_RUN(test_act_f16_variants_equal_reference);
+    QT_RUN(test_gemm_fast_a32_variants_equal_reference);
     QT_RUN(test_act_q8_K_variants_equal_reference);
     QT_RUN(test_k16_variants_equal_reference);
     QT_RUN(test_x16_amx_tile_edges);

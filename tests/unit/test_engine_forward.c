@@ -334,10 +334,11 @@ static void test_batching_and_threads_do_not_change_bits(void) {
  * (rows not a multiple of the 16-row work unit: n_vocab 301): for q8_0, q4_0,
  * q2_K..q6_K, f16 and bf16, and q4_1, q5_0, q5_1, iq4_nl (x16-packed in fast
  * mode), and both float orders, prefill on 1, 2 and 3 threads in
- * batches of 40, 7 and 1 tokens gives the same bits. With --numerics llama
+ * batches of 129, 7 and 1 tokens gives the same bits (129 rows: the feed-forward's
+ * chunks of 64, 65 rows, forward.c). With --numerics llama
  * each element is vec_dot's; fast differs from it by rounding (and its consequences). */
 static void test_gemm_kernels_threads_batches_numerics(void) {
-    enum { N = 40 };
+    enum { N = 129 };
     const qt_type types[] = {QT_TYPE_Q8_0, QT_TYPE_Q4_0, QT_TYPE_Q4_K, QT_TYPE_Q6_K,
                              QT_TYPE_Q4_1, QT_TYPE_Q5_0, QT_TYPE_Q5_1, QT_TYPE_IQ4_NL,
                              QT_TYPE_Q5_K, QT_TYPE_Q3_K, QT_TYPE_Q2_K, QT_TYPE_F16,  QT_TYPE_BF16};
@@ -358,7 +359,7 @@ static void test_gemm_kernels_threads_batches_numerics(void) {
                 if (llama_order && types[ti] == QT_TYPE_F16 && runs[r].batch == 1) continue;
                 qt_engine_opts o;
                 qt_engine_opts_default(&o);
-                o.n_ctx = 64;
+                o.n_ctx = 160;
                 /* an f32 cache: with f16, llama's attention rounds Q and its accumulator to f16 and
                  * fast's does not, a difference of its own (test_engine_attn measures it) */
                 o.kv_type = QT_KV_TYPE_F32;
