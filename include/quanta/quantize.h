@@ -376,8 +376,11 @@ typedef struct qt_quantize_target {
      * output projection exact from its input rows; a tied embedding keeps its proxy, scaled by the
      * median measured/proxy ratio) */
     bool measured;
-    const int32_t *tokens;        /* (n_seq, n_tok) calibration sequences, for measured */
+    const int32_t *tokens;        /* (n_seq, n_tok) calibration sequences, for measured and refine_rounds */
     int32_t n_seq, n_tok;
+    /* after the allocation, up to this many rounds of swaps measured on the tokens above
+     * (lib/quantize/mix_refine.c); 0: none */
+    int32_t refine_rounds;
 } qt_quantize_target;
 
 /* The default candidates: the legacy, K- and i-quants llama.cpp reads on every
@@ -403,6 +406,9 @@ typedef struct qt_quantize_mix {
     double predicted_cost;        /* sum of the chosen costs */
     bool exact;                   /* the knapsack was solved exactly */
     const char *sensitivity;      /* "proxy" or "measured" */
+    int32_t refine_swaps;         /* swaps the refinement kept (refine_rounds) */
+    double refine_kld_before;     /* the allocation's mix: measured mean KL divergence on the calibration tokens */
+    double refine_kld_after;      /* after the swaps (nats per token; both 0 without the refinement) */
 } qt_quantize_mix;
 
 /* A plan (as qt_quantize_plan_make, with o's imatrix, --keep, threads) whose

@@ -228,5 +228,10 @@ qt_status qt__quantize_plan_make_mix(const qt_model *m, const qt_quantize_opts *
 struct qt_quantize_mix;
 qt_status qt__mix_measure(const qt_model *m, const qt_quantize_target *tg, int threads, struct qt_quantize_mix *mx,
                           const qt_quantize_plan *base, float *const *weights);
+/* tg->refine_rounds rounds of single swaps, each kept only when the whole mix's measured KL divergence
+ * on tg's tokens falls (lib/quantize/mix_refine.c); budget: the bytes the chosen options may sum to,
+ * each rounded up to align (0: none). Updates mx->t[].chosen, used_bytes, predicted_cost, refine_*. */
+qt_status qt__mix_refine(const qt_model *m, const qt_quantize_target *tg, int threads, struct qt_quantize_mix *mx,
+                         const qt_quantize_plan *base, float *const *weights, uint64_t budget, uint32_t align);
 
 #endif

@@ -32,6 +32,8 @@ rows=(
     "convert|$model @OUT@.gguf|"
     "quantize|$model @OUT@.gguf --scheme q8_0 --force|"
     "quantize|$model @OUT@.gguf --target-size 400KB --force|"
+    "quantize|$model @OUT@.gguf --target-size 400KB --calib $text --nsamples 2 --seqlen 32 --refine 1 --force|"
+    "quantize|$model @OUT@.gguf --target-size 400KB --algo gptq --calib $text --nsamples 2 --seqlen 32 --force|"
     "plan|--model qwen2.5-7b --gpu t4|c kp"
     "estimate|--model qwen2.5-7b --scheme int8 --gpu t4|c kp"
     "hw|--gpu t4|"

@@ -46,6 +46,10 @@ static void help(void) {
            "                             weighted weight error; measured (needs --calib), the mean KL\n"
            "                             divergence per token of the next-token distribution on the\n"
            "                             calibration tokens with only that tensor in that type\n"
+           "  --refine N                 after the allocation, N rounds of single swaps (one tensor up, one\n"
+           "                             down, within the budget), each kept only when the whole mix's\n"
+           "                             measured KL divergence on the calibration tokens falls (default\n"
+           "                             4 with --calib, else 0)\n"
            "  --candidates T,T,...       the types to choose from (default: iq1_s .. q8_0 and f16, those\n"
            "                             whose block divides each tensor's row length; the i-quants that\n"
            "                             need an imatrix only where it has the tensor)\n"
@@ -149,6 +153,7 @@ typedef struct args {
     qt_type cand[64];           /* --candidates */
     qt_quantize_mix *mix;       /* the allocation's choice */
     bool sensitivity_given;     /* --sensitivity */
+    int refine;                 /* --refine N; -1: not given (4 rounds with calibration text) */
 } args;
 
 static int parse_type(const char *opt, const char *v, qt_type *out) {
@@ -231,6 +236,12 @@ static int parse_value(args *a, const char *opt, const char *v) {
         a->target.measured = !strcmp(v, "measured");
         a->sensitivity_given = true;
     }
+    else if (!strcmp(opt, "--refine")) {
+        char *end;
+        const long r = strtol(v, &end, 10);
+        if (*end || end == v || r < 0 || r > 64) return cli_usage(VERB, "--refine '%s': expected rounds, 0 to 64", v);
+        a->refine = (int)r;
+    }
     else if (!strcmp(opt, "--tensor-type")) return parse_override(a, v);
     else if (!strcmp(opt, "--keep")) {
         if (a->o.n_keep >= MAX_PATTERNS) return cli_usage(VERB, "at most %d --keep options", MAX_PATTERNS);
@@ -274,7 +285,7 @@ static int parse(int argc, char **argv, args *a) {
     static const char *with_value[] = {"--scheme", "--imatrix", "--tensor-type", "--keep", "--output-tensor-type",
                                        "--token-embedding-type", "--threads", "--algo", "--alpha", "--group-size",
                                        "--kv-dtype", "--kv-calib", "--kv-scale-gran", "--max-shard-size",
-                                       "--target-size", "--target-bpw", "--candidates", "--sensitivity"};
+                                       "--target-size", "--target-bpw", "--candidates", "--sensitivity", "--refine"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int j = cli_json_arg(VERB, s, &a->json);
@@ -311,6 +322,9 @@ static int parse(int argc, char **argv, args *a) {
                          a->target.file_bytes ? "size" : "bpw");
     if (a->target.candidates && !target) return cli_usage(VERB, "--candidates goes with --target-size or --target-bpw");
     if (a->sensitivity_given && !target) return cli_usage(VERB, "--sensitivity goes with --target-size or --target-bpw");
+    if (a->refine >= 0 && !target) return cli_usage(VERB, "--refine goes with --target-size or --target-bpw");
+    if (a->refine > 0 && !a->calib.file)
+        return cli_usage(VERB, "--refine %d needs --calib FILE (the swaps are measured on its tokens)", a->refine);
     if (a->target.measured && !a->calib.file)
         return cli_usage(VERB, "--sensitivity measured needs --calib FILE (the KL divergence is measured on its tokens)");
     if (target) a->scheme = "f16"; /* a GGUF file; the allocation names its file type */
@@ -320,7 +334,7 @@ static int parse(int argc, char **argv, args *a) {
     if (a->calib.tuned && !a->calib.file && !(a->kv.on && a->kv.mode == QT_KV_CALIB_RANDOM))
         return cli_usage(VERB, "--nsamples, --seqlen, --seed and --allow-short-calib apply to --calib FILE (or to "
                                "--kv-calib random)");
-    if (a->calib.file && a->o.imatrix && !a->target.measured)
+    if (a->calib.file && a->o.imatrix && !target) /* with a target, the text gives the measured steps' tokens */
         return cli_usage(VERB, "--calib computes the importance matrix that --imatrix would give; use one of them");
     if (a->algo && !a->calib.file) return cli_usage(VERB, "--algo %s needs --calib FILE (calibration text)", a->algo);
     if (a->algo && a->o.imatrix)
@@ -405,6 +419,9 @@ static void print_mix(const qt_quantize_mix *mx, const qt_quantize_plan *p) {
                     "sensitivity %s)\n", (unsigned long long)mx->budget_bytes, mx->n, "padded to the file's alignment",
             (unsigned long long)mx->used_bytes, mx->predicted_cost, mx->exact ? "exact knapsack" : "Lagrangian + repair",
             mx->sensitivity);
+    if (mx->refine_kld_before > 0)
+        fprintf(stderr, "refined: %d swaps kept; measured KL divergence on the calibration tokens %.6g -> %.6g\n",
+                mx->refine_swaps, mx->refine_kld_before, mx->refine_kld_after);
     fprintf(stderr, "%-36s %-8s %12s %12s  %s\n", "tensor", "chosen", "bytes", "cost", "candidates");
     for (int32_t i = 0; i < mx->n; i++) {
         const qt_quantize_mix_tensor *t = &mx->t[i];
@@ -471,6 +488,9 @@ static json_t *mix_json(const args *a, const qt_quantize_mix *mx, const qt_quant
     json_object_set_new(o, "predicted_cost", json_real(mx->predicted_cost));
     json_object_set_new(o, "exact", json_boolean(mx->exact));
     json_object_set_new(o, "sensitivity", json_string(mx->sensitivity));
+    if (mx->refine_kld_before > 0)
+        json_object_set_new(o, "refine", json_pack("{s:i, s:f, s:f}", "swaps", mx->refine_swaps, "kld_before",
+                                                   mx->refine_kld_before, "kld_after", mx->refine_kld_after));
     for (int32_t i = 0; i < mx->n; i++) {
         const qt_quantize_mix_tensor *t = &mx->t[i];
         json_t *e = json_object(), *opts = json_array();
@@ -675,6 +695,7 @@ static int run_gguf(args *a, qt_model *m) {
     a->target.tokens = a->qc.set.tokens;
     a->target.n_seq = a->qc.set.n_samples;
     a->target.n_tok = a->qc.set.seq_len;
+    a->target.refine_rounds = a->refine >= 0 ? a->refine : a->qc.set.tokens ? 4 : 0;
     qt_status st = target ? qt_quantize_plan_target(m, &a->o, &a->target, &p, &a->mix) : qt_quantize_plan_make(m, &a->o, &p);
     if (target && st == QT_OK) a->o.scheme = p->ftype->name;
     qcalib_drop_file(&a->qc); /* the plan has it mapped */
@@ -1020,6 +1041,7 @@ int cmd_quantize(int argc, char **argv) {
     memset(&a, 0, sizeof a);
     a.o = qt_quantize_opts_default();
     a.alpha = -1;
+    a.refine = -1;
     int rc = parse(argc, argv, &a);
     if (rc == CLI_OK) {
         char *cmd = command_line(argc, argv, true);
