@@ -269,11 +269,30 @@ typedef struct qt_task_result {
     qt_task_outcome *items;            /* (n_items) in file order */
 } qt_task_result;
 
+/* A choice check's scorer: qt_eval_score_fn's score of `continuation` after
+ * `context`, or, when none came with QT_OK, why in *miss (zeroed by the
+ * caller): no_logprobs (a server that gives no log-likelihoods: the item's
+ * choice checks are skipped, with a note) or infra (the server failed: the
+ * item fails by infrastructure, `why` the reason). */
+typedef struct qt_task_miss {
+    bool no_logprobs, infra;
+    char why[QT_CHECK_WHY_LEN];
+} qt_task_miss;
+typedef qt_status (*qt_task_score_fn)(void *user, const char *context, const char *continuation, qt_eval_score *out,
+                                      qt_task_miss *miss);
+
 /* Runs every item: n_samples outputs by gen (items without a generating check
  * skip it), each check on them, choice checks by score (NULL: skipped with
  * choice_skipped). Deterministic when gen is. */
-QT_API qt_status qt_tasks_run(const qt_task_set *set, int32_t n_samples, qt_task_gen_fn gen, qt_eval_score_fn score,
+QT_API qt_status qt_tasks_run(const qt_task_set *set, int32_t n_samples, qt_task_gen_fn gen, qt_task_score_fn score,
                               void *user, const qt_progress *progress, qt_task_result *out);
+/* The same with up to n_workers items at once, on threads of their own: gen
+ * and score must then be safe to call from several threads (the server
+ * client's are; the engine's are not: give 1). Results are in file order and
+ * equal qt_tasks_run's when gen and score are deterministic; an error stops
+ * the run and the first item's (in file order) is returned. */
+QT_API qt_status qt_tasks_run_parallel(const qt_task_set *set, int32_t n_samples, int32_t n_workers, qt_task_gen_fn gen,
+                                       qt_task_score_fn score, void *user, const qt_progress *progress, qt_task_result *out);
 QT_API void qt_task_result_free(qt_task_result *r);
 /* Items whose pass differs between base and candidate (same set). */
 QT_API int32_t qt_tasks_n_flipped(const qt_task_result *base, const qt_task_result *cand);
@@ -286,7 +305,7 @@ QT_API int32_t qt_tasks_n_flipped(const qt_task_result *base, const qt_task_resu
  * text at the cost of the tokens past it. A 503 answer is retried after
  * 0.5 s, 1 s, 2 s ... (max_retries times); any other non-200 answer, a timeout
  * or no answer is an infrastructure failure with the reason as its text.
- * Choice checks need log-likelihoods: give no scorer. */
+ * Choice checks score through qt_task_http_score. Both are thread-safe. */
 typedef struct qt_task_http {
     const char *url;     /* base URL, "http://127.0.0.1:8080" */
     const char *model;   /* "model" of each request ("" when NULL) */
@@ -298,10 +317,20 @@ typedef struct qt_task_http {
     double time_limit_s; /* no request starts this many seconds after the first (the item fails by
                             infrastructure: "time limit reached"); <= 0: none */
     const qt_task_set *set; /* the items (for their index) */
-    double t0;           /* set by the first call: its monotonic clock, seconds */
+    double t0;           /* the monotonic clock (s) the time limit counts from: set by the first call
+                            when 0 (set it before calling from several threads) */
 } qt_task_http;
 QT_API void qt_task_http_default(qt_task_http *h);
 QT_API qt_status qt_task_http_gen(void *user, const qt_task_item *it, int32_t sample, char **text, bool *infra);
+/* A scorer (qt_task_score_fn) through the same server: one /v1/completions
+ * request of context + continuation with "echo": true, "logprobs": 1 and
+ * "max_tokens": 0, whose answer's logprobs (OpenAI's {tokens, token_logprobs,
+ * text_offset}, or vLLM's prompt_logprobs) give the log-probability of every
+ * prompt token. The continuation's are those of the tokens ending past the
+ * context's last character, the rule of the engine's scorer when the two
+ * tokenize alike (docs/eval.md). An answer without logprobs: miss->no_logprobs. */
+QT_API qt_status qt_task_http_score(void *user, const char *context, const char *continuation, qt_eval_score *out,
+                                    qt_task_miss *miss);
 
 /* ---- held-out check ----------------------------------------------------------- */
 
@@ -414,6 +443,11 @@ typedef struct qt_eval_result qt_eval_result;
  * the report is ready for qt_eval_report_*. */
 QT_API qt_status qt_eval_run(const qt_eval_model *base, const qt_eval_model *cands, int32_t n_cands, const char *text_path,
                       const qt_eval_opts *o, qt_eval_result **out);
+/* One model's run of a task set on quanta's engine, exactly as qt_eval_run
+ * runs it (its own tokenizer, a context of o->n_ctx, o->task_samples,
+ * task_seed, task_temp, progress): the local side of a mix of local models
+ * and servers (`quanta eval --base MODEL --candidate URL`). */
+QT_API qt_status qt_tasks_run_model(const qt_eval_model *m, const qt_task_set *set, const qt_eval_opts *o, qt_task_result *out);
 QT_API const qt_eval_report *qt_eval_result_report(const qt_eval_result *r);
 QT_API void qt_eval_result_free(qt_eval_result *r);
 

@@ -5,7 +5,7 @@
  * lib/quant/gptq_grid.c; docs/gptq.md).
  *
  * A linear y = W x with W (rows = out features, cols = in features), row-major.
- *   H = 2 X^T X / n over the n calibration rows x of its input (float BLAS syrk/gemm per chunk of 256 rows, the chunks added in double).
+ *   H = 2 X^T X / n over the n calibration rows x of its input (float BLAS syrk/gemm per chunk of 512 rows, the chunks added in double).
  *   Damping: H_ii += damp_frac * mean(diag H) (llm-compressor's dampening_frac 0.01).
  *   Dead columns (H_ii == 0: an input that never saw a non-zero value): H_ii = 1
  *   and W[:, i] = 0, as llm-compressor does.

@@ -376,8 +376,18 @@ typedef struct qt_quantize_target {
      * output projection exact from its input rows; a tied embedding keeps its proxy, scaled by the
      * median measured/proxy ratio) */
     bool measured;
+    /* measured: false (default), each decoder linear, the output and the token embedding measured
+     * alone; true, by groups (a layer's attention q/k/v/o together, a layer's FFN gate/up/down), each
+     * member's cost the group's split by its share of the group's proxy cost (3.5x fewer runs; worse
+     * mixes on stories260K: docs/quantize.md "Target size") */
+    bool per_group;
     const int32_t *tokens;        /* (n_seq, n_tok) calibration sequences, for measured and refine_rounds */
     int32_t n_seq, n_tok;
+    /* measured: the table of measured costs is read from this file when its key (the model's
+     * tensors, the tokens, the imatrix, numerics, candidates) matches, else measured and written
+     * there (a temp file renamed); a mismatched one is ignored with a note, a corrupt one refused
+     * (QT_ERR_FORMAT). NULL: measured every run. */
+    const char *sensitivity_cache;
     /* after the allocation, up to this many rounds of swaps measured on the tokens above
      * (lib/quantize/mix_refine.c); 0: none */
     int32_t refine_rounds;
@@ -406,6 +416,15 @@ typedef struct qt_quantize_mix {
     double predicted_cost;        /* sum of the chosen costs */
     bool exact;                   /* the knapsack was solved exactly */
     const char *sensitivity;      /* "proxy" or "measured" */
+    /* measured: */
+    int32_t n_groups;             /* groups measured (each a tensor unless per_group) */
+    double rank_correlation;      /* Spearman between proxy and measured (group, type) costs; NAN: none */
+    int32_t rank_pairs;           /* (group, type) pairs it ranks */
+    double measured_cost;         /* the chosen mix's mean KL per token on the calibration tokens, all its
+                                     grouped tensors quantized at once (the additivity check); NAN: not run */
+    bool cache_used;              /* the table came from sensitivity_cache: no measurement ran */
+    bool cache_written;           /* it was measured and written there */
+    char cache_note[256];         /* why a cache file present was not used ("" otherwise) */
     int32_t refine_swaps;         /* swaps the refinement kept (refine_rounds) */
     double refine_kld_before;     /* the allocation's mix: measured mean KL divergence on the calibration tokens */
     double refine_kld_after;      /* after the swaps (nats per token; both 0 without the refinement) */
@@ -421,6 +440,55 @@ typedef struct qt_quantize_mix {
 QT_API qt_status qt_quantize_plan_target(const qt_model *m, const qt_quantize_opts *o, const qt_quantize_target *t,
                                          qt_quantize_plan **out, qt_quantize_mix **mix);
 QT_API void qt_quantize_mix_free(qt_quantize_mix *mix);
+
+/* The budget sweep of a target run and its picture (lib/quantize/sweep.c, docs/quantize.md
+ * "The picture"): the predicted cost of the optimal mix at QT_QUANTIZE_SWEEP_POINTS budgets
+ * from the smallest to the largest mix (each tensor's Pareto frontier; the same allocator),
+ * llama.cpp's presets as points (each preset's per-tensor types, as `--scheme` plans them,
+ * scored with the same costs; with and without the imatrix), the chosen point, and the bits
+ * per weight each tensor got. File sizes are the writer's for the chosen plan and the
+ * presets; a sweep point's is its tensors' padded bytes plus the rest of the chosen file. */
+#define QT_QUANTIZE_SWEEP_POINTS 33
+#define QT_QUANTIZE_SWEEP_PRESETS 5   /* Q3_K_M, Q4_K_S, Q4_K_M, Q5_K_M, Q6_K */
+
+typedef struct qt_quantize_sweep_point {
+    uint64_t file_bytes;
+    double cost;                  /* predicted: the sum of the tensors' costs */
+} qt_quantize_sweep_point;
+
+typedef struct qt_quantize_preset_point {
+    char name[16];                /* "Q4_K_M" */
+    bool imatrix;                 /* quantized with the run's imatrix */
+    bool scored;                  /* false: no cost (why names the reason) */
+    uint64_t file_bytes;          /* the preset's file, exactly */
+    double cost;
+    char why[160];
+} qt_quantize_preset_point;
+
+typedef struct qt_quantize_sweep {
+    int32_t n_points;
+    qt_quantize_sweep_point points[QT_QUANTIZE_SWEEP_POINTS];
+    int32_t n_presets;            /* with and without the imatrix: up to 2 x QT_QUANTIZE_SWEEP_PRESETS */
+    qt_quantize_preset_point presets[2 * QT_QUANTIZE_SWEEP_PRESETS];
+    qt_quantize_sweep_point chosen;
+    const char *sensitivity;      /* the mix's */
+    int32_t n_tensors;            /* the mixed tensors, in the mix's order: */
+    char (*names)[QT_MAX_NAME];   /* (n_tensors) */
+    double *bpw;                  /* (n_tensors) bits per weight of the chosen type */
+    qt_type *types;               /* (n_tensors) the chosen types */
+} qt_quantize_sweep;
+
+/* m, o: the run's model and options (its imatrix, --keep, threads); mix, plan: what
+ * qt_quantize_plan_target returned. Proxy costs the mix lacks (a preset's type outside
+ * the candidates, or a preset without the imatrix the mix's costs were made with) are
+ * scanned here; with measured costs such a preset is left unscored, saying so. */
+QT_API qt_status qt_quantize_sweep_make(const qt_model *m, const qt_quantize_opts *o, const qt_quantize_mix *mix,
+                                        const qt_quantize_plan *plan, qt_quantize_sweep **out);
+/* The picture: the size/cost curve, the presets, the chosen point and the heat map of bits
+ * per weight (layers x tensor roles), as one SVG document (malloc'd). The same sweep gives
+ * the same bytes; each marker carries its numbers (data-bytes, data-cost). */
+QT_API qt_status qt_quantize_sweep_svg(const qt_quantize_sweep *s, const char *title, char **out);
+QT_API void qt_quantize_sweep_free(qt_quantize_sweep *s);
 
 /* ---- GPTQ (Frantar et al. 2023, arXiv:2210.17323; lib/quantize/gptq_run.c, docs/gptq.md) ----
  * Layer by layer on the engine's calibration seam: observe a layer on the

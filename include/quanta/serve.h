@@ -57,7 +57,11 @@ typedef struct qt_serve_request {
     bool stream;              /* SSE */
     bool include_usage;       /* stream_options.include_usage: a last chunk with usage */
     bool ignore_eos;          /* vLLM's extension: generate max_tokens even past EOS */
+    bool echo;                /* completions: the answer's text (and logprobs) start with the prompt */
+    int32_t logprobs;         /* completions: "logprobs" N (0..QT_SERVE_MAX_LOGPROBS), the N most likely
+                                 alternatives per token beside its own; -1: none (null or absent) */
 } qt_serve_request;
+#define QT_SERVE_MAX_LOGPROBS 5 /* OpenAI's limit for the legacy completions endpoint */
 
 /* Parses and checks a request body (UTF-8 JSON object). For chat the messages
  * are rendered with `tpl`; with QT_CHAT_MODEL, vocab's own template (with its
@@ -96,6 +100,15 @@ typedef enum qt_sched_finish {
 } qt_sched_finish;
 
 typedef void (*qt_sched_token_fn)(void *user, int32_t token);
+/* A token's log-probability (OpenAI's logprobs): the log-softmax of the raw
+ * logits (before temperature, top-k and top-p), in nats, computed as
+ * qt_eval_log_softmax does (doubles, so `quanta eval` sums the same numbers
+ * it sums locally). pos is the token's index in the job's sequence (prompt
+ * tokens 0 .. n_prompt-1, then the generated ones); top_ids/top_lp hold the
+ * n_top most likely tokens, most likely first (lowest id on ties). */
+typedef void (*qt_sched_logprob_fn)(void *user, int32_t pos, int32_t token, double logprob, const int32_t *top_ids,
+                                    const double *top_lp, int32_t n_top);
+#define QT_SCHED_MAX_TOP_LOGPROBS 20
 /* Called exactly once per submitted job, last; after it the job is gone. */
 typedef void (*qt_sched_done_fn)(void *user, qt_sched_finish why, int32_t n_prompt, int32_t n_generated,
                                  const char *error);
@@ -106,6 +119,10 @@ typedef struct qt_sched_job {
     int32_t max_tokens;       /* >= 0 */
     qt_sampler_opts sampling;
     bool ignore_eos;
+    bool prompt_logprobs;     /* on_logprob for prompt positions 1 .. n_prompt-1 (echo); then max_tokens may be 0 */
+    bool logprobs;            /* on_logprob for every generated token, before its on_token */
+    int32_t top_logprobs;     /* 0 .. QT_SCHED_MAX_TOP_LOGPROBS alternatives per on_logprob */
+    qt_sched_logprob_fn on_logprob; /* needed when prompt_logprobs or logprobs */
     qt_sched_token_fn on_token;
     qt_sched_done_fn on_done;
     void *user;

@@ -57,6 +57,14 @@ static inline float dec_i8(const void *p, int32_t i) { return (float)((const int
             const void *vp = (const uint8_t *)v + (size_t)p * stride;                           \
             for (int32_t i = 0; i < n; i++) acc[i] = fmaf(dec_##t(vp, i), w[p], acc[i]);        \
         }                                                                                       \
+    }                                                                                           \
+    static void kdot_heads_##t##_ref(const void *k, size_t stride, const float *q, size_t q_stride, int32_t nh, \
+                                     int32_t n, int32_t np, float *out, size_t out_stride) {    \
+        for (int32_t h = 0; h < nh; h++) kdot_##t##_ref(k, stride, q + h * q_stride, n, np, out + h * out_stride); \
+    }                                                                                           \
+    static void vacc_heads_##t##_ref(float *acc, size_t acc_stride, const void *v, size_t stride, const float *w, \
+                                     size_t w_stride, int32_t nh, int32_t np, int32_t n) {      \
+        for (int32_t h = 0; h < nh; h++) vacc_##t##_ref(acc + h * acc_stride, v, stride, w + h * w_stride, np, n); \
     }
 KV_REF(f32)
 KV_REF(f16)
@@ -88,8 +96,10 @@ static void exp_ref(float *x, int32_t n) {
 
 /* ---- the table: references first, then faster variants of the same bits ---------- */
 
-#define REF(kv, t) {kv, QT__CPU_SCALAR, kdot_##t##_ref, vacc_##t##_ref, exp_ref}
-#define AVX2(kv, t) {kv, QT__CPU_AVX2, qt__attn_kdot_##t##_avx2, qt__attn_vacc_##t##_avx2, qt__attn_exp_avx2}
+#define REF(kv, t) {kv, QT__CPU_SCALAR, kdot_##t##_ref, vacc_##t##_ref, exp_ref, kdot_heads_##t##_ref, vacc_heads_##t##_ref}
+#define AVX2(kv, t)                                                                                                  \
+    {kv, QT__CPU_AVX2, qt__attn_kdot_##t##_avx2, qt__attn_vacc_##t##_avx2, qt__attn_exp_avx2,                       \
+     qt__attn_kdot_heads_##t##_avx2, qt__attn_vacc_heads_##t##_avx2}
 const qt__attn_kernels qt__attn_variants[] = {
     REF(QT_KV_TYPE_F32, f32),       REF(QT_KV_TYPE_F16, f16),       REF(QT_KV_TYPE_BF16, bf16),
     REF(QT_KV_TYPE_FP8_E4M3, e4m3), REF(QT_KV_TYPE_FP8_E5M2, e5m2), REF(QT_KV_TYPE_INT8, i8),
@@ -97,7 +107,7 @@ const qt__attn_kernels qt__attn_variants[] = {
     AVX2(QT_KV_TYPE_F32, f32),       AVX2(QT_KV_TYPE_F16, f16),       AVX2(QT_KV_TYPE_BF16, bf16),
     AVX2(QT_KV_TYPE_FP8_E4M3, e4m3), AVX2(QT_KV_TYPE_FP8_E5M2, e5m2), AVX2(QT_KV_TYPE_INT8, i8),
 #endif
-    {QT_KV_TYPE_COUNT, QT__CPU_LEVEL_COUNT, NULL, NULL, NULL},
+    {QT_KV_TYPE_COUNT, QT__CPU_LEVEL_COUNT, NULL, NULL, NULL, NULL, NULL},
 };
 
 const qt__attn_kernels *qt__attn_kernels_get(qt_kv_type kv) {
@@ -125,13 +135,16 @@ static int64_t max_blocks(int32_t n_ctx) {
 /* Floats of one item's partial states: per query head of the group, m, S and acc (head_dim). */
 static size_t item_floats(const qt_engine_ctx *e) { return (size_t)e->n_rep * (size_t)(e->hp.head_dim + 2); }
 
+/* Floats of one thread's scores: one block of keys for each query head of a group. */
+static size_t attn_score_floats(const qt_engine_ctx *e) { return (size_t)e->n_rep * QT_ATTN_BLOCK; }
+
 qt_status qt__attn_init(qt_engine_ctx *e) {
     e->attn = qt__attn_kernels_get(e->kvf->dtype);
     /* one row at full context always fits, and a batch of short rows in one wave */
     e->attn_cap_items = (int64_t)e->hp.n_head_kv * (max_blocks(e->n_ctx) + e->n_rows);
     e->attn_parts = malloc((size_t)e->attn_cap_items * item_floats(e) * sizeof(float));
     e->attn_prefix = malloc(((size_t)e->n_rows + 1) * sizeof *e->attn_prefix);
-    e->attn_scores = malloc((size_t)e->n_threads * QT_ATTN_BLOCK * sizeof(float));
+    e->attn_scores = malloc((size_t)e->n_threads * attn_score_floats(e) * sizeof(float));
     if (!e->attn) return qt_error(QT_ERR_UNSUPPORTED, "attention: no kernels for KV cache format %s", e->kvf->name);
     if (!e->attn_parts || !e->attn_prefix || !e->attn_scores)
         return qt_error(QT_ERR_NOMEM, "attention: out of memory (%lld partial states)", (long long)e->attn_cap_items);
@@ -154,6 +167,9 @@ typedef struct fast_job {
     int32_t n_rows;           /* rows in the wave */
 } fast_job;
 
+/* Heads whose sums and maxima one pass keeps on the stack (more: several passes). */
+#define QT_ATTN_MAX_REP_STACK 16
+
 /* Keys [p0, p1) of one row for query heads h0 .. h0 + n_rep - 1 (one KV head). */
 static void block_states(const fast_job *j, int32_t b, int32_t kvh, int32_t p0, int32_t p1, bool whole, float *part,
                          float *sc) {
@@ -167,29 +183,52 @@ static void block_states(const fast_job *j, int32_t b, int32_t kvh, int32_t p0, 
     const size_t base = (size_t)j->il * e->kv_layer_bytes + (size_t)e->row_seq[b] * e->kv_slot_bytes +
                         (size_t)p0 * row_stride + (size_t)kvh * hd * eb;
     const uint8_t *kb = e->k_cache + base, *vb = e->v_cache + base;
-    for (int32_t r = 0; r < e->n_rep; r++) {
-        const int32_t h = kvh * e->n_rep + r;
-        const float *q = e->q + (size_t)b * e->n_q + (size_t)h * hd;
-        kn->kdot(kb, row_stride, q, hd, np, sc);
-        float m = -INFINITY;
-        for (int32_t p = 0; p < np; p++) {
-            sc[p] *= qs;
-            m = fmaxf(m, sc[p]);
+    const int32_t nh = e->n_rep, h0 = kvh * nh;
+    /* all the group's heads at once: each K / V row is decoded once for them (attn.h) */
+    kn->kdot_heads(kb, row_stride, e->q + (size_t)b * e->n_q + (size_t)h0 * hd, (size_t)hd, nh, hd, np, sc, (size_t)np);
+    float *acc0 = whole ? e->att + (size_t)b * e->n_q + (size_t)h0 * hd : part + 2;
+    const size_t acc_stride = whole ? (size_t)hd : (size_t)hd + 2;
+    float S[QT_ATTN_MAX_REP_STACK], M[QT_ATTN_MAX_REP_STACK];
+    for (int32_t r0 = 0; r0 < nh; r0 += QT_ATTN_MAX_REP_STACK) {
+        const int32_t r1 = r0 + QT_ATTN_MAX_REP_STACK < nh ? r0 + QT_ATTN_MAX_REP_STACK : nh;
+        const int32_t nr = r1 - r0;
+        float *s0 = sc + (size_t)r0 * np;
+        for (int32_t r = 0; r < nr; r++) {
+            float *s = s0 + (size_t)r * np;
+            for (int32_t p = 0; p < np; p++) s[p] *= qs;
+            M[r] = -INFINITY, S[r] = 0.0f;
         }
-        for (int32_t p = 0; p < np; p++) sc[p] -= m;
-        kn->exp(sc, np);
-        float S = 0.0f;
-        for (int32_t p = 0; p < np; p++) S += sc[p];
-        for (int32_t p = 0; p < np; p++) sc[p] *= vs;
-        float *acc = whole ? e->att + (size_t)b * e->n_q + (size_t)h * hd : part + (size_t)r * (hd + 2) + 2;
-        for (int32_t d = 0; d < hd; d++) acc[d] = 0.0f;
-        kn->vacc(acc, vb, row_stride, sc, np, hd);
-        if (whole) {
-            const float inv = S == 0.0f ? 0.0f : 1.0f / S;
-            for (int32_t d = 0; d < hd; d++) acc[d] *= inv;
-        } else {
-            part[(size_t)r * (hd + 2)] = m;
-            part[(size_t)r * (hd + 2) + 1] = S;
+        /* the heads' maxima and sums side by side: each head's chain is in order of p, as
+         * before, but the chains of several heads now overlap instead of waiting on each other.
+         * fmaxf(m, s) without the libm call: m is never NaN, a NaN score is skipped as fmaxf
+         * skips it, and which zero wins cannot change a result (only s - m and e^(m - M) read
+         * it, and e^(+-0) = 1). */
+        for (int32_t p = 0; p < np; p++)
+            for (int32_t r = 0; r < nr; r++) {
+                const float x = s0[(size_t)r * np + p];
+                M[r] = x > M[r] ? x : M[r];
+            }
+        for (int32_t r = 0; r < nr; r++)
+            for (int32_t p = 0; p < np; p++) s0[(size_t)r * np + p] -= M[r];
+        kn->exp(s0, nr * np);
+        for (int32_t p = 0; p < np; p++)
+            for (int32_t r = 0; r < nr; r++) S[r] += s0[(size_t)r * np + p];
+        for (int32_t r = 0; r < nr; r++) {
+            float *s = s0 + (size_t)r * np, *acc = acc0 + (size_t)(r0 + r) * acc_stride;
+            for (int32_t p = 0; p < np; p++) s[p] *= vs;
+            for (int32_t d = 0; d < hd; d++) acc[d] = 0.0f;
+        }
+        kn->vacc_heads(acc0 + (size_t)r0 * acc_stride, acc_stride, vb, row_stride, sc + (size_t)r0 * np, (size_t)np,
+                       r1 - r0, np, hd);
+        for (int32_t r = r0; r < r1; r++) {
+            float *acc = acc0 + (size_t)r * acc_stride;
+            if (whole) {
+                const float inv = S[r - r0] == 0.0f ? 0.0f : 1.0f / S[r - r0];
+                for (int32_t d = 0; d < hd; d++) acc[d] *= inv;
+            } else {
+                part[(size_t)r * (hd + 2)] = M[r - r0];
+                part[(size_t)r * (hd + 2) + 1] = S[r - r0];
+            }
         }
     }
 }
@@ -208,7 +247,7 @@ static int32_t item_row(const fast_job *j, int64_t it) {
 static void fast_items(void *ctx, int64_t i0, int64_t i1, int ti) {
     const fast_job *j = ctx;
     qt_engine_ctx *e = j->e;
-    float *sc = e->attn_scores + (size_t)ti * QT_ATTN_BLOCK;
+    float *sc = e->attn_scores + (size_t)ti * attn_score_floats(e);
     int32_t r = i0 < i1 ? item_row(j, i0) : 0;
     for (int64_t it = i0; it < i1; it++) {
         while (it >= j->prefix[r + 1]) r++;
@@ -240,7 +279,7 @@ static void merge_items(void *ctx, int64_t i0, int64_t i1, int ti) {
         void (*const axpy)(float *, const float *, float, int32_t) = qt__attn_axpy_ref;
 #endif
         float M = -INFINITY;
-        for (int64_t c = 0; c < nb; c++) M = fmaxf(M, first[c * step]);
+        for (int64_t c = 0; c < nb; c++) M = first[c * step] > M ? first[c * step] : M; /* fmaxf: see block_states */
         float S = 0.0f, *out = e->att + (size_t)b * e->n_q + (size_t)h * hd;
         for (int32_t d = 0; d < hd; d++) out[d] = 0.0f;
         for (int64_t c = 0; c < nb; c++) {

@@ -172,3 +172,128 @@ void qt__attn_exp_avx2(float *x, int32_t n) {
     }
     for (int32_t i = n8; i < n; i++) x[i] = qt__attn_exp1(x[i]);
 }
+
+/* ---- several query heads on the same rows (GQA): kdot_heads, vacc_heads ----------------
+ *
+ * Up to four heads per pass. kdot: KEYS = 8 / H rows at a time, each 8-element chunk
+ * decoded once and fused into the H heads' accumulators (H x KEYS of them, hsum8x8 reduces
+ * all at once); vacc: 16 elements x H heads in registers across the rows, each row's chunk
+ * decoded once. Each output keeps the one-head kernel's chain of fused adds, so the bits
+ * are kdot's / vacc's head by head. */
+#define ATTN_INLINE static inline __attribute__((always_inline))
+
+/* kdot: heads in pairs (4 rows x 2 heads per reduction). The score dot is bound by its FMAs
+ * and reductions more than by the decode: in one loaded-machine run of bench_attn --prefill
+ * --kv f16 (one thread, GFLOP per CPU second) one head at a time gave 14.2, pairs 22.3, four
+ * heads x 2 rows 20.1 (and with scattered outputs and q reloaded per row, four heads had
+ * measured slower than one head in perf). */
+#define KDOT_HEADS_DISPATCH(t)                                                                  \
+    int32_t h = 0;                                                                              \
+    for (; h + 2 <= nh; h += 2)                                                                 \
+        kdot_h_##t(k, stride, q + h * q_stride, q_stride, 2, n, np, out + h * out_stride, out_stride); \
+    if (h < nh) qt__attn_kdot_##t##_avx2(k, stride, q + h * q_stride, n, np, out + h * out_stride);
+
+#define KV_HEADS_AVX2(t)                                                                        \
+    ATTN_INLINE void kdot_h_##t(const void *k, size_t stride, const float *q, size_t qs, const int H, int32_t n, \
+                                int32_t np, float *out, size_t os) {                            \
+        const int32_t n8 = n - n % 8;                                                           \
+        const int KEYS = 8 / H;                                                                 \
+        int32_t p = 0;                                                                          \
+        for (; p + KEYS <= np; p += KEYS) {                                                     \
+            const uint8_t *k0 = (const uint8_t *)k + (size_t)p * stride;                        \
+            __m256 acc[8]; /* head h, row r: acc[h * KEYS + r], so a head's rows are adjacent lanes */ \
+            for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();                           \
+            for (int32_t i = 0; i < n8; i += 8) {                                               \
+                __m256 qv[4];                                                                   \
+                for (int h = 0; h < H; h++) qv[h] = _mm256_loadu_ps(q + h * qs + i);            \
+                for (int r = 0; r < KEYS; r++) {                                                \
+                    const __m256 kv = dec8_##t(k0 + r * stride, i);                             \
+                    for (int h = 0; h < H; h++) acc[h * KEYS + r] = _mm256_fmadd_ps(qv[h], kv, acc[h * KEYS + r]); \
+                }                                                                               \
+            }                                                                                   \
+            float l[8];                                                                         \
+            _mm256_storeu_ps(l, hsum8x8(acc));                                                  \
+            for (int h = 0; h < H; h++) memcpy(out + h * os + p, l + h * KEYS, (size_t)KEYS * sizeof(float)); \
+            if (n8 < n)                                                                         \
+                for (int h = 0; h < H; h++)                                                     \
+                    for (int r = 0; r < KEYS; r++) {                                            \
+                        float s = out[h * os + p + r];                                          \
+                        for (int32_t i = n8; i < n; i++) s = fmaf(q[h * qs + i], tail_##t(k0 + r * stride, i), s); \
+                        out[h * os + p + r] = s;                                                \
+                    }                                                                           \
+        }                                                                                       \
+        for (; p < np; p++) {                                                                   \
+            const uint8_t *kp = (const uint8_t *)k + (size_t)p * stride;                        \
+            __m256 acc[4];                                                                      \
+            for (int h = 0; h < H; h++) acc[h] = _mm256_setzero_ps();                           \
+            for (int32_t i = 0; i < n8; i += 8) {                                               \
+                const __m256 kv = dec8_##t(kp, i);                                              \
+                for (int h = 0; h < H; h++) acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(q + h * qs + i), kv, acc[h]); \
+            }                                                                                   \
+            for (int h = 0; h < H; h++) {                                                       \
+                float s = hsum8(acc[h]);                                                        \
+                for (int32_t i = n8; i < n; i++) s = fmaf(q[h * qs + i], tail_##t(kp, i), s);   \
+                out[h * os + p] = s;                                                            \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    void qt__attn_kdot_heads_##t##_avx2(const void *k, size_t stride, const float *q, size_t q_stride, int32_t nh, \
+                                        int32_t n, int32_t np, float *out, size_t out_stride) { \
+        KDOT_HEADS_DISPATCH(t)                                                                  \
+    }                                                                                           \
+    ATTN_INLINE void vacc_h_##t(float *acc, size_t as, const void *v, size_t stride, const float *w, size_t ws, \
+                                const int H, int32_t np, int32_t n) {                           \
+        const int32_t n8 = n - n % 8;                                                           \
+        int32_t i = 0;                                                                          \
+        for (; i + 16 <= n8; i += 16) {                                                         \
+            __m256 a[4][2];                                                                     \
+            for (int h = 0; h < H; h++)                                                         \
+                a[h][0] = _mm256_loadu_ps(acc + h * as + i), a[h][1] = _mm256_loadu_ps(acc + h * as + i + 8); \
+            const uint8_t *vp = v;                                                              \
+            for (int32_t p = 0; p < np; p++, vp += stride) {                                    \
+                const __m256 x0 = dec8_##t(vp, i), x1 = dec8_##t(vp, i + 8);                    \
+                for (int h = 0; h < H; h++) {                                                   \
+                    const __m256 wv = _mm256_broadcast_ss(w + h * ws + p);                      \
+                    a[h][0] = _mm256_fmadd_ps(x0, wv, a[h][0]);                                 \
+                    a[h][1] = _mm256_fmadd_ps(x1, wv, a[h][1]);                                 \
+                }                                                                               \
+            }                                                                                   \
+            for (int h = 0; h < H; h++)                                                         \
+                _mm256_storeu_ps(acc + h * as + i, a[h][0]), _mm256_storeu_ps(acc + h * as + i + 8, a[h][1]); \
+        }                                                                                       \
+        for (; i < n8; i += 8) {                                                                \
+            __m256 a[4];                                                                        \
+            for (int h = 0; h < H; h++) a[h] = _mm256_loadu_ps(acc + h * as + i);               \
+            const uint8_t *vp = v;                                                              \
+            for (int32_t p = 0; p < np; p++, vp += stride) {                                    \
+                const __m256 x0 = dec8_##t(vp, i);                                              \
+                for (int h = 0; h < H; h++) a[h] = _mm256_fmadd_ps(x0, _mm256_broadcast_ss(w + h * ws + p), a[h]); \
+            }                                                                                   \
+            for (int h = 0; h < H; h++) _mm256_storeu_ps(acc + h * as + i, a[h]);               \
+        }                                                                                       \
+        for (; i < n; i++)                                                                      \
+            for (int h = 0; h < H; h++) {                                                       \
+                const uint8_t *vp = v;                                                          \
+                for (int32_t p = 0; p < np; p++, vp += stride)                                  \
+                    acc[h * as + i] = fmaf(tail_##t(vp, i), w[h * ws + p], acc[h * as + i]);    \
+            }                                                                                   \
+    }                                                                                           \
+    void qt__attn_vacc_heads_##t##_avx2(float *acc, size_t acc_stride, const void *v, size_t stride, const float *w, \
+                                        size_t w_stride, int32_t nh, int32_t np, int32_t n) {   \
+        for (int32_t h = 0; h < nh; h += 4) {                                                   \
+            float *ah = acc + h * acc_stride;                                                   \
+            const float *wh = w + h * w_stride;                                                 \
+            switch (nh - h < 4 ? nh - h : 4) {                                                  \
+            case 4: vacc_h_##t(ah, acc_stride, v, stride, wh, w_stride, 4, np, n); break;       \
+            case 3: vacc_h_##t(ah, acc_stride, v, stride, wh, w_stride, 3, np, n); break;       \
+            case 2: vacc_h_##t(ah, acc_stride, v, stride, wh, w_stride, 2, np, n); break;       \
+            default: qt__attn_vacc_##t##_avx2(ah, v, stride, wh, np, n); break;                 \
+            }                                                                                   \
+        }                                                                                       \
+    }
+KV_HEADS_AVX2(f32)
+KV_HEADS_AVX2(f16)
+KV_HEADS_AVX2(bf16)
+KV_HEADS_AVX2(e4m3)
+KV_HEADS_AVX2(e5m2)
+KV_HEADS_AVX2(i8)

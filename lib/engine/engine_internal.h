@@ -45,6 +45,8 @@ typedef struct qt__mat {
     bool act_q8s;               /* x16 formats: q8s activations; false for the k16 K-quants (Q8_K, gemm_k16.h) */
     bool act_ct4_q8;            /* int4 g128 rows under --numerics fast: activations as qt__ct4_q8 rows
                                    (lib/quant/ct4.h), gemm their kernel for every batch */
+    bool blas;                  /* f32 values (F32 or weight-only packed rows) bound by a calibration
+                                   (qt__layerwise_set_blas): batches go through sgemm (matmul_blas.c) */
 } qt__mat;
 
 typedef struct qt__layer {
@@ -145,6 +147,8 @@ struct qt_engine_ctx {
      * sequence, as llama.cpp); else gemm_rows[b] != 0 picks dot_batch for row b. */
     const uint8_t *gemm_rows;
     qt__scratch *scratch;       /* (n_threads) */
+    float *blas_w;              /* (n_threads, QT__BLAS_ROWS, blas_w_n) dequantized rows for matmul_blas.c, or NULL */
+    int64_t blas_w_n;           /* the widest row blas_w holds: the layer's largest n_in */
     int n_threads;
     qt_threadpool *pool;
 
@@ -181,6 +185,16 @@ void qt__engine_kv_finish_batch(qt_engine_ctx *e);
 void qt__attn_fast(qt_engine_ctx *e, int il, int32_t B);
 qt_status qt__attn_init(qt_engine_ctx *e);
 void qt__attn_free(qt_engine_ctx *e);
+
+/* lib/engine/matmul_blas.c: the calibration's sgemm path for f32 weight values (mats with blas set):
+ * units of QT__BLAS_ROWS output rows, each one single-threaded sgemm; small: on this thread. */
+#define QT__BLAS_ROWS 128
+void qt__matmul_blas(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m, bool small);
+/* Whether t's rows are f32 values matmul_blas.c can take: F32, or weight-only packed rows with f32 activations. */
+bool qt__mat_blas_type(qt_type t);
+/* lib/engine/layerwise.c: from now on, linears bound by qt_layerwise_set_weight with f32 values
+ * (qt__mat_blas_type) take the sgemm path for batches; the model's own tensors keep their kernels. */
+qt_status qt__layerwise_set_blas(qt_layerwise *lw, bool on);
 
 /* lib/engine/matmul.c: out (B, m->n_out) = in (B, m->n_in) x W^T, threaded over rows. */
 void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m);

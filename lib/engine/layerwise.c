@@ -16,6 +16,7 @@ struct qt_layerwise {
     int32_t n_seq, n_tok;
     int32_t next;               /* the layer run_layer runs next */
     float *hidden;              /* (n_seq, n_tok, n_embd) residual stream of every sequence */
+    bool blas;                  /* qt__layerwise_set_blas: f32 values bound from now on take sgemm */
 };
 
 qt_status qt_layerwise_new(qt_engine_ctx *e, const int32_t *tokens, int32_t n_seq, int32_t n_tok, qt_layerwise **out) {
@@ -36,7 +37,7 @@ qt_status qt_layerwise_new(qt_engine_ctx *e, const int32_t *tokens, int32_t n_se
         free(lw);
         return qt_error(QT_ERR_NOMEM, "layerwise: out of memory for %d x %d hidden states", n_seq, n_tok);
     }
-    *lw = (qt_layerwise){e, n_seq, n_tok, 0, lw->hidden};
+    *lw = (qt_layerwise){e, n_seq, n_tok, 0, lw->hidden, false};
     for (int32_t s = 0; s < n_seq; s++) {
         qt__engine_embed(e, tokens + (size_t)s * n_tok, n_tok);
         memcpy(lw->hidden + s * seq_floats, e->x, seq_floats * sizeof(float));
@@ -104,8 +105,11 @@ qt_status qt_layerwise_set_weight(qt_layerwise *lw, int32_t layer, const char *l
         return qt_error(QT_ERR_SHAPE, "layerwise: blk.%d.%s: %lld x %lld replacing %lld x %lld", layer, linear,
                         (long long)t->ne[0], (long long)t->ne[1], (long long)m->n_in, (long long)m->n_out);
     qt__mat nm;
-    qt_status s = qt__mat_init(&nm, t, !e->opts.act_quant_off, e->opts.numerics);
+    /* the sgemm path takes f32 activations (the rows' own semantics: weight-only) */
+    const bool blas = lw->blas && qt__mat_blas_type(t->type);
+    qt_status s = qt__mat_init(&nm, t, !blas && !e->opts.act_quant_off, e->opts.numerics);
     if (s != QT_OK) return s;
+    nm.blas = blas;
     if (nm.act_row_bytes > e->act_row_cap) {
         const size_t need = nm.act_row_bytes;
         qt__mat_free(&nm);
@@ -114,6 +118,25 @@ qt_status qt_layerwise_set_weight(qt_layerwise *lw, int32_t layer, const char *l
     }
     qt__mat_free(m);
     *m = nm;
+    return QT_OK;
+}
+
+/* The sgemm path's scratch: a unit of dequantized rows per thread, as wide as the layer's widest input. */
+qt_status qt__layerwise_set_blas(qt_layerwise *lw, bool on) {
+    qt_engine_ctx *e = lw->e;
+    lw->blas = on;
+    if (!on || e->blas_w) return QT_OK;
+    int64_t n = e->hp.n_embd;
+    const int64_t n_q = (int64_t)e->hp.n_head * e->hp.head_dim;
+    if (n_q > n) n = n_q;
+    if (e->hp.n_ff > n) n = e->hp.n_ff;
+    e->blas_w = malloc((size_t)e->n_threads * QT__BLAS_ROWS * (size_t)n * sizeof(float));
+    if (!e->blas_w) {
+        lw->blas = false;
+        return qt_error(QT_ERR_NOMEM, "layerwise: out of memory for %d x %d dequantized rows of %lld", e->n_threads,
+                        QT__BLAS_ROWS, (long long)n);
+    }
+    e->blas_w_n = n;
     return QT_OK;
 }
 
@@ -169,6 +192,9 @@ qt_status qt_layerwise_logits_observed(qt_layerwise *lw, qt_linear_observer obse
 void qt_layerwise_free(qt_layerwise *lw) {
     if (!lw) return;
     lw->e->kv_observer = NULL;
+    free(lw->e->blas_w); /* the engine's mats bound with blas set are the calibration's, rebound or freed with it */
+    lw->e->blas_w = NULL;
+    lw->e->blas_w_n = 0;
     free(lw->hidden);
     free(lw);
 }

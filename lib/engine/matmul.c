@@ -31,7 +31,8 @@
  * per tile, each element in tinyBLAS's order) or, without one (scalar level, a
  * multi-sequence batch, rows not a multiple of 4), dequantizes each row once
  * into scratch; all give the bits of the f32 dots on the dequantized weights,
- * i.e. of the old dequantize-on-load path.
+ * i.e. of the old dequantize-on-load path. A calibration may instead send the
+ * batches of f32 values it binds through sgemm (m->blas, matmul_blas.c).
  *
  * Work is split across threads by fixed units of MATMUL_ROW_UNIT output rows
  * (qt_parallel_for hands each thread a contiguous range of units); every
@@ -324,6 +325,10 @@ static bool matmul_small(int32_t B, const qt__mat *m) {
 }
 
 static void matmul_run(qt_engine_ctx *e, float *out, const void *act, int32_t B, const qt__mat *m) {
+    if (m->blas && e->blas_w && B >= 2 && !e->gemm_rows) { /* a calibration's f32 values: act is the f32 input itself */
+        qt__matmul_blas(e, out, act, B, m, matmul_small(B, m));
+        return;
+    }
     matmul_job j = {e, m, out, act, B};
     qt_parallel_for(matmul_small(B, m) ? NULL : e->pool, (m->n_out + MATMUL_ROW_UNIT - 1) / MATMUL_ROW_UNIT,
                     matmul_units, &j);

@@ -39,6 +39,11 @@ qt_status qt__tools_validate(json_t *tools);
 qt_status qt__task_generate(qt_engine_ctx *e, const qt_tokenizer *tok, const qt_vocab *voc, qt_sampler *smp,
                             const qt_task_item *it, float *logits, char **out);
 
+/* tasks_http.c: the score of `cont` after `context` from a server's answer body to an echo
+ * request (OpenAI's logprobs, else vLLM's prompt_logprobs): 1 scored (out set), 0 logprobs that
+ * cannot score it (why, QT_CHECK_WHY_LEN bytes, says how), -1 no logprobs in the answer. */
+int qt__task_echo_score(const char *resp, size_t len, const char *context, const char *cont, qt_eval_score *out, char *why);
+
 /* tasks_report.c: the --tasks parts of the text, JSON and HTML reports (r->base_tasks set). */
 void qt__tasks_table(qt__sbuf *b, const qt_eval_report *r, int w);
 json_t *qt__tasks_json(const qt_eval_report *r, const qt_task_result *t);

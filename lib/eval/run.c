@@ -335,9 +335,15 @@ static qt_status gen_item(void *user, const qt_task_item *it, int32_t k, char **
     return s ? labelled(s, g->sc.r) : QT_OK;
 }
 
+/* Choice checks on the engine: always scored (a failure is an error, never a miss). */
+static qt_status score_task(void *user, const char *context, const char *cont, qt_eval_score *out, qt_task_miss *miss) {
+    (void)miss;
+    return score_continuation(user, context, cont, out);
+}
+
 static qt_status run_task_file(qt_eval_result *R, const qt_eval_opts *o, int32_t i, scorer *sc) {
     task_gen g = {.sc = *sc, .set = R->tasks, .o = o, .voc = qt_model_vocab(R->runners[i].model)};
-    return qt_tasks_run(R->tasks, o->task_samples > 0 ? o->task_samples : 1, gen_item, score_continuation, &g, &o->progress,
+    return qt_tasks_run(R->tasks, o->task_samples > 0 ? o->task_samples : 1, gen_item, score_task, &g, &o->progress,
                         i == 0 ? &R->base_tasks : &R->task_res[i - 1]);
 }
 
@@ -644,4 +650,41 @@ void qt_eval_result_free(qt_eval_result *R) {
     free(R->warn);
     free(R->warn_ptr);
     free(R);
+}
+
+/* ---- one local model's task run (a mix of local models and servers) ------------ */
+
+qt_status qt_tasks_run_model(const qt_eval_model *m, const qt_task_set *set, const qt_eval_opts *o, qt_task_result *out) {
+    memset(out, 0, sizeof *out);
+    if (o->n_ctx < 8) return qt_error(QT_ERR_ARG, "eval: context %d is too short (at least 8)", (int)o->n_ctx);
+    runner r = {.spec = m};
+    scorer sc = {.r = &r, .n_ctx = o->n_ctx};
+    qt_tokenizer *tok = NULL;
+    qt_status s = qt_model_open(m->path, &r.model);
+    const qt_vocab *v = s ? NULL : qt_model_vocab(r.model);
+    for (int32_t i = 0; !s && i < set->n_items; i++)
+        if (set->items[i].messages && !v->chat_template)
+            s = qt_error(QT_ERR_UNSUPPORTED, "%s: no chat template, and item '%s' (line %lld) has messages", m->label,
+                         set->items[i].id, (long long)set->items[i].line);
+    if (!s) s = qt_tokenizer_new(v, &tok);
+    if (!s) {
+        qt_engine_opts eo = m->engine;
+        eo.n_ctx = o->n_ctx;
+        if ((s = qt_engine_new(r.model, &eo, &r.engine))) s = labelled(s, &r);
+    }
+    if (!s) {
+        sc.tok = tok, sc.n_vocab = qt_engine_n_vocab(r.engine), sc.add_bos = v->add_bos;
+        sc.rows = malloc(sizeof(float) * (size_t)sc.n_ctx * (size_t)sc.n_vocab);
+        sc.logp = malloc(sizeof(double) * (size_t)sc.n_vocab);
+        if (!sc.rows || !sc.logp) s = qt_error(QT_ERR_NOMEM, "eval: out of memory for scoring");
+    }
+    if (!s) {
+        task_gen g = {.sc = sc, .set = set, .o = o, .voc = v};
+        s = qt_tasks_run(set, o->task_samples > 0 ? o->task_samples : 1, gen_item, score_task, &g, &o->progress, out);
+    }
+    scorer_free(&sc);
+    qt_tokenizer_free(tok);
+    qt_engine_free(r.engine);
+    qt_model_free(r.model);
+    return s;
 }

@@ -2,7 +2,10 @@
  * generator callback (the engine, or a server), every check on them, pass@k
  * over samples, pass rates with Wilson 95 % intervals (Wilson 1927). The
  * generator decides where the text comes from; this file only judges it.
+ * Items may run on several threads (a server answers several requests at
+ * once); each writes only its own outcome, so results stay in file order.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,15 +25,39 @@ int32_t qt_tasks_n_flipped(const qt_task_result *base, const qt_task_result *can
     return f;
 }
 
-/* Choice checks: scored once per item (they do not depend on the sample). */
-static qt_status run_choices(const qt_task_item *it, qt_eval_score_fn score, void *user, uint64_t *bits, bool *skipped) {
+/* qt__mc_pick's scorer over a task scorer: after the first miss the other choices are not asked for. */
+typedef struct score_ctx {
+    qt_task_score_fn score;
+    void *user;
+    qt_task_miss miss;
+} score_ctx;
+
+static qt_status score_one(void *user, const char *context, const char *cont, qt_eval_score *out) {
+    score_ctx *sc = user;
+    memset(out, 0, sizeof *out);
+    if (sc->miss.infra || sc->miss.no_logprobs) return QT_OK;
+    return sc->score(sc->user, context, cont, out, &sc->miss);
+}
+
+/* Choice checks: scored once per item (they do not depend on the sample). A
+ * scorer without log-likelihoods skips them; one whose server failed fails
+ * the item by infrastructure (*infra, the reason in why). */
+static qt_status run_choices(const qt_task_item *it, qt_task_score_fn score, void *user, uint64_t *bits, bool *skipped,
+                             bool *infra, char *why) {
     for (int32_t j = 0; j < it->n_checks; j++) {
         const qt_task_check *c = &it->checks[j];
         if (c->type != QT_CHECK_CHOICE) continue;
         if (!score) { *skipped = true; continue; }
         int32_t best, best_sum;
-        qt_status s = qt__mc_pick(score, user, it->prompt, (const char *const *)c->choices, c->n_choices, &best, &best_sum);
+        score_ctx sc = {.score = score, .user = user};
+        qt_status s = qt__mc_pick(score_one, &sc, it->prompt, (const char *const *)c->choices, c->n_choices, &best, &best_sum);
         if (s) return s;
+        if (sc.miss.infra) {
+            *infra = true;
+            snprintf(why, QT_CHECK_WHY_LEN, "infrastructure: %.140s", sc.miss.why);
+            return QT_OK;
+        }
+        if (sc.miss.no_logprobs) { *skipped = true; continue; }
         if (best == c->answer) *bits |= 1ull << j;
     }
     return QT_OK;
@@ -54,11 +81,12 @@ static qt_status run_text(const qt_task_item *it, const char *text, uint64_t *bi
 
 static uint64_t all_bits(int32_t n) { return n >= 64 ? ~0ull : (1ull << n) - 1; }
 
-static qt_status run_item(const qt_task_item *it, int32_t n_samples, qt_task_gen_fn gen, qt_eval_score_fn score,
+static qt_status run_item(const qt_task_item *it, int32_t n_samples, qt_task_gen_fn gen, qt_task_score_fn score,
                           void *user, qt_task_outcome *o) {
     uint64_t choice_bits = 0;
-    qt_status s = run_choices(it, score, user, &choice_bits, &o->choice_skipped);
+    qt_status s = run_choices(it, score, user, &choice_bits, &o->choice_skipped, &o->infra, o->why);
     if (s) return s;
+    if (o->infra) return (o->text = calloc(1, 1)) ? QT_OK : qt_error(QT_ERR_NOMEM, "tasks: out of memory");
     const uint64_t want = all_bits(it->n_checks);
     if (!it->generates) {
         o->check_pass = choice_bits;
@@ -110,20 +138,72 @@ static void tally(const qt_task_set *set, qt_task_result *r) {
     qt_eval_wilson(r->n_pass, r->n_items, QT_EVAL_Z95, &r->pass_lo, &r->pass_hi);
 }
 
-qt_status qt_tasks_run(const qt_task_set *set, int32_t n_samples, qt_task_gen_fn gen, qt_eval_score_fn score,
-                       void *user, const qt_progress *progress, qt_task_result *out) {
+/* The items run by worker threads: each takes the next item not yet taken. */
+typedef struct pool {
+    const qt_task_set *set;
+    int32_t n_samples;
+    qt_task_gen_fn gen;
+    qt_task_score_fn score;
+    void *user;
+    const qt_progress *progress;
+    qt_task_result *out;
+    pthread_mutex_t mu;
+    int32_t next, done;
+    int32_t err_item;          /* the first item (file order) that failed, or n_items */
+    qt_status err;
+    char err_msg[1024];        /* its qt_last_error() (thread-local, so carried over) */
+} pool;
+
+static void *worker(void *arg) {
+    pool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        const int32_t i = p->err ? p->set->n_items : p->next++;
+        pthread_mutex_unlock(&p->mu);
+        if (i >= p->set->n_items) break;
+        qt_status s = qt_cancelled() ? qt_error(QT_ERR_INTERRUPTED, "tasks: interrupted")
+                                     : run_item(&p->set->items[i], p->n_samples, p->gen, p->score, p->user, &p->out->items[i]);
+        pthread_mutex_lock(&p->mu);
+        if (s && i < p->err_item) {
+            p->err_item = i, p->err = s;
+            snprintf(p->err_msg, sizeof p->err_msg, "%s", qt_last_error());
+        }
+        if (!s) qt_progress_report(p->progress, "tasks", ++p->done, p->set->n_items);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return NULL;
+}
+
+qt_status qt_tasks_run_parallel(const qt_task_set *set, int32_t n_samples, int32_t n_workers, qt_task_gen_fn gen,
+                                qt_task_score_fn score, void *user, const qt_progress *progress, qt_task_result *out) {
     memset(out, 0, sizeof *out);
     if (set->n_items <= 0) return qt_error(QT_ERR_ARG, "tasks: no items");
     if (n_samples < 1) return qt_error(QT_ERR_ARG, "tasks: %d samples per item, need at least 1", (int)n_samples);
+    if (n_workers < 1) return qt_error(QT_ERR_ARG, "tasks: %d workers, need at least 1", (int)n_workers);
     if (!(out->items = calloc((size_t)set->n_items, sizeof *out->items))) return qt_error(QT_ERR_NOMEM, "tasks: out of memory");
     out->n_items = set->n_items;
     out->n_samples = n_samples;
-    for (int32_t i = 0; i < set->n_items; i++) {
-        if (qt_cancelled()) { qt_task_result_free(out); return qt_error(QT_ERR_INTERRUPTED, "tasks: interrupted"); }
-        qt_status s = run_item(&set->items[i], n_samples, gen, score, user, &out->items[i]);
-        if (s) { qt_task_result_free(out); return s; }
-        qt_progress_report(progress, "tasks", i + 1, set->n_items);
+    pool p = {.set = set, .n_samples = n_samples, .gen = gen, .score = score, .user = user, .progress = progress, .out = out,
+              .err_item = set->n_items};
+    pthread_mutex_init(&p.mu, NULL);
+    if (n_workers > set->n_items) n_workers = set->n_items;
+    pthread_t *th = n_workers > 1 ? calloc((size_t)n_workers, sizeof *th) : NULL;
+    int32_t started = 0;
+    for (; th && started < n_workers; started++)
+        if (pthread_create(&th[started], NULL, worker, &p) != 0) break;
+    if (started == 0) worker(&p); /* one worker, or no thread could start: this one */
+    for (int32_t k = 0; k < started; k++) pthread_join(th[k], NULL);
+    free(th);
+    pthread_mutex_destroy(&p.mu);
+    if (p.err) {
+        qt_task_result_free(out);
+        return qt_error(p.err, "%s", p.err_msg);
     }
     tally(set, out);
     return QT_OK;
+}
+
+qt_status qt_tasks_run(const qt_task_set *set, int32_t n_samples, qt_task_gen_fn gen, qt_task_score_fn score,
+                       void *user, const qt_progress *progress, qt_task_result *out) {
+    return qt_tasks_run_parallel(set, n_samples, 1, gen, score, user, progress, out);
 }

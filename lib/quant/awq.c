@@ -75,36 +75,45 @@ void qt_awq_scales(const float *x, const float *w, int64_t n, double ratio, floa
     for (int64_t j = 0; j < n; j++) s[j] /= norm;
 }
 
-#define ERR_ROWS 64 /* rows per unit of the output error: a fixed split (the same bits at any thread count) */
+#define ERR_ROWS 256 /* rows per unit of the output error: a fixed split (the same bits at any thread count);
+                      * sgemm ran at 51-66 GFLOP per CPU second on 64 rows, 78 on 256 (docs/awq.md "Time") */
 
+/* The loss in float: W - Q and H (whole: both triangles) to float, one sgemm per unit, each
+ * unit's products summed in double. The search compares 21 such losses per folding pair (about
+ * 9 TFLOP per layer of the 1B shape); dsymm on 64-row units ran at 30-34 GFLOP per CPU second
+ * where sgemm on 256-row units runs at 78 (docs/awq.md "Time"). llm-compressor's loss is a float32
+ * MSE of the module's output. A unit's float error is ~1e-7 relative (cols terms per product),
+ * far below the differences between candidates. */
 typedef struct err_job {
     const float *W, *Q;
     int64_t rows, cols;
-    const double *H;
-    double *d, *dh, *part;    /* (rows, cols), (rows, cols), (units) */
+    const float *H;
+    float *d, *dh;            /* (rows, cols), (rows, cols) */
+    double *part;             /* (units) */
 } err_job;
 
-/* Units [begin, end): each its rows' (w - q) H (w - q)^T, one dsymm, summed into part[unit]. */
+/* Units [begin, end): each its rows' (w - q) H (w - q)^T, one sgemm, summed into part[unit]. */
 static void err_units(void *ctx, int64_t begin, int64_t end, int thread) {
     const err_job *j = ctx;
     const int64_t C = j->cols;
     (void)thread;
     for (int64_t u = begin; u < end; u++) {
         const int64_t r0 = u * ERR_ROWS, m = j->rows - r0 < ERR_ROWS ? j->rows - r0 : ERR_ROWS;
-        double *d = j->d + r0 * C, *dh = j->dh + r0 * C;
-        for (int64_t i = 0; i < m * C; i++) d[i] = (double)j->W[r0 * C + i] - (double)j->Q[r0 * C + i];
-        cblas_dsymm(CblasRowMajor, CblasRight, CblasUpper, (int)m, (int)C, 1.0, j->H, (int)C, d, (int)C, 0.0, dh, (int)C);
+        float *d = j->d + r0 * C, *dh = j->dh + r0 * C;
+        for (int64_t i = 0; i < m * C; i++) d[i] = j->W[r0 * C + i] - j->Q[r0 * C + i];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)C, (int)C, 1.0f, d, (int)C, j->H, (int)C, 0.0f,
+                    dh, (int)C);
         double e = 0;
-        for (int64_t i = 0; i < m * C; i++) e += d[i] * dh[i];
+        for (int64_t i = 0; i < m * C; i++) e += (double)d[i] * (double)dh[i];
         j->part[u] = e;
     }
 }
 
-static double output_error(const float *W, const float *Q, int64_t rows, int64_t cols, const double *H,
+static double output_error(const float *W, const float *Q, int64_t rows, int64_t cols, const float *H,
                            qt_threadpool *pool) {
     const int64_t units = (rows + ERR_ROWS - 1) / ERR_ROWS;
-    err_job j = {W, Q, rows, cols, H, malloc((size_t)(rows * cols) * sizeof(double)),
-                 malloc((size_t)(rows * cols) * sizeof(double)), malloc((size_t)(units + 1) * sizeof(double))};
+    err_job j = {W, Q, rows, cols, H, malloc((size_t)(rows * cols) * sizeof(float)),
+                 malloc((size_t)(rows * cols) * sizeof(float)), malloc((size_t)(units + 1) * sizeof(double))};
     double e = NAN;
     if (j.d && j.dh && j.part) {
         openblas_set_num_threads(1); /* the same bits at any --threads (quanta/gptq.h) */
@@ -119,12 +128,23 @@ static double output_error(const float *W, const float *Q, int64_t rows, int64_t
     return e;
 }
 
+/* H as float, both triangles (H is symmetric: quanta/gptq.h qt_gptq_hessian_get), or NULL. */
+static float *float_hessian(const double *H, int64_t n) {
+    float *f = malloc((size_t)(n * n) * sizeof *f);
+    if (f)
+        for (int64_t i = 0; i < n * n; i++) f[i] = (float)H[i];
+    return f;
+}
+
 double qt_awq_output_error(const float *W, const float *Q, int64_t rows, int64_t cols, const double *H) {
-    return output_error(W, Q, rows, cols, H, NULL);
+    float *Hf = float_hessian(H, cols);
+    const double e = Hf ? output_error(W, Q, rows, cols, Hf, NULL) : NAN;
+    free(Hf);
+    return e;
 }
 
 /* The summed output error of every linear quantized with scales s (NULL: 1). */
-static qt_status loss_at(const qt_awq_problem *p, const float *s, float *buf, double *loss) {
+static qt_status loss_at(const qt_awq_problem *p, const float *Hf, const float *s, float *buf, double *loss) {
     *loss = 0;
     for (int k = 0; k < p->n_linears; k++) {
         const int64_t rows = p->rows[k], cols = p->cols;
@@ -135,7 +155,7 @@ static qt_status loss_at(const qt_awq_problem *p, const float *s, float *buf, do
         if (s) /* back to the unscaled input's coordinates: Q(W s) / s */
             for (int64_t i = 0; i < rows; i++)
                 for (int64_t j = 0; j < cols; j++) buf[i * cols + j] /= s[j];
-        const double e = output_error(p->W[k], buf, rows, cols, p->H, p->pool);
+        const double e = output_error(p->W[k], buf, rows, cols, Hf, p->pool);
         if (isnan(e)) return qt_error(QT_ERR_NOMEM, "awq: out of memory for the output error");
         *loss += e;
     }
@@ -154,13 +174,14 @@ qt_status qt_awq_search(const qt_awq_problem *p, float *s, qt_awq_result *r) {
     float *buf = malloc((size_t)(max_rows * n) * sizeof *buf), *cand = malloc((size_t)n * sizeof *cand);
     float *wm = p->duo ? malloc((size_t)n * sizeof *wm) : NULL;
     double *wsum = p->duo ? calloc((size_t)n, sizeof *wsum) : NULL;
-    qt_status st = buf && cand && (!p->duo || (wm && wsum)) ? QT_OK : qt_error(QT_ERR_NOMEM, "awq: out of memory");
+    float *Hf = float_hessian(p->H, n);
+    qt_status st = buf && cand && Hf && (!p->duo || (wm && wsum)) ? QT_OK : qt_error(QT_ERR_NOMEM, "awq: out of memory");
     if (st == QT_OK && p->duo) {
         for (int k = 0; k < p->n_linears; k++) qt_awq_weight_sum(p->W[k], p->rows[k], n, p->group[k], wsum);
         for (int64_t j = 0; j < n; j++) wm[j] = (float)(wsum[j] / (double)total_rows);
     }
     double best = INFINITY;
-    if (st == QT_OK) st = loss_at(p, NULL, buf, &best);
+    if (st == QT_OK) st = loss_at(p, Hf, NULL, buf, &best);
     r->loss_rtn = best;
     r->ratio = -1;
     for (int64_t j = 0; j < n; j++) s[j] = 1.0f;
@@ -168,7 +189,7 @@ qt_status qt_awq_search(const qt_awq_problem *p, float *s, qt_awq_result *r) {
         const double ratio = (double)g / p->n_grid;
         double loss;
         qt_awq_scales(p->x_mean, wm, n, ratio, cand);
-        if ((st = loss_at(p, cand, buf, &loss)) != QT_OK) break;
+        if ((st = loss_at(p, Hf, cand, buf, &loss)) != QT_OK) break;
         if (loss < best) { /* strictly lower: the first of equal candidates wins */
             best = loss;
             r->ratio = ratio;
@@ -176,6 +197,7 @@ qt_status qt_awq_search(const qt_awq_problem *p, float *s, qt_awq_result *r) {
         }
     }
     r->loss = best;
+    free(Hf);
     free(buf);
     free(cand);
     free(wm);

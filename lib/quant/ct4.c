@@ -95,10 +95,15 @@ static void to_float(qt_type t, const void *row, float *y, int64_t n) {
     qt__ct4_form_of(t, &f);
     const uint8_t *q = qt__ct4_codes(row, n, &f);
     float lut[16];
-    for (int64_t i = 0; i < n; i++) {
-        if (i % f.group == 0) qt__ct4_lut(row, &f, i / f.group, lut);
-        const uint8_t b = q[i / 32 * 16 + i % 16];
-        y[i] = lut[i % 32 < 16 ? b & 15 : b >> 4];
+    /* one group at a time: no division per value (the calibration's sgemm path dequantizes every
+     * weight once per sequence, lib/engine/matmul_blas.c) */
+    for (int64_t g0 = 0; g0 < n; g0 += f.group) {
+        qt__ct4_lut(row, &f, g0 / f.group, lut);
+        const int64_t g1 = g0 + f.group < n ? g0 + f.group : n;
+        for (int64_t i = g0; i < g1; i++) {
+            const uint8_t b = q[(i >> 5) * 16 + (i & 15)];
+            y[i] = lut[(i & 16) ? b >> 4 : b & 15];
+        }
     }
 }
 

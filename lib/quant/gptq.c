@@ -33,7 +33,9 @@ qt_gptq_opts qt_gptq_opts_default(void) { return (qt_gptq_opts){.damp_frac = 0.0
 
 /* ---- the Hessian ------------------------------------------------------------------ */
 
-#define HESS_CHUNK 256 /* rows summed in float per pass over the panels, then added into S (double) */
+#define HESS_CHUNK 512 /* rows summed in float per pass over the panels, then added into S (double): one
+                        * 512-token sequence per pass (256 took 1.3-1.5x the CPU time: sgemm at K = 256 and
+                        * twice the passes over S, docs/gptq.md "Where the time goes") */
 #define HESS_PANEL 256 /* rows of S per unit of work: a fixed split, so the sums never depend on the thread count */
 
 qt_status qt_gptq_hessian_init(qt_gptq_hessian *h, int64_t n) {

@@ -36,6 +36,7 @@
 #include "quanta/engine.h"
 #include "quanta/gptq.h"
 #include "quanta/smooth.h"
+#include "engine/engine_internal.h"
 #include "model/arch.h"
 #include "quant/ct4.h"
 #include "quant/ct_rows.h"
@@ -233,6 +234,8 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     qt_status s = qt_engine_new(m, &eo, &e);
     if (s == QT_OK) s = qt_threadpool_create(g->threads, &pool);
     if (s == QT_OK) s = qt_layerwise_new(e, g->tokens, g->n_seq, g->n_tok, &lw);
+    /* the quantized layers' f32 values and packed rows through sgemm (lib/engine/matmul_blas.c) */
+    if (s == QT_OK) s = qt__layerwise_set_blas(lw, true);
     if (g->kv_data) qt_kv_scales_begin(g->kv_data);
     if (s == QT_OK) s = replay(m, g, tg, lw, rp);
     const double t0 = now();
@@ -294,8 +297,9 @@ static uint64_t engine_bytes(const qt_hparams *hp, int32_t n_tok, int threads) {
     if (n_q > max_in) max_in = n_q;
     if ((uint64_t)hp->n_ff > max_in) max_in = (uint64_t)hp->n_ff;
     const uint64_t per_row = 3 * (uint64_t)hp->n_embd + 2 * n_q + 2 * n_kv + 2 * (uint64_t)hp->n_ff + max_in;
+    /* per thread: scratch rows, and the sgemm path's unit of dequantized rows (layerwise.c) */
     return 4 * ((uint64_t)n_tok * per_row + 2 * (uint64_t)hp->n_layer * n_tok * n_kv +
-                (uint64_t)(threads > 0 ? threads : 1) * (max_in + 3 * (uint64_t)hp->head_dim));
+                (uint64_t)(threads > 0 ? threads : 1) * (max_in * (1 + QT__BLAS_ROWS) + 3 * (uint64_t)hp->head_dim));
 }
 
 /* Resident bytes of an n x n Hessian accumulator: calloc'd, and only its upper
@@ -989,9 +993,17 @@ static qt_status spill(ct_target *x) {
         }
         const int32_t b = x->n_spilled - x->layer_t0;
         if (s == QT_OK && keep && b < x->n_bound) {
+            /* the f32 values of the bound rows (4-bit rows dequantized: their bytes are fewer than
+             * rows x cols x 4); the replay binds them as F32, and the calibration's sgemm path gives
+             * both the same bits (lib/engine/matmul_blas.c) */
             const size_t nb = (size_t)(c->rows * c->cols) * sizeof(float);
+            const qt_type bt = bound_type(x, c);
+            float *vals = bt == QT_TYPE_F32 ? x->bound[b] : malloc(nb);
+            if (!vals) s = qt_error(QT_ERR_NOMEM, "out of memory");
+            if (s == QT_OK && bt != QT_TYPE_F32) s = qt_dequantize_rows(bt, x->bound[b], vals, c->rows, c->cols);
             c->f32_off = x->spill_bytes;
-            s = spill_io(x->spill_fd, x->bound[b], nb, x->spill_bytes, true);
+            if (s == QT_OK) s = spill_io(x->spill_fd, vals, nb, x->spill_bytes, true);
+            if (vals != x->bound[b]) free(vals);
             x->spill_bytes += nb;
         }
         free(c->f.eff); /* the grid's own state, not written */

@@ -1,41 +1,59 @@
 /* lib/quantize/mix_measure.c — `--sensitivity measured` (docs/quantize.md
- * "Target size"): the cost of tensor W in candidate type c is the mean KL
- * divergence KL(base || model with only W in c) of the next-token
- * distribution, per token, on the calibration sequences.
+ * "Target size", lib/quantize/mix_table.h): for each group (one layer's
+ * attention, one layer's FFN, the output, an untied token embedding) and each
+ * type its members take, the mean KL divergence KL(base || model) per token
+ * of the next-token distribution on the calibration sequences with only that
+ * group's members in that type.
  *
- * Each decoder linear is measured by the engine itself: the layer-by-layer
- * seam binds that linear to its quantized copy, runs every layer and the
- * output, and binds it back. The output projection is exact without a run:
- * its logits move by H (Wq - W)^T, H the final norm's output rows captured
- * once. The token embedding is rebound in the engine for each candidate; only
- * a tied one (also the output) keeps its proxy cost, scaled by the median
- * measured/proxy ratio of the measured pairs. */
+ * Memory is bounded by one sequence: the base distribution is never stored
+ * for all tokens. Group by group, each sequence runs once as the base (its
+ * log-probabilities, n_tok x n_vocab doubles, and the output projection's
+ * input rows) and then once per type with the group's copies bound; the
+ * group's copies in all its types are held while it is measured. Decoder
+ * linears are bound through the layer-wise seam, an untied token embedding
+ * through the engine; the output projection needs no run: its logits move by
+ * H (Wq - W)^T, H the final norm's output rows of that sequence. A tied token
+ * embedding (also the output) is in no group (the engine cannot rebind it):
+ * it keeps its proxy, scaled by the median measured/proxy ratio. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "mix_table.h"
 #include "quantize_internal.h"
+
+enum { K_LINEAR, K_EMBD, K_OUTPUT };
+
+typedef struct member {
+    int32_t i;              /* into mix->t */
+    const qt_tensor *t;     /* the model's */
+    int kind;
+    int32_t layer;
+    char linear[32];
+} member;
 
 typedef struct measure_ctx {
     const qt_model *m;
     qt_engine_ctx *e;
     const qt_quantize_target *tg;
-    int32_t n_layer, n_vocab, n_embd;
-    int64_t rows;        /* n_seq * n_tok */
-    double *logp0;       /* (rows, n_vocab) the base model's log-probabilities */
-    float *logits;       /* (rows, n_vocab) scratch */
-    float *h;            /* (rows, n_embd) the output projection's input */
-    int64_t h_at;        /* rows of h captured */
+    int32_t n_layer, n_vocab, n_embd, n_tok;
+    double *logp0;       /* (n_tok, n_vocab) the base model's log-probabilities of the current sequence */
+    double *scratch;     /* (n_vocab) */
+    float *base_logits;  /* (n_tok, n_vocab) the base model's logits of the current sequence */
+    float *logits;       /* (n_tok, n_vocab) scratch */
+    float *h0, *h;       /* (n_tok, n_embd) the output projection's input: base, and the run's */
+    float *h_dst;
+    int64_t h_at;
 } measure_ctx;
 
 static void capture_output_input(void *user, int32_t layer, const char *linear, const float *x, int32_t n_tokens,
                                  int32_t n_in) {
     measure_ctx *c = user;
     if (layer != -1 || strcmp(linear, "output")) return;
-    if (c->h_at + n_tokens > c->rows || n_in != c->n_embd) return;
-    memcpy(c->h + c->h_at * n_in, x, (size_t)n_tokens * (size_t)n_in * sizeof(float));
+    if (c->h_at + n_tokens > c->n_tok || n_in != c->n_embd) return;
+    memcpy(c->h_dst + c->h_at * n_in, x, (size_t)n_tokens * (size_t)n_in * sizeof(float));
     c->h_at += n_tokens;
 }
 
@@ -48,33 +66,17 @@ static void log_softmax(const float *z, int32_t n, double *out) {
     for (int32_t v = 0; v < n; v++) out[v] = (double)z[v] - lse;
 }
 
-/* Mean over rows of KL(base || softmax(logits)), nats per token. */
-static double mean_kld(const measure_ctx *c, double *scratch) {
+/* Sum over the sequence's rows of KL(base || softmax(logits)), nats. */
+static double sum_kld(measure_ctx *c, const float *logits) {
     double total = 0;
-    for (int64_t r = 0; r < c->rows; r++) {
-        log_softmax(c->logits + r * c->n_vocab, c->n_vocab, scratch);
-        const double *l0 = c->logp0 + r * c->n_vocab;
+    for (int32_t r = 0; r < c->n_tok; r++) {
+        log_softmax(logits + (size_t)r * c->n_vocab, c->n_vocab, c->scratch);
+        const double *l0 = c->logp0 + (size_t)r * c->n_vocab;
         double kl = 0;
-        for (int32_t v = 0; v < c->n_vocab; v++) kl += exp(l0[v]) * (l0[v] - scratch[v]);
+        for (int32_t v = 0; v < c->n_vocab; v++) kl += exp(l0[v]) * (l0[v] - c->scratch[v]);
         total += kl > 0 ? kl : 0;
     }
-    return total / (double)c->rows;
-}
-
-/* Every layer and the output, with whatever is bound; bind (layer, linear, t) first when t. */
-static qt_status run_model(measure_ctx *c, int32_t layer, const char *linear, const qt_tensor *t, const qt_tensor *back) {
-    qt_layerwise *lw;
-    qt_status s = qt_layerwise_new(c->e, c->tg->tokens, c->tg->n_seq, c->tg->n_tok, &lw);
-    if (s != QT_OK) return s;
-    if (t) s = qt_layerwise_set_weight(lw, layer, linear, t);
-    for (int32_t il = 0; s == QT_OK && il < c->n_layer; il++) s = qt_layerwise_run_layer(lw, NULL, NULL);
-    if (s == QT_OK) s = qt_layerwise_logits(lw, c->logits);
-    if (back) {
-        qt_status b = qt_layerwise_set_weight(lw, layer, linear, back);
-        if (s == QT_OK) s = b;
-    }
-    qt_layerwise_free(lw);
-    return s;
+    return total;
 }
 
 /* The tensor in type ty (data malloc'd into *buf), quantized as the run would (weights w). */
@@ -96,9 +98,8 @@ static qt_status quantize_copy(const qt_tensor *t, qt_type ty, const float *w, q
     return s;
 }
 
-/* logits = base + H (Wq - W)^T, from the base logits (exp(logp0) up to a constant per row is enough:
- * log-softmax is shift-invariant, so logp0 stands in for the base logits). */
-static qt_status output_logits(measure_ctx *c, const qt_tensor *w, const qt_tensor *q) {
+/* logits += h (Wq - W)^T, over the sequence's rows (log-softmax is shift-invariant, so any base works). */
+static qt_status output_delta(measure_ctx *c, const float *h, const qt_tensor *w, const qt_tensor *q, float *logits) {
     const int64_t ne0 = w->ne[0];
     float *a = malloc((size_t)ne0 * sizeof *a), *b = malloc((size_t)ne0 * sizeof *b);
     qt_status s = a && b ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
@@ -106,11 +107,11 @@ static qt_status output_logits(measure_ctx *c, const qt_tensor *w, const qt_tens
         s = qt_dequantize_rows(w->type, (const uint8_t *)w->data + (size_t)v * qt_row_size(w->type, ne0), a, 1, ne0);
         if (s == QT_OK) s = qt_dequantize_rows(q->type, (const uint8_t *)q->data + (size_t)v * qt_row_size(q->type, ne0), b, 1, ne0);
         for (int64_t j = 0; s == QT_OK && j < ne0; j++) b[j] -= a[j];
-        for (int64_t r = 0; s == QT_OK && r < c->rows; r++) {
+        for (int32_t r = 0; s == QT_OK && r < c->n_tok; r++) {
             double d = 0;
-            const float *h = c->h + r * ne0;
-            for (int64_t j = 0; j < ne0; j++) d += (double)h[j] * (double)b[j];
-            c->logits[r * c->n_vocab + v] = (float)(c->logp0[r * c->n_vocab + v] + d);
+            const float *hr = h + (size_t)r * ne0;
+            for (int64_t j = 0; j < ne0; j++) d += (double)hr[j] * (double)b[j];
+            logits[(size_t)r * c->n_vocab + v] = (float)((double)logits[(size_t)r * c->n_vocab + v] + d);
         }
     }
     free(a);
@@ -118,115 +119,233 @@ static qt_status output_logits(measure_ctx *c, const qt_tensor *w, const qt_tens
     return s;
 }
 
-/* Layer and linear of "blk.N.<linear>.weight" (layer -1 when the name is not a decoder linear). */
-static int32_t linear_of(const char *name, char *linear, size_t cap) {
-    int l = -1, end = 0;
-    if (sscanf(name, "blk.%d.%n", &l, &end) != 1 || end <= 0) return -1;
-    snprintf(linear, cap, "%s", name + end);
-    char *dot = strrchr(linear, '.');
-    if (!dot || strcmp(dot, ".weight")) return -1;
-    *dot = '\0';
-    return qt__layer_linear_find(linear) >= 0 ? l : -1;
+static qt_status bind(measure_ctx *c, qt_layerwise *lw, const member *mb, const qt_tensor *t) {
+    if (mb->kind == K_LINEAR) return qt_layerwise_set_weight(lw, mb->layer, mb->linear, t);
+    if (mb->kind == K_EMBD) return qt__engine_set_token_embd(c->e, t);
+    return QT_OK; /* the output: by its delta */
 }
 
-/* The base model, every measured linear bound the way a measurement binds it back; captures h. */
-static qt_status run_base(measure_ctx *c, const qt_quantize_mix *mx, const qt_quantize_plan *base) {
-    qt_layerwise *lw;
-    qt_status s = qt_layerwise_new(c->e, c->tg->tokens, c->tg->n_seq, c->tg->n_tok, &lw);
-    if (s != QT_OK) return s;
-    for (int32_t i = 0; s == QT_OK && i < mx->n; i++) {
-        const qt_tensor *t = qt_model_find_tensor(c->m, base->tensors[mx->t[i].plan_index].name);
-        char linear[QT_MAX_NAME];
-        const int32_t layer = linear_of(t->name, linear, sizeof linear);
-        if (layer >= 0) s = qt_layerwise_set_weight(lw, layer, linear, t);
-    }
-    for (int32_t il = 0; s == QT_OK && il < c->n_layer; il++) s = qt_layerwise_run_layer(lw, NULL, NULL);
+/* Sequence s through every layer and the output with the members bound to q[k] (NULL: as stored),
+ * then bound back: logits into `logits`, the output's input rows into `h`. */
+static qt_status run_seq(measure_ctx *c, int32_t s, const member *mb, int32_t n, const qt_tensor *q, float *logits, float *h) {
+    qt_layerwise *lw = NULL;
+    qt_status st = QT_OK;
+    /* the embedding first: the seam looks the tokens up when it starts */
+    for (int32_t k = 0; st == QT_OK && k < n; k++)
+        if (q && q[k].data && mb[k].kind == K_EMBD) st = bind(c, NULL, &mb[k], &q[k]);
+    if (st == QT_OK) st = qt_layerwise_new(c->e, c->tg->tokens + (size_t)s * c->n_tok, 1, c->n_tok, &lw);
+    for (int32_t k = 0; st == QT_OK && k < n; k++)
+        if (q && q[k].data && mb[k].kind == K_LINEAR) st = bind(c, lw, &mb[k], &q[k]);
+    for (int32_t il = 0; st == QT_OK && il < c->n_layer; il++) st = qt_layerwise_run_layer(lw, NULL, NULL);
     c->h_at = 0;
-    if (s == QT_OK) s = qt_layerwise_logits_observed(lw, capture_output_input, c, c->logits);
-    if (s == QT_OK && c->h_at != c->rows)
-        s = qt_error(QT_ERR_INTERNAL, "measured sensitivity: the output's input rows were not all seen (%lld of %lld)",
-                     (long long)c->h_at, (long long)c->rows);
-    qt_layerwise_free(lw);
-    for (int64_t r = 0; s == QT_OK && r < c->rows; r++) log_softmax(c->logits + r * c->n_vocab, c->n_vocab, c->logp0 + r * c->n_vocab);
-    return s;
-}
-
-/* The model with the token embedding in q, then bound back to t. */
-static qt_status run_embd(measure_ctx *c, const qt_tensor *t, const qt_tensor *q) {
-    qt_status s = qt__engine_set_token_embd(c->e, q);
-    if (s == QT_OK) s = run_model(c, 0, NULL, NULL, NULL);
-    const qt_status b = qt__engine_set_token_embd(c->e, t);
-    return s == QT_OK ? b : s;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static qt_status measure_all(measure_ctx *c, qt_quantize_mix *mx, const qt_quantize_plan *base, float *const *weights) {
-    double *scratch = malloc((size_t)c->n_vocab * sizeof *scratch), *ratio = calloc((size_t)mx->n * 32 + 1, sizeof *ratio);
-    bool *done = calloc((size_t)mx->n + 1, sizeof *done);
-    qt_status s = scratch && ratio && done ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
-    int32_t n_ratio = 0;
-    for (int32_t i = 0; s == QT_OK && i < mx->n; i++) {
-        const qt_tensor *t = qt_model_find_tensor(c->m, base->tensors[mx->t[i].plan_index].name);
-        char linear[QT_MAX_NAME];
-        const int32_t layer = linear_of(t->name, linear, sizeof linear);
-        const bool out = !strcmp(t->name, "output.weight");
-        const bool embd = !strcmp(t->name, "token_embd.weight") && qt_model_find_tensor(c->m, "output.weight");
-        if (layer < 0 && !out && !embd) continue;
-        for (int32_t k = 0; s == QT_OK && k < mx->t[i].n_options; k++) {
-            qt_tensor q;
-            uint8_t *buf = NULL;
-            s = quantize_copy(t, mx->t[i].types[k], weights[i], &q, &buf);
-            if (s == QT_OK) s = out ? output_logits(c, t, &q) : embd ? run_embd(c, t, &q) : run_model(c, layer, linear, &q, t);
-            if (s == QT_OK) {
-                const double proxy = mx->t[i].cost[k];
-                mx->t[i].cost[k] = mean_kld(c, scratch);
-                if (proxy > 0 && mx->t[i].cost[k] > 0) ratio[n_ratio++] = mx->t[i].cost[k] / proxy;
-            }
-            free(buf);
-            if (s == QT_OK && qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: interrupted", qt_model_path(c->m));
+    c->h_dst = h;
+    if (st == QT_OK) st = qt_layerwise_logits_observed(lw, capture_output_input, c, logits);
+    if (st == QT_OK && c->h_at != c->n_tok)
+        st = qt_error(QT_ERR_INTERNAL, "measured sensitivity: the output's input rows were not all seen (%lld of %d)",
+                      (long long)c->h_at, c->n_tok);
+    for (int32_t k = 0; k < n; k++)
+        if (q && q[k].data && (lw || mb[k].kind == K_EMBD)) {
+            const qt_status b = bind(c, lw, &mb[k], mb[k].t);
+            if (st == QT_OK) st = b;
         }
-        done[i] = true;
-    }
-    if (s == QT_OK && n_ratio) {
-        qsort(ratio, (size_t)n_ratio, sizeof *ratio, cmp_double);
-        const double scale = ratio[n_ratio / 2];
-        for (int32_t i = 0; i < mx->n; i++)
-            for (int32_t k = 0; !done[i] && k < mx->t[i].n_options; k++) mx->t[i].cost[k] *= scale;
-    }
-    free(scratch);
-    free(ratio);
-    free(done);
-    return s;
+    if (lw) qt_layerwise_free(lw);
+    return st;
 }
 
-qt_status qt__mix_measure(const qt_model *m, const qt_quantize_target *tg, int threads, qt_quantize_mix *mx,
-                          const qt_quantize_plan *base, float *const *weights) {
+/* The base run of sequence s: base_logits, h0, logp0. */
+static qt_status run_base(measure_ctx *c, int32_t s) {
+    qt_status st = run_seq(c, s, NULL, 0, NULL, c->base_logits, c->h0);
+    for (int32_t r = 0; st == QT_OK && r < c->n_tok; r++)
+        log_softmax(c->base_logits + (size_t)r * c->n_vocab, c->n_vocab, c->logp0 + (size_t)r * c->n_vocab);
+    return st;
+}
+
+/* Sum of KL over sequence s's rows with the members in q (after run_base(s)). */
+static qt_status kld_with(measure_ctx *c, int32_t s, const member *mb, int32_t n, const qt_tensor *q, double *sum) {
+    bool engine = false;
+    for (int32_t k = 0; k < n; k++) engine |= q[k].data && mb[k].kind != K_OUTPUT;
+    const float *h = c->h0;
+    qt_status st = QT_OK;
+    if (engine) {
+        st = run_seq(c, s, mb, n, q, c->logits, c->h);
+        h = c->h;
+    } else {
+        memcpy(c->logits, c->base_logits, (size_t)c->n_tok * (size_t)c->n_vocab * sizeof *c->logits);
+    }
+    for (int32_t k = 0; st == QT_OK && k < n; k++)
+        if (q[k].data && mb[k].kind == K_OUTPUT) st = output_delta(c, h, mb[k].t, &q[k], c->logits);
+    if (st == QT_OK) *sum += sum_kld(c, c->logits);
+    return st;
+}
+
+/* The members of every group, in the mix's order; grp[i]: tensor i's group (-1: none). */
+static qt_status make_groups(measure_ctx *c, const qt_quantize_mix *mx, const qt_quantize_plan *base, qt__mix_table *tb,
+                             member *mb, int32_t *grp) {
+    const bool tied = qt_model_find_tensor(c->m, "output.weight") == NULL;
+    tb->n = 0;
+    for (int32_t i = 0; i < mx->n; i++) {
+        grp[i] = -1;
+        const qt_tensor *t = qt_model_find_tensor(c->m, base->tensors[mx->t[i].plan_index].name);
+        char name[QT_MAX_NAME];
+        if (!qt__mix_group_of(t->name, c->tg->per_group, name, sizeof name)) continue;
+        member *b = &mb[i];
+        *b = (member){.i = i, .t = t, .layer = -1};
+        if (!strcmp(name, "output")) b->kind = K_OUTPUT;
+        else if (!strcmp(name, "token_embd")) {
+            if (tied) continue;
+            b->kind = K_EMBD;
+        } else {
+            int end = 0;
+            sscanf(t->name, "blk.%d.%n", &b->layer, &end);
+            snprintf(b->linear, sizeof b->linear, "%.*s", (int)(strlen(t->name) - (size_t)end - strlen(".weight")), t->name + end);
+            b->kind = K_LINEAR;
+        }
+        int32_t g = 0;
+        while (g < tb->n && strcmp(tb->g[g].name, name)) g++;
+        if (g == tb->n) {
+            snprintf(tb->g[g].name, sizeof tb->g[g].name, "%s", name);
+            tb->g[g].n_types = 0;
+            tb->n++;
+        }
+        grp[i] = g;
+        qt__mix_group *G = &tb->g[g];
+        for (int32_t k = 0; k < mx->t[i].n_options; k++) {
+            int32_t j = 0;
+            while (j < G->n_types && G->types[j] != mx->t[i].types[k]) j++;
+            if (j == G->n_types && j < QT__MIX_MAX_TYPES) G->types[G->n_types++] = mx->t[i].types[k];
+        }
+    }
+    return QT_OK;
+}
+
+/* Engine and buffers for one sequence's logits. */
+static qt_status ctx_open(measure_ctx *c, const qt_model *m, const qt_quantize_target *tg, int threads) {
     if (!tg->tokens || tg->n_seq < 1 || tg->n_tok < 2)
         return qt_error(QT_ERR_ARG, "--sensitivity measured needs calibration text (--calib FILE)");
     const qt_hparams *hp = qt_model_hparams(m);
-    measure_ctx c = {.m = m, .tg = tg, .n_layer = hp->n_layer, .rows = (int64_t)tg->n_seq * tg->n_tok};
+    *c = (measure_ctx){.m = m, .tg = tg, .n_layer = hp->n_layer, .n_tok = tg->n_tok, .n_embd = (int32_t)hp->n_embd};
     qt_engine_opts eo;
     qt_engine_opts_default(&eo);
     eo.n_ctx = eo.n_batch = tg->n_tok;
     eo.n_threads = threads;
     eo.kv_type = QT_KV_TYPE_F32;
-    qt_status s = qt_engine_new(m, &eo, &c.e);
+    qt_status s = qt_engine_new(m, &eo, &c->e);
     if (s != QT_OK) return s;
-    c.n_vocab = qt_engine_n_vocab(c.e);
-    c.n_embd = (int32_t)hp->n_embd;
-    c.logp0 = malloc((size_t)c.rows * (size_t)c.n_vocab * sizeof *c.logp0);
-    c.logits = malloc((size_t)c.rows * (size_t)c.n_vocab * sizeof *c.logits);
-    c.h = malloc((size_t)c.rows * (size_t)c.n_embd * sizeof *c.h);
-    if (!c.logp0 || !c.logits || !c.h) s = qt_error(QT_ERR_NOMEM, "out of memory");
-    if (s == QT_OK) s = run_base(&c, mx, base);
-    if (s == QT_OK) s = measure_all(&c, mx, base, weights);
-    free(c.logp0);
-    free(c.logits);
-    free(c.h);
-    qt_engine_free(c.e);
+    c->n_vocab = qt_engine_n_vocab(c->e);
+    const size_t lv = (size_t)c->n_tok * (size_t)c->n_vocab, le = (size_t)c->n_tok * (size_t)c->n_embd;
+    c->logp0 = malloc(lv * sizeof *c->logp0);
+    c->scratch = malloc((size_t)c->n_vocab * sizeof *c->scratch);
+    c->base_logits = malloc(lv * sizeof *c->base_logits);
+    c->logits = malloc(lv * sizeof *c->logits);
+    c->h0 = malloc(le * sizeof *c->h0);
+    c->h = malloc(le * sizeof *c->h);
+    if (!c->logp0 || !c->scratch || !c->base_logits || !c->logits || !c->h0 || !c->h) return qt_error(QT_ERR_NOMEM, "out of memory");
+    return QT_OK;
+}
+
+static void ctx_close(measure_ctx *c) {
+    free(c->logp0);
+    free(c->scratch);
+    free(c->base_logits);
+    free(c->logits);
+    free(c->h0);
+    free(c->h);
+    if (c->e) qt_engine_free(c->e);
+}
+
+/* Every decoder linear bound to its own tensor, as a measurement binds it back (the same kernels from here on). */
+static qt_status bind_base(measure_ctx *c, const member *mb, const int32_t *grp, int32_t n) {
+    qt_layerwise *lw = NULL;
+    qt_status s = qt_layerwise_new(c->e, c->tg->tokens, 1, c->n_tok, &lw);
+    for (int32_t i = 0; s == QT_OK && i < n; i++)
+        if (grp[i] >= 0 && mb[i].kind == K_LINEAR) s = bind(c, lw, &mb[i], mb[i].t);
+    if (lw) qt_layerwise_free(lw);
+    return s;
+}
+
+static qt_status measure_group(measure_ctx *c, const qt_quantize_mix *mx, float *const *weights, const member *mb,
+                               const int32_t *grp, int32_t g, qt__mix_group *G) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < mx->n; i++) n += grp[i] == g;
+    member *gm = calloc((size_t)n + 1, sizeof *gm);
+    qt_tensor *q = calloc((size_t)G->n_types * (size_t)n + 1, sizeof *q);
+    uint8_t **buf = calloc((size_t)G->n_types * (size_t)n + 1, sizeof *buf);
+    double *sum = calloc((size_t)G->n_types + 1, sizeof *sum);
+    qt_status s = gm && q && buf && sum ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
+    int32_t at = 0;
+    for (int32_t i = 0; s == QT_OK && i < mx->n; i++) {
+        if (grp[i] != g) continue;
+        gm[at] = mb[i];
+        for (int32_t k = 0; s == QT_OK && k < G->n_types; k++)
+            for (int32_t o = 0; s == QT_OK && o < mx->t[i].n_options; o++)
+                if (mx->t[i].types[o] == G->types[k])
+                    s = quantize_copy(mb[i].t, G->types[k], weights[i], &q[k * n + at], &buf[k * n + at]);
+        at++;
+    }
+    for (int32_t sq = 0; s == QT_OK && sq < c->tg->n_seq; sq++) {
+        s = run_base(c, sq);
+        for (int32_t k = 0; s == QT_OK && k < G->n_types; k++) s = kld_with(c, sq, gm, n, &q[k * n], &sum[k]);
+        if (s == QT_OK && qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: interrupted", qt_model_path(c->m));
+    }
+    for (int32_t k = 0; s == QT_OK && k < G->n_types; k++) G->cost[k] = sum[k] / ((double)c->tg->n_seq * (double)c->n_tok);
+    for (int32_t k = 0; buf && k < G->n_types * n; k++) free(buf[k]);
+    free(gm);
+    free(q);
+    free(buf);
+    free(sum);
+    return s;
+}
+
+qt_status qt__mix_measure(const qt_model *m, const qt_quantize_target *tg, int threads, const qt_quantize_mix *mx,
+                          const qt_quantize_plan *base, float *const *weights, qt__mix_table *tb, int32_t *grp) {
+    measure_ctx c = {0};
+    member *mb = calloc((size_t)mx->n + 1, sizeof *mb);
+    tb->g = calloc((size_t)mx->n + 1, sizeof *tb->g);
+    qt_status s = mb && tb->g ? ctx_open(&c, m, tg, threads) : qt_error(QT_ERR_NOMEM, "out of memory");
+    if (s == QT_OK) s = make_groups(&c, mx, base, tb, mb, grp);
+    if (s == QT_OK) s = bind_base(&c, mb, grp, mx->n);
+    for (int32_t g = 0; s == QT_OK && g < tb->n; g++) s = measure_group(&c, mx, weights, mb, grp, g, &tb->g[g]);
+    ctx_close(&c);
+    free(mb);
+    return s;
+}
+
+/* The additivity check: every grouped tensor in its chosen type at once (a tied token embedding as the
+ * output projection only: the engine cannot rebind its lookup), the mean KL per token on the same tokens. */
+qt_status qt__mix_measure_final(const qt_model *m, const qt_quantize_target *tg, int threads, const qt_quantize_mix *mx,
+                                const qt_quantize_plan *base, float *const *weights, double *kld) {
+    measure_ctx c = {0};
+    const int32_t n = mx->n;
+    member *mb = calloc((size_t)n + 1, sizeof *mb);
+    int32_t *grp = calloc((size_t)n + 1, sizeof *grp);
+    qt_tensor *q = calloc((size_t)n + 1, sizeof *q);
+    uint8_t **buf = calloc((size_t)n + 1, sizeof *buf);
+    qt__mix_table tb = {.g = calloc((size_t)n + 1, sizeof *tb.g)};
+    qt_status s = mb && grp && q && buf && tb.g ? ctx_open(&c, m, tg, threads) : qt_error(QT_ERR_NOMEM, "out of memory");
+    if (s == QT_OK) s = make_groups(&c, mx, base, &tb, mb, grp);
+    const bool tied = qt_model_find_tensor(m, "output.weight") == NULL;
+    for (int32_t i = 0; s == QT_OK && i < n; i++) {
+        const qt_tensor *t = qt_model_find_tensor(m, base->tensors[mx->t[i].plan_index].name);
+        if (grp[i] < 0 && tied && !strcmp(t->name, "token_embd.weight")) {
+            mb[i] = (member){.i = i, .t = t, .kind = K_OUTPUT, .layer = -1};
+            grp[i] = 0;
+        }
+        if (grp[i] >= 0) s = quantize_copy(t, mx->t[i].types[mx->t[i].chosen], weights[i], &q[i], &buf[i]);
+    }
+    if (s == QT_OK) s = bind_base(&c, mb, grp, n);
+    double sum = 0;
+    for (int32_t sq = 0; s == QT_OK && sq < tg->n_seq; sq++) {
+        s = run_base(&c, sq);
+        if (s == QT_OK) s = kld_with(&c, sq, mb, n, q, &sum);
+        if (s == QT_OK && qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: interrupted", qt_model_path(m));
+    }
+    *kld = s == QT_OK ? sum / ((double)tg->n_seq * (double)tg->n_tok) : NAN;
+    ctx_close(&c);
+    for (int32_t i = 0; buf && i < n; i++) free(buf[i]);
+    free(buf);
+    free(q);
+    free(mb);
+    free(grp);
+    free(tb.g);
     return s;
 }

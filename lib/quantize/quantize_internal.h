@@ -223,11 +223,35 @@ qt_status qt__quantize_write_staged(const qt_model *m, const char *out_path, con
  * QT_TYPE_COUNT where the rules decide), recorded in quanta.mix.* (lib/quantize/target.c). */
 qt_status qt__quantize_plan_make_mix(const qt_model *m, const qt_quantize_opts *o, const qt_type *mix_types,
                                      uint64_t budget, double cost, const char *sensitivity, qt_quantize_plan **out);
-/* --sensitivity measured: mix->t[].cost (the proxy's on entry) replaced by measured KL divergences
- * (lib/quantize/mix_measure.c); weights: (mix->n) the importance weights the run quantizes with. */
+/* --sensitivity measured (lib/quantize/mix_measure.c, lib/quantize/mix_table.h): the table of measured
+ * group costs; grp (mix->n): each tensor's group in it (-1: none); weights: (mix->n) the importance
+ * weights the run quantizes with. tb->g is malloc'd (qt__mix_table_free). */
 struct qt_quantize_mix;
-qt_status qt__mix_measure(const qt_model *m, const qt_quantize_target *tg, int threads, struct qt_quantize_mix *mx,
-                          const qt_quantize_plan *base, float *const *weights);
+struct qt__mix_table;
+qt_status qt__mix_measure(const qt_model *m, const qt_quantize_target *tg, int threads, const struct qt_quantize_mix *mx,
+                          const qt_quantize_plan *base, float *const *weights, struct qt__mix_table *tb, int32_t *grp);
+/* The additivity check: the mean KL per token with every grouped tensor in its chosen type at once. */
+qt_status qt__mix_measure_final(const qt_model *m, const qt_quantize_target *tg, int threads, const struct qt_quantize_mix *mx,
+                                const qt_quantize_plan *base, float *const *weights, double *kld);
+
+/* The proxy cost of one tensor in one type (lib/quantize/target.c): quantized with the
+ * importance weights qw, scored sum_ij w_j dW_ij^2 (NULL: 1); the token embedding's is the
+ * mean over its rows, plus the weighted sum when it is also the (tied) output. */
+typedef struct qt__proxy_job {
+    const qt_tensor *t;
+    qt_type type;
+    const float *qw, *w;  /* (ne0 x experts) or NULL */
+    bool lookup, matmul_too;
+    double cost;
+    qt_status s;
+} qt__proxy_job;
+void qt__proxy_job_init(const qt_model *m, qt__proxy_job *j, const qt_tensor *t, qt_type type, const float *qw,
+                        const float *w);
+/* Every job on the thread pool (any thread count gives the same costs). */
+qt_status qt__proxy_scan(const qt_model *m, int threads, qt__proxy_job *jobs, int64_t n_jobs);
+/* t's importance weights from im (malloc'd), or *out NULL where im has no usable entry. */
+struct qt_imatrix;
+qt_status qt__mix_tensor_weights(const struct qt_imatrix *im, const qt_tensor *t, float **out);
 /* tg->refine_rounds rounds of single swaps, each kept only when the whole mix's measured KL divergence
  * on tg's tokens falls (lib/quantize/mix_refine.c); budget: the bytes the chosen options may sum to,
  * each rounded up to align (0: none). Updates mx->t[].chosen, used_bytes, predicted_cost, refine_*. */

@@ -10,11 +10,15 @@
  * in order, so any thread count gives the same costs. The file's size is the
  * writer's (size-only mode); the tensors' budget is the target less the rest
  * of the file, and a plan over target is re-allocated with the excess taken off. */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mix.h"
+#include "mix_table.h"
 #include "quanta/imatrix.h"
 #include "quantize_internal.h"
 
@@ -37,33 +41,25 @@ void qt_quantize_mix_free(qt_quantize_mix *mix) {
 
 static uint64_t pad(uint64_t b) { return (b + ALIGN - 1) / ALIGN * ALIGN; }
 
-typedef struct job {
-    const qt_tensor *t;
-    qt_type type;
-    const float *w;      /* (ne0 x experts) importance weights, or NULL */
-    bool lookup;         /* the token embedding: mean over rows */
-    bool matmul_too;     /* ... which is also the (tied) output matmul */
-    double cost;
-    qt_status s;
-} job;
-
 typedef struct scan_ctx {
-    job *jobs;
+    qt__proxy_job *jobs;
     float **scratch;     /* (threads) 2 rows of floats + a quantized row */
     int64_t max_row;
 } scan_ctx;
 
-static void scan_job(scan_ctx *c, job *j, float *row, float *back, uint8_t *q) {
+/* qw quantizes, w scores: the same weights for the mix's own costs; a preset
+ * quantized without an imatrix is scored with the run's (lib/quantize/sweep.c). */
+static void scan_job(qt__proxy_job *j, float *row, float *back, uint8_t *q) {
     const qt_tensor *t = j->t;
     const int64_t ne0 = t->ne[0], n_rows = t->ne[1] * (t->ne[2] > 1 ? t->ne[2] : 1) * (t->ne[3] > 1 ? t->ne[3] : 1);
     const size_t src_row = qt_row_size(t->type, ne0);
     const int64_t per_slice = t->ne[1] > 0 ? t->ne[1] : 1, n_exp = t->ne[2] > 1 ? t->ne[2] : 1;
     double weighted = 0, plain = 0;
-    (void)c;
     for (int64_t r = 0; r < n_rows && j->s == QT_OK; r++) {
-        const float *w = j->w ? j->w + (r / per_slice % n_exp) * ne0 : NULL;
+        const int64_t at = (r / per_slice % n_exp) * ne0;
+        const float *w = j->w ? j->w + at : NULL, *qw = j->qw ? j->qw + at : NULL;
         j->s = qt_dequantize_rows(t->type, (const uint8_t *)t->data + (size_t)r * src_row, row, 1, ne0);
-        if (j->s == QT_OK) j->s = qt_quantize_rows(j->type, row, q, 1, ne0, w);
+        if (j->s == QT_OK) j->s = qt_quantize_rows(j->type, row, q, 1, ne0, qw);
         if (j->s == QT_OK) j->s = qt_dequantize_rows(j->type, q, back, 1, ne0);
         for (int64_t k = 0; j->s == QT_OK && k < ne0; k++) {
             const double e = (double)row[k] - (double)back[k];
@@ -78,7 +74,47 @@ static void scan_range(void *vctx, int64_t b, int64_t e, int ti) {
     scan_ctx *c = vctx;
     float *row = c->scratch[ti], *back = row + c->max_row;
     uint8_t *q = (uint8_t *)(back + c->max_row);
-    for (int64_t i = b; i < e && !qt_cancelled(); i++) scan_job(c, &c->jobs[i], row, back, q);
+    for (int64_t i = b; i < e && !qt_cancelled(); i++) scan_job(&c->jobs[i], row, back, q);
+}
+
+void qt__proxy_job_init(const qt_model *m, qt__proxy_job *j, const qt_tensor *t, qt_type type, const float *qw,
+                        const float *w) {
+    const bool lookup = !strcmp(t->name, "token_embd.weight");
+    *j = (qt__proxy_job){t, type, qw, w, lookup, lookup && qt_model_find_tensor(m, "output.weight") == NULL, 0, QT_OK};
+}
+
+qt_status qt__proxy_scan(const qt_model *m, int threads, qt__proxy_job *jobs, int64_t n_jobs) {
+    int64_t max_row = 0;
+    for (int64_t i = 0; i < n_jobs; i++)
+        if (jobs[i].t->ne[0] > max_row) max_row = jobs[i].t->ne[0];
+    qt_threadpool *tp = NULL;
+    qt_status s = qt_threadpool_create(threads > 0 ? threads : qt_default_threads(), &tp);
+    scan_ctx sc = {jobs, NULL, max_row};
+    const int nt = s == QT_OK ? qt_threadpool_size(tp) : 0;
+    if (s == QT_OK && !(sc.scratch = calloc((size_t)nt, sizeof *sc.scratch))) s = qt_error(QT_ERR_NOMEM, "out of memory");
+    for (int i = 0; s == QT_OK && i < nt; i++)
+        if (!(sc.scratch[i] = malloc((size_t)max_row * 3 * sizeof(float) + 256))) s = qt_error(QT_ERR_NOMEM, "out of memory");
+    if (s == QT_OK) qt_parallel_for(tp, n_jobs, scan_range, &sc);
+    if (s == QT_OK && qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: interrupted", qt_model_path(m));
+    for (int64_t j = 0; s == QT_OK && j < n_jobs; j++)
+        if (jobs[j].s != QT_OK)
+            s = qt_error(jobs[j].s, "%s: tensor '%s' to %s: %s", qt_model_path(m), jobs[j].t->name,
+                         qt_type_get(jobs[j].type)->name, qt_last_error());
+    for (int i = 0; sc.scratch && i < nt; i++) free(sc.scratch[i]);
+    free(sc.scratch);
+    qt_threadpool_free(tp);
+    return s;
+}
+
+qt_status qt__mix_tensor_weights(const qt_imatrix *im, const qt_tensor *t, float **out) {
+    *out = NULL;
+    const int64_t n_exp = t->ne[2] > 1 ? t->ne[2] : 1;
+    if (!im || !qt_imatrix_find(im, t->name)) return QT_OK;
+    float *w = malloc((size_t)(t->ne[0] * n_exp) * sizeof *w);
+    if (!w) return qt_error(QT_ERR_NOMEM, "out of memory");
+    if (qt_imatrix_get(im, t->name, t->ne[0], n_exp, w) != QT_OK) { free(w); w = NULL; }
+    *out = w;
+    return QT_OK;
 }
 
 /* One tensor's candidates: those whose block divides the row, and that ggml can make
@@ -115,12 +151,9 @@ static qt_status collect(target_ctx *c) {
         const qt_quantize_tensor *q = &c->base->tensors[i];
         if (q->kept) continue;
         const qt_tensor *t = qt_model_find_tensor(c->m, q->name);
-        const int64_t n_exp = t->ne[2] > 1 ? t->ne[2] : 1;
         float *w = NULL;
-        if (c->im && qt_imatrix_find(c->im, t->name)) {
-            if (!(w = malloc((size_t)(t->ne[0] * n_exp) * sizeof *w))) return qt_error(QT_ERR_NOMEM, "out of memory");
-            if (qt_imatrix_get(c->im, t->name, t->ne[0], n_exp, w) != QT_OK) { free(w); w = NULL; }
-        }
+        qt_status s = qt__mix_tensor_weights(c->im, t, &w);
+        if (s != QT_OK) return s;
         qt_quantize_mix_tensor *mt = &mx->t[mx->n];
         c->weights[mx->n] = w;
         mt->plan_index = i;
@@ -137,37 +170,172 @@ static qt_status collect(target_ctx *c) {
 
 static qt_status scan(target_ctx *c) {
     qt_quantize_mix *mx = c->mix;
-    int64_t n_jobs = 0, max_row = 0;
+    int64_t n_jobs = 0;
     for (int32_t i = 0; i < mx->n; i++) n_jobs += mx->t[i].n_options;
-    job *jobs = calloc((size_t)n_jobs + 1, sizeof *jobs);
+    qt__proxy_job *jobs = calloc((size_t)n_jobs + 1, sizeof *jobs);
     if (!jobs) return qt_error(QT_ERR_NOMEM, "out of memory");
-    const bool tied = qt_model_find_tensor(c->m, "output.weight") == NULL;
     for (int32_t i = 0, at = 0; i < mx->n; i++) {
         const qt_tensor *t = qt_model_find_tensor(c->m, c->base->tensors[mx->t[i].plan_index].name);
-        if (t->ne[0] > max_row) max_row = t->ne[0];
-        const bool lookup = !strcmp(t->name, "token_embd.weight");
         for (int32_t k = 0; k < mx->t[i].n_options; k++, at++)
-            jobs[at] = (job){t, mx->t[i].types[k], c->weights[i], lookup, lookup && tied, 0, QT_OK};
+            qt__proxy_job_init(c->m, &jobs[at], t, mx->t[i].types[k], c->weights[i], c->weights[i]);
     }
-    qt_threadpool *tp = NULL;
-    qt_status s = qt_threadpool_create(c->o->threads > 0 ? c->o->threads : qt_default_threads(), &tp);
-    scan_ctx sc = {jobs, NULL, max_row};
-    const int nt = s == QT_OK ? qt_threadpool_size(tp) : 0;
-    if (s == QT_OK && !(sc.scratch = calloc((size_t)nt, sizeof *sc.scratch))) s = qt_error(QT_ERR_NOMEM, "out of memory");
-    for (int i = 0; s == QT_OK && i < nt; i++)
-        if (!(sc.scratch[i] = malloc((size_t)max_row * 3 * sizeof(float) + 256))) s = qt_error(QT_ERR_NOMEM, "out of memory");
-    if (s == QT_OK) qt_parallel_for(tp, n_jobs, scan_range, &sc);
-    if (s == QT_OK && qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: interrupted", qt_model_path(c->m));
-    for (int64_t j = 0; s == QT_OK && j < n_jobs; j++)
-        if (jobs[j].s != QT_OK)
-            s = qt_error(jobs[j].s, "%s: tensor '%s' to %s: %s", qt_model_path(c->m), jobs[j].t->name,
-                         qt_type_get(jobs[j].type)->name, qt_last_error());
+    qt_status s = qt__proxy_scan(c->m, c->o->threads, jobs, n_jobs);
     for (int32_t i = 0, at = 0; s == QT_OK && i < mx->n; i++)
         for (int32_t k = 0; k < mx->t[i].n_options; k++) mx->t[i].cost[k] = jobs[at++].cost;
-    for (int i = 0; sc.scratch && i < nt; i++) free(sc.scratch[i]);
-    free(sc.scratch);
-    qt_threadpool_free(tp);
     free(jobs);
+    return s;
+}
+
+/* ---- --sensitivity measured: the table, its cache, the split ---------------------------------- */
+
+/* The table's key: the model's tensors, the tokens, the imatrix, numerics and candidates. */
+static qt_status table_key(const target_ctx *c, qt__mix_table *k) {
+    const qt_quantize_target *tg = c->tg;
+    const int32_t nt = qt_model_n_tensors(c->m);
+    char *list = malloc((size_t)nt * (QT_MAX_NAME + 160) + 1);
+    if (!list) return qt_error(QT_ERR_NOMEM, "out of memory");
+    size_t at = 0;
+    for (int32_t i = 0; i < nt; i++) { /* SHA-256 of each tensor's data, then of the list */
+        const qt_tensor *t = qt_model_tensor(c->m, i);
+        char hex[65];
+        qt_sha256_hex(t->data, t->nbytes, hex);
+        at += (size_t)snprintf(list + at, QT_MAX_NAME + 160, "%.127s %d %lld %lld %lld %lld %s\n", t->name, (int)t->type,
+                               (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3], hex);
+    }
+    qt_sha256_hex(list, at, k->model);
+    free(list);
+    qt_sha256_hex(tg->tokens, (size_t)tg->n_seq * (size_t)tg->n_tok * sizeof *tg->tokens, k->calib);
+    k->n_seq = tg->n_seq;
+    k->n_tok = tg->n_tok;
+    snprintf(k->imatrix, sizeof k->imatrix, "%s", c->base->imatrix_sha256[0] ? c->base->imatrix_sha256 : "none");
+    snprintf(k->numerics, sizeof k->numerics, "fast/%s", qt_cpu_level_name()); /* the engine's default float order */
+    at = 0;
+    k->candidates[0] = '\0';
+    for (int32_t j = 0; tg->candidates && j < tg->n_candidates && at + 16 < sizeof k->candidates; j++)
+        at += (size_t)snprintf(k->candidates + at, sizeof k->candidates - at, "%s%s", j ? "," : "",
+                               qt_type_get(tg->candidates[j])->name);
+    if (!tg->candidates) snprintf(k->candidates, sizeof k->candidates, "default");
+    return QT_OK;
+}
+
+/* Each tensor's group in a loaded table (as qt__mix_measure groups them); false when the table lacks one
+ * or a type of one (then it is another table). */
+static bool table_groups(const target_ctx *c, const qt__mix_table *tb, int32_t *grp) {
+    const bool tied = qt_model_find_tensor(c->m, "output.weight") == NULL;
+    bool *seen = calloc((size_t)tb->n + 1, sizeof *seen);
+    bool ok = seen != NULL;
+    for (int32_t i = 0; ok && i < c->mix->n; i++) {
+        const char *name = c->base->tensors[c->mix->t[i].plan_index].name;
+        char g[QT_MAX_NAME];
+        grp[i] = -1;
+        if (!qt__mix_group_of(name, c->tg->per_group, g, sizeof g) || (tied && !strcmp(g, "token_embd"))) continue;
+        int32_t j = 0;
+        while (j < tb->n && strcmp(tb->g[j].name, g)) j++;
+        if (j == tb->n) { ok = false; break; }
+        grp[i] = j;
+        seen[j] = true;
+        for (int32_t k = 0; k < c->mix->t[i].n_options; k++) {
+            int32_t x = 0;
+            while (x < tb->g[j].n_types && tb->g[j].types[x] != c->mix->t[i].types[k]) x++;
+            if (x == tb->g[j].n_types) ok = false;
+        }
+    }
+    for (int32_t j = 0; ok && j < tb->n; j++) ok = seen[j];
+    free(seen);
+    return ok;
+}
+
+/* The cache file: QT_OK with *found false when absent; QT_ERR_FORMAT / QT_ERR_IO when unreadable. */
+static qt_status cache_read(const char *path, qt__mix_table *tb, bool *found) {
+    *found = false;
+    FILE *f = fopen(path, "rb");
+    if (!f) return errno == ENOENT ? QT_OK : qt_error(QT_ERR_IO, "--sensitivity-cache %s: cannot open: %s", path, strerror(errno));
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    qt_status s = QT_OK;
+    for (;;) {
+        if (n + 4096 > cap) {
+            char *p = cap > ((size_t)64 << 20) ? NULL : realloc(text, cap = (cap + 4096) * 2);
+            if (!p) { s = qt_error(QT_ERR_FORMAT, "--sensitivity-cache %s: too large for a sensitivity table", path); break; }
+            text = p;
+        }
+        const size_t r = fread(text + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) {
+            if (ferror(f)) s = qt_error(QT_ERR_IO, "--sensitivity-cache %s: read error", path);
+            break;
+        }
+    }
+    fclose(f);
+    if (s == QT_OK) s = qt__mix_table_parse(text, n, path, tb);
+    free(text);
+    if (s == QT_OK) *found = true;
+    return s;
+}
+
+static qt_status cache_write(const char *path, const qt__mix_table *tb) {
+    char *text;
+    qt_status s = qt__mix_table_format(tb, &text);
+    if (s != QT_OK) return s;
+    const size_t len = strlen(path) + 32;
+    char *tmp = malloc(len);
+    if (!tmp) { free(text); return qt_error(QT_ERR_NOMEM, "out of memory"); }
+    snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid()); /* two runs sharing a table never share a temp file */
+    FILE *f = fopen(tmp, "wb");
+    if (!f) s = qt_error(QT_ERR_IO, "--sensitivity-cache %s: cannot create: %s", tmp, strerror(errno));
+    if (f) {
+        const size_t n = strlen(text);
+        const bool ok = fwrite(text, 1, n, f) == n;
+        if (fclose(f) != 0 || !ok) s = qt_error(QT_ERR_IO, "--sensitivity-cache %s: write error", tmp);
+        if (s == QT_OK && rename(tmp, path) != 0) s = qt_error(QT_ERR_IO, "--sensitivity-cache %s: cannot rename: %s", path, strerror(errno));
+        if (s != QT_OK) unlink(tmp);
+    }
+    free(tmp);
+    free(text);
+    return s;
+}
+
+/* mix costs: the proxy's on entry, the measured table's split over each group's members on return. */
+static qt_status measured_costs(target_ctx *c) {
+    qt_quantize_mix *mx = c->mix;
+    const qt_quantize_target *tg = c->tg;
+    if (!tg->tokens || tg->n_seq < 1 || tg->n_tok < 2)
+        return qt_error(QT_ERR_ARG, "--sensitivity measured needs calibration text (--calib FILE)");
+    qt__mix_table key = {0}, tb = {0};
+    int32_t *grp = calloc((size_t)mx->n + 1, sizeof *grp), *n_opt = calloc((size_t)mx->n + 1, sizeof *n_opt);
+    qt_type *types = calloc((size_t)mx->n * MAX_OPT + 1, sizeof *types);
+    double *proxy = calloc((size_t)mx->n * MAX_OPT + 1, sizeof *proxy), *cost = calloc((size_t)mx->n * MAX_OPT + 1, sizeof *cost);
+    qt_status s = grp && n_opt && types && proxy && cost ? table_key(c, &key) : qt_error(QT_ERR_NOMEM, "out of memory");
+    bool found = false;
+    if (s == QT_OK && tg->sensitivity_cache) s = cache_read(tg->sensitivity_cache, &tb, &found);
+    if (s == QT_OK && found) {
+        const char *diff = qt__mix_table_key_diff(&tb, &key);
+        if (!*diff && !table_groups(c, &tb, grp)) diff = "other groups or types";
+        if (*diff) {
+            snprintf(mx->cache_note, sizeof mx->cache_note, "%s: measured for %s; measuring again", tg->sensitivity_cache, diff);
+            qt__mix_table_free(&tb);
+            found = false;
+        }
+    }
+    mx->cache_used = found;
+    if (s == QT_OK && !found) {
+        tb = key;
+        s = qt__mix_measure(c->m, tg, c->o->threads, mx, c->base, c->weights, &tb, grp);
+        if (s == QT_OK && tg->sensitivity_cache) s = cache_write(tg->sensitivity_cache, &tb);
+        mx->cache_written = s == QT_OK && tg->sensitivity_cache;
+    }
+    if (s == QT_OK) {
+        for (int32_t i = 0; i < mx->n; i++) {
+            n_opt[i] = mx->t[i].n_options;
+            for (int32_t k = 0; k < n_opt[i]; k++) types[i * MAX_OPT + k] = mx->t[i].types[k], proxy[i * MAX_OPT + k] = mx->t[i].cost[k];
+        }
+        qt__mix_table_apply(&tb, mx->n, grp, n_opt, types, proxy, MAX_OPT, cost, &mx->rank_correlation, &mx->rank_pairs);
+        for (int32_t i = 0; i < mx->n; i++)
+            for (int32_t k = 0; k < n_opt[i]; k++) mx->t[i].cost[k] = cost[i * MAX_OPT + k];
+        mx->n_groups = tb.n;
+    }
+    qt__mix_table_free(&tb);
+    free(grp); free(n_opt); free(types); free(proxy); free(cost);
     return s;
 }
 
@@ -323,9 +491,10 @@ qt_status qt_quantize_plan_target(const qt_model *m, const qt_quantize_opts *o, 
     if (s == QT_OK && o->imatrix) s = qt_imatrix_open(o->imatrix, &c.im);
     if (s == QT_OK) s = collect(&c);
     if (s == QT_OK) s = scan(&c);
+    c.mix->rank_correlation = c.mix->measured_cost = NAN;
     if (s == QT_OK && tg->measured) {
-        c.mix->sensitivity = "measured";
-        s = qt__mix_measure(m, tg, o->threads, c.mix, c.base, c.weights);
+        c.mix->sensitivity = tg->per_group ? "measured-groups" : "measured";
+        s = measured_costs(&c);
     }
     uint64_t budget = 0, over = 0;
     bool padded = false;
@@ -356,6 +525,8 @@ qt_status qt_quantize_plan_target(const qt_model *m, const qt_quantize_opts *o, 
     }
     if (s == QT_OK && over) s = qt_error(QT_ERR_INTERNAL, "target size: the plan stays %llu bytes over", (unsigned long long)over);
     if (s == QT_OK && tg->refine_rounds > 0) s = refine(&c, padded, types, &p);
+    /* additivity is assumed by the allocation: the chosen mix measured as a whole */
+    if (s == QT_OK && tg->measured) s = qt__mix_measure_final(m, tg, o->threads, c.mix, c.base, c.weights, &c.mix->measured_cost);
     for (int32_t i = 0; c.weights && i < c.mix->n; i++) free(c.weights[i]);
     free(c.weights);
     free(types);

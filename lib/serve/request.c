@@ -3,7 +3,9 @@
  * HTTP status to answer. Fields that only change presentation or that no
  * engine here implements are handled as follows: "n" must be 1, "stop" must be
  * absent, null or empty (stop strings are not implemented, and ignoring them
- * would return text the client asked not to get), anything unknown is ignored.
+ * would return text the client asked not to get), "logprobs" and "echo" are
+ * read on completions only (chat's logprobs are not implemented and a request
+ * for them is refused), anything unknown is ignored.
  */
 #include <jansson.h>
 #include <math.h>
@@ -74,7 +76,17 @@ static qt_status parse_sampling(json_t *o, qt_serve_request *r, int *http) {
     if (!s) s = get_int(o, "n", 1, 1, &n, http);
     if (!s) s = get_bool(o, "stream", &r->stream, http);
     if (!s) s = get_bool(o, "ignore_eos", &r->ignore_eos, http);
+    long long logprobs = -1;
+    r->logprobs = -1;
+    if (!s && r->kind == QT_SERVE_COMPLETION) s = get_bool(o, "echo", &r->echo, http);
+    if (!s && r->kind == QT_SERVE_COMPLETION) s = get_int(o, "logprobs", 0, QT_SERVE_MAX_LOGPROBS, &logprobs, http);
+    if (!s && r->kind == QT_SERVE_CHAT && json_is_true(json_object_get(o, "logprobs")))
+        s = refuse(http, 400, "'%s': log-probabilities are not supported on chat completions by quanta serve "
+                              "(use /v1/completions)%s", "logprobs", "");
     if (s) return s;
+    r->logprobs = (int32_t)logprobs;
+    if (r->stream && r->logprobs >= 0)
+        return refuse(http, 400, "'%s': log-probabilities are not supported on a streamed answer by quanta serve%s", "logprobs", "");
     r->temperature = (float)temp;
     r->top_p = (float)top_p;
     r->top_k = (int32_t)(top_k < 0 ? 0 : top_k);

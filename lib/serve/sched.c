@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quanta/eval.h"
 #include "quanta/serve.h"
 
 typedef struct job {
@@ -50,11 +51,15 @@ struct qt_sched {
     qt_sched_stats st;
     char error[256];           /* the last engine error */
 
-    /* step buffers, sized once: rows (max_rows) and logits rows (n_slots) */
+    /* step buffers, sized once: rows (max_rows) and logits rows (n_slots; max_rows from the
+     * first job that asks for its prompt's logprobs, whose chunk wants every row) */
     int32_t *tok, *seq;
     bool *want;
     float *logits;
-    job **owner;               /* (n_slots) the job of each logits row */
+    int32_t logit_rows;        /* rows `logits` holds */
+    double *logp;              /* (n_vocab) one row's log-softmax, for logprobs */
+    job **owner;               /* (n_slots) the job of each sampled logits row */
+    int32_t *orow;             /* (n_slots) ... and that row's index in `logits` */
     job **finished;            /* (n_slots) jobs that ended in this step */
     int32_t n_finished;
 };
@@ -103,8 +108,9 @@ static void admit(qt_sched *s, job **out) {
         if (!s->head) s->tail = NULL;
         s->n_queued--;
         jb->next = NULL;
-        if (jb->j.max_tokens == 0 || qt_sampler_new(&jb->j.sampling, s->n_vocab, &jb->smp) != QT_OK) {
-            jb->why = jb->j.max_tokens == 0 ? QT_FINISH_LENGTH : QT_FINISH_ERROR;
+        const bool nothing = jb->j.max_tokens == 0 && !jb->j.prompt_logprobs; /* echo with logprobs still reads its prompt */
+        if (nothing || qt_sampler_new(&jb->j.sampling, s->n_vocab, &jb->smp) != QT_OK) {
+            jb->why = nothing ? QT_FINISH_LENGTH : QT_FINISH_ERROR;
             if (jb->why == QT_FINISH_ERROR) snprintf(jb->error, sizeof jb->error, "sampler: %s", qt_last_error());
             jb->next = *out;
             *out = jb;
@@ -118,10 +124,32 @@ static void admit(qt_sched *s, job **out) {
     }
 }
 
+/* Reports token `token` at position pos of jb under one logits row; false when the row
+ * is not finite (the job then ends with an error). */
+static bool report_logprob(qt_sched *s, job *jb, int32_t pos, int32_t token, const float *logits) {
+    if (qt_eval_log_softmax(logits, s->n_vocab, s->logp) != QT_OK) {
+        finish(s, jb, QT_FINISH_ERROR, qt_last_error());
+        return false;
+    }
+    int32_t ids[QT_SCHED_MAX_TOP_LOGPROBS], n = 0;
+    double lp[QT_SCHED_MAX_TOP_LOGPROBS];
+    const int32_t k = jb->j.top_logprobs < QT_SCHED_MAX_TOP_LOGPROBS ? jb->j.top_logprobs : QT_SCHED_MAX_TOP_LOGPROBS;
+    for (int32_t v = 0; v < s->n_vocab && k > 0; v++) { /* insertion into the k best: most likely first, lowest id on ties */
+        if (n == k && !(s->logp[v] > lp[n - 1])) continue;
+        int32_t i = n < k ? n++ : n - 1;
+        while (i > 0 && s->logp[v] > lp[i - 1]) ids[i] = ids[i - 1], lp[i] = lp[i - 1], i--;
+        ids[i] = v, lp[i] = s->logp[v];
+    }
+    jb->j.on_logprob(jb->j.user, pos, token, s->logp[token], ids, lp, n);
+    return true;
+}
+
 /* Picks the token after one logits row and decides whether the job goes on. */
 static void take_token(qt_sched *s, job *jb, int32_t slot, const float *logits) {
+    if (jb->j.max_tokens == 0) { finish(s, jb, QT_FINISH_LENGTH, NULL); return; } /* a prompt read for its logprobs */
     const int32_t t = qt_sampler_sample(jb->smp, logits);
     if (t == s->eos && !jb->j.ignore_eos) { finish(s, jb, QT_FINISH_STOP, NULL); return; }
+    if (jb->j.logprobs && !report_logprob(s, jb, jb->j.n_prompt + jb->n_gen, t, logits)) return;
     jb->j.on_token(jb->j.user, t);
     jb->n_gen++;
     jb->last = t;
@@ -139,16 +167,31 @@ static void step(qt_sched *s) {
             if (pre < 0 || jb->id < s->slots[pre]->id) pre = slot;
             continue;
         }
+        s->orow[n_out] = n;
         s->tok[n] = jb->last, s->seq[n] = slot, s->want[n++] = true;
         s->owner[n_out++] = jb;
     }
-    int32_t chunk = 0;
+    int32_t chunk = 0, chunk_row = n; /* chunk_row: the logits row of the chunk's first token, when all are wanted */
     if (pre >= 0) {
         job *jb = s->slots[pre];
         chunk = jb->j.n_prompt - jb->n_done < s->n_batch ? jb->j.n_prompt - jb->n_done : s->n_batch;
+        const int32_t rows = n + chunk;
+        if (jb->j.prompt_logprobs && rows > s->logit_rows) { /* sized once, by the first job that needs it */
+            const int32_t max_rows = qt_engine_max_rows(s->e);
+            float *p = realloc(s->logits, (size_t)max_rows * s->n_vocab * sizeof *p);
+            if (!p) {
+                finish(s, jb, QT_FINISH_ERROR, "scheduler: out of memory for the prompt's logprobs");
+                return;
+            }
+            s->logits = p, s->logit_rows = max_rows;
+        }
         for (int32_t i = 0; i < chunk; i++)
-            s->tok[n] = jb->prompt[jb->n_done + i], s->seq[n] = pre, s->want[n++] = jb->n_done + i == jb->j.n_prompt - 1;
-        if (jb->n_done + chunk == jb->j.n_prompt) s->owner[n_out++] = jb;
+            s->tok[n] = jb->prompt[jb->n_done + i], s->seq[n] = pre,
+            s->want[n++] = jb->j.prompt_logprobs || jb->n_done + i == jb->j.n_prompt - 1;
+        if (jb->n_done + chunk == jb->j.n_prompt) {
+            s->orow[n_out] = jb->j.prompt_logprobs ? n - 1 : chunk_row;
+            s->owner[n_out++] = jb;
+        }
     }
     if (n == 0) return;
     if (qt_engine_batch_eval(s->e, s->tok, s->seq, s->want, n, s->logits) != QT_OK) {
@@ -159,12 +202,25 @@ static void step(qt_sched *s) {
     }
     s->st.steps++;
     s->st.step_rows += (uint64_t)n;
-    if (pre >= 0) s->slots[pre]->n_done += chunk;
+    if (pre >= 0) {
+        job *jb = s->slots[pre];
+        /* row i predicts prompt token n_done + i + 1; the prompt's last row predicts the first generated token */
+        bool ok = true;
+        for (int32_t i = 0; jb->j.prompt_logprobs && ok && i < chunk && jb->n_done + i + 1 < jb->j.n_prompt; i++)
+            ok = report_logprob(s, jb, jb->n_done + i + 1, jb->prompt[jb->n_done + i + 1],
+                                s->logits + (size_t)(chunk_row + i) * s->n_vocab);
+        jb->n_done += chunk;
+        if (!ok) { /* finished with an error: it takes no token */
+            for (int32_t k = 0; k < n_out; k++)
+                if (s->owner[k] == jb) s->owner[k] = NULL;
+        }
+    }
     for (int32_t k = 0; k < n_out; k++) {
         job *jb = s->owner[k];
+        if (!jb) continue;
         int32_t slot = 0;
         while (s->slots[slot] != jb) slot++;
-        take_token(s, jb, slot, s->logits + (size_t)k * s->n_vocab);
+        take_token(s, jb, slot, s->logits + (size_t)s->orow[k] * s->n_vocab);
     }
 }
 
@@ -243,6 +299,11 @@ static void *sched_main(void *arg) {
     return NULL;
 }
 
+static void free_buffers(qt_sched *s) {
+    free(s->tok), free(s->seq), free(s->want), free(s->logits), free(s->logp);
+    free(s->owner), free(s->orow), free(s->finished), free(s->slots);
+}
+
 qt_status qt_sched_new(qt_engine_ctx *engine, int32_t eos_id, const qt_sched_opts *o, qt_sched **out) {
     *out = NULL;
     qt_sched *s = calloc(1, sizeof *s);
@@ -261,11 +322,14 @@ qt_status qt_sched_new(qt_engine_ctx *engine, int32_t eos_id, const qt_sched_opt
     s->seq = malloc(rows * sizeof *s->seq);
     s->want = malloc(rows * sizeof *s->want);
     s->logits = malloc((size_t)s->n_slots * s->n_vocab * sizeof *s->logits);
+    s->logit_rows = s->n_slots;
+    s->logp = malloc((size_t)s->n_vocab * sizeof *s->logp);
     s->owner = calloc((size_t)s->n_slots, sizeof *s->owner);
+    s->orow = calloc((size_t)s->n_slots, sizeof *s->orow);
     s->finished = calloc((size_t)s->n_slots, sizeof *s->finished);
     s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
-    if (!s->tok || !s->seq || !s->want || !s->logits || !s->owner || !s->finished || !s->slots) {
-        free(s->tok); free(s->seq); free(s->want); free(s->logits); free(s->owner); free(s->finished); free(s->slots);
+    if (!s->tok || !s->seq || !s->want || !s->logits || !s->logp || !s->owner || !s->orow || !s->finished || !s->slots) {
+        free_buffers(s);
         free(s);
         return qt_error(QT_ERR_NOMEM, "scheduler: out of memory");
     }
@@ -274,7 +338,7 @@ qt_status qt_sched_new(qt_engine_ctx *engine, int32_t eos_id, const qt_sched_opt
     pthread_cond_init(&s->idle, NULL);
     if (pthread_create(&s->thread, NULL, sched_main, s) != 0) {
         pthread_mutex_destroy(&s->mu);
-        free(s->tok); free(s->seq); free(s->want); free(s->logits); free(s->owner); free(s->finished); free(s->slots);
+        free_buffers(s);
         free(s);
         return qt_error(QT_ERR_INTERNAL, "scheduler: cannot start its thread");
     }
@@ -286,6 +350,9 @@ qt_status qt_sched_submit(qt_sched *s, const qt_sched_job *j, uint64_t *id) {
     if (j->n_prompt < 1 || j->n_prompt > s->n_ctx || j->max_tokens < 0 || !j->on_token || !j->on_done)
         return qt_error(QT_ERR_ARG, "scheduler: a job needs 1..%d prompt tokens (has %d), max_tokens >= 0 and both callbacks",
                         s->n_ctx, j->n_prompt);
+    if ((j->prompt_logprobs || j->logprobs) && (!j->on_logprob || j->top_logprobs < 0 || j->top_logprobs > QT_SCHED_MAX_TOP_LOGPROBS))
+        return qt_error(QT_ERR_ARG, "scheduler: logprobs need on_logprob and 0..%d top logprobs (has %d)",
+                        QT_SCHED_MAX_TOP_LOGPROBS, j->top_logprobs);
     for (int32_t i = 0; i < j->n_prompt; i++)
         if (j->prompt[i] < 0 || j->prompt[i] >= s->n_vocab)
             return qt_error(QT_ERR_ARG, "prompt token %d at index %d is outside the vocabulary (%d tokens)", j->prompt[i], i,
@@ -358,6 +425,6 @@ void qt_sched_free(qt_sched *s) {
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->work);
     pthread_cond_destroy(&s->idle);
-    free(s->tok); free(s->seq); free(s->want); free(s->logits); free(s->owner); free(s->finished); free(s->slots);
+    free_buffers(s);
     free(s);
 }

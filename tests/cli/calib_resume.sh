@@ -25,7 +25,7 @@ case_() {
     shift 3
     local a="$tmp/$name.a" b="$tmp/$name.b"
     mkdir -p "$a" "$b" && cp "$tmp/calib.txt" "$a/" && cp "$tmp/calib.txt" "$b/"
-    local cmd=("$q" quantize "$stories" "$out" --calib calib.txt --nsamples 8 --seqlen 128 "$@")
+    local cmd=("$q" quantize "${model:-$stories}" "$out" --calib calib.txt --nsamples 8 --seqlen 128 "$@")
     check "$name: uninterrupted" 0 run_in "$a" "${cmd[@]}" --threads 1 -q
     (cd "$b" && env "$hook" "${cmd[@]}" --threads 1 --resumable) >"$tmp/$name.err" 2>&1
     ok test $? = 1
@@ -42,6 +42,9 @@ case_() {
 case_ gptq-w4a16 QUANTA_TEST_STOP_AFTER_LAYERS=2 w --scheme w4a16 --group-size 64 --algo gptq
 ok grep -q "resumed: layers 1-2 from the interrupted run" "$tmp/resumed.err"
 ok grep -q "35 linears by GPTQ" "$tmp/resumed.err" # the report counts the whole run
+# tiny256-random's 256-wide rows in groups of 128: the live layers run on the bound 4-bit rows, the
+# replayed ones on their f32 values, both through the calibration's sgemm path (lib/engine/matmul_blas.c)
+model="$shared/models/tiny256-random.gguf" case_ gptq-w4a16-g128 QUANTA_TEST_STOP_AFTER_LAYERS=2 w --scheme w4a16 --algo gptq
 case_ gptq-w4a16-write QUANTA_TEST_STOP_AFTER_TENSORS=5 w --scheme w4a16 --group-size 64 --algo gptq
 ok grep -q "resumed: 5 of" "$tmp/resumed.err"
 case_ gptq-fp8-kv QUANTA_TEST_STOP_AFTER_LAYERS=3 w --scheme fp8-dynamic --algo gptq --kv-dtype fp8-e4m3 --kv-calib data

@@ -93,8 +93,12 @@ ok lt "${kld[1]}" "${kld[0]}"
 
 # ---- compressed-tensors: w4a16 on tiny256-random (256-wide rows: groups of 128) -----------------------
 check "gptq w4a16" 0 "$q" quantize "$tiny" "$tmp/ct-gptq" --scheme w4a16 --algo gptq --calib "$tmp/calib.txt" \
-    --nsamples 8 --seqlen 128 -q
+    --nsamples 8 --seqlen 128 --threads 1 -q
 ok test -s "$tmp/ct-gptq/model.safetensors"
+# the quantized forward's sgemm path (lib/engine/matmul_blas.c): the same bytes at 2 threads
+check "gptq w4a16, 2 threads" 0 "$q" quantize "$tiny" "$tmp/ct-gptq2" --scheme w4a16 --algo gptq --calib "$tmp/calib.txt" \
+    --nsamples 8 --seqlen 128 --threads 2 -q
+ok cmp "$tmp/ct-gptq/model.safetensors" "$tmp/ct-gptq2/model.safetensors"
 ok grep -q '"quant_method": "compressed-tensors"' "$tmp/ct-gptq/config.json"
 check "rtn w4a16" 0 "$q" quantize "$tiny" "$tmp/ct-rtn" --scheme w4a16 -q
 expect "run w4a16" 0 "" "$q" run -m "$tmp/ct-gptq" -p "Once upon a time" -n 8 --temp 0

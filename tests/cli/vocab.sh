@@ -7,7 +7,8 @@
 #   writes it there;  --json= (no file) exits 2;  -c/--ctx-size is the context
 #   and a bad value exits 2;  one KV-dtype vocabulary (f16 = fp16, fp8 =
 #   fp8-e4m3; q8_0: planner yes, engine a usage error naming int8);  bad values
-#   exit 2;  an unknown verb gets "did you mean";  every `quanta formats` name
+#   exit 2;  --max-concurrency and --timeout mean the same in loadtest and eval;
+#   an unknown verb gets "did you mean";  every `quanta formats` name
 #   is a --scheme that resolves or gets a suggestion.
 source "$(dirname "$0")/lib/harness.sh"
 model="$shared/models/stories260K.gguf"
@@ -34,6 +35,8 @@ rows=(
     "quantize|$model @OUT@.gguf --target-size 400KB --force|"
     "quantize|$model @OUT@.gguf --target-size 400KB --calib $text --nsamples 2 --seqlen 32 --refine 1 --force|"
     "quantize|$model @OUT@.gguf --target-size 400KB --algo gptq --calib $text --nsamples 2 --seqlen 32 --force|"
+    "quantize|$model @OUT@.gguf --budget-for-kv 256x2 --memory 640000B --util 1 --overhead 12000B --svg @OUT@.svg --force|"
+    "quantize|$model --target-size 400KB --calib $text --nsamples 2 --seqlen 32 --sensitivity measured --sensitivity-cache @OUT@.table --dry-run|"
     "plan|--model qwen2.5-7b --gpu t4|c kp"
     "estimate|--model qwen2.5-7b --scheme int8 --gpu t4|c kp"
     "hw|--gpu t4|"
@@ -84,6 +87,18 @@ for row in "${rows[@]}"; do
         case " $fam " in *" ke "*) expect "$verb --kv-dtype q8_0" 2 "use int8" "$q" $verb $(valid) --kv-dtype q8_0 ;; esac
     }
 done
+
+# one name for one thing across verbs: requests in flight to a server are --max-concurrency (loadtest,
+# and eval through servers), its per-request limit --timeout; both verbs list them and refuse a 0
+for verb in loadtest eval; do
+    "$q" $verb --help >"$tmp/out" 2>&1
+    for opt in --max-concurrency --timeout; do
+        grep -q -- "^  $opt " "$tmp/out" && pass=$((pass + 1)) || { echo "FAIL $verb --help lacks $opt"; fail=$((fail + 1)); }
+    done
+done
+expect "eval --max-concurrency 0" 2 "--max-concurrency" "$q" eval --base http://127.0.0.1:1 --candidate http://127.0.0.1:1 \
+    --tasks "$(dirname "$0")/../data/mc_tinystories.jsonl" --max-concurrency 0
+expect "loadtest --max-concurrency 0" 2 "--max-concurrency" "$q" loadtest --url http://127.0.0.1:1 --max-concurrency 0
 
 # --json takes no separate argument: it never swallows a positional one
 expect "inspect --json PATH" 0 "" "$q" inspect --json "$model"

@@ -2,7 +2,8 @@
  * lib/serve/request.c) as completions and, with each chat template, as chat
  * requests. Byte 0 picks the kind and template; the rest is the body. An
  * accepted request must be usable as the server uses it (a prompt or token ids,
- * sampling values in range); a refused one must name a problem and give a 4xx. */
+ * sampling values in range, logprobs only on a non-streamed completion); a
+ * refused one must name a problem and give a 4xx. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (r.prompt_ids[i] < 0) abort();
     if (kind == QT_SERVE_CHAT && (!r.prompt || tpl == QT_CHAT_NONE)) abort();
     if (r.max_tokens < -1 || !(r.temperature >= 0) || !(r.top_p > 0 && r.top_p <= 1) || r.top_k < 0) abort();
+    if (r.logprobs < -1 || r.logprobs > QT_SERVE_MAX_LOGPROBS || (kind == QT_SERVE_CHAT && (r.echo || r.logprobs >= 0))) abort();
+    if (r.stream && r.logprobs >= 0) abort(); /* refused: logprobs are not streamed */
     if (r.prompt) (void)strlen(r.prompt);
     qt_serve_request_free(&r);
     return 0;

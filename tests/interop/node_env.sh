@@ -25,6 +25,19 @@ skip() {
     exit 77
 }
 
+# A test's scratch directory $tmp, removed at exit after the server whose pid is in $pid (if
+# any) is killed; $fail, set to 1 by check LABEL RESULT (RESULT 0 = ok). (Tests that predate
+# these define their own.)
+interop_scratch() {
+    tmp=$(mktemp -d)
+    pid=
+    trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+    fail=0
+}
+check() {
+    if [ "$2" -eq 0 ]; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi
+}
+
 # Node.js >= 20 (node-llama-cpp 3.21.1 needs it; Debian 12's own node is 18).
 require_node() {
     command -v node >/dev/null 2>&1 || skip "node is not installed (need node >= 20)"

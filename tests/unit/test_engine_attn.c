@@ -3,6 +3,7 @@
  *  - kernels: every SIMD variant gives its scalar reference's bits (kdot, vacc, exp)
  *    on lengths that are not multiples of the unroll; the references agree with
  *    a double-precision computation on the decoded rows;
+ *  - kdot_heads / vacc_heads (several GQA heads per call) = kdot / vacc head by head, bit for bit;
  *  - the split-K attention on a hand-built engine (one layer's cache and Q): every
  *    KV format x context 1, 17, 300, 700, 2048 x GQA 1, 2, 8 x head_dim 64 and 20, a
  *    decode row and a batch of rows: within 1e-5 of a double-precision softmax over
@@ -95,6 +96,48 @@ static void test_kernels_match_reference(void) {
                               f->name, v->level, n, np);
                 }
             }
+    }
+}
+
+/* kdot_heads / vacc_heads: nh heads (strided apart, strides not multiples of the unroll) in
+ * one call = kdot / vacc of the level's own kernels head by head, bit for bit, every variant. */
+static void test_heads_match_one_head(void) {
+    const int32_t lens[] = {1, 7, 8, 20, 64, 133};
+    const int32_t rows[] = {1, 3, 8, 13, 32};
+    const int32_t heads[] = {1, 2, 3, 4, 5, 8};
+    enum { NMAX = 133, PMAX = 32, HMAX = 8, STRIDE = (NMAX + 3) * 4, QS = NMAX + 3, OS = PMAX + 1, AS = NMAX + 2,
+           WS = PMAX + 3 };
+    static uint8_t row[PMAX * STRIDE];
+    static float dec[PMAX][NMAX], q[HMAX * QS], w[HMAX * WS], acc0[HMAX * AS];
+    static float want[HMAX * OS], got[HMAX * OS], acc_want[HMAX * AS], acc_got[HMAX * AS];
+    for (size_t fi = 0; fi < sizeof kv_all / sizeof kv_all[0]; fi++) {
+        const qt__kv_format *f = qt__kv_format_get(kv_all[fi]);
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+            for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++)
+                for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++) {
+                    const int32_t n = lens[li], np = rows[ri], nh = heads[hi];
+                    for (int32_t p = 0; p < np; p++) random_row(f, row + (size_t)p * STRIDE, dec[p], n);
+                    for (int i = 0; i < HMAX * QS; i++) q[i] = frand();
+                    for (int i = 0; i < HMAX * WS; i++) w[i] = frand();
+                    for (int i = 0; i < HMAX * AS; i++) acc0[i] = frand();
+                    for (const qt__attn_kernels *v = qt__attn_variants; v->kv != QT_KV_TYPE_COUNT; v++) {
+                        if (v->kv != kv_all[fi] || v->level > qt__cpu_level_get()) continue;
+                        CHECK(v->kdot_heads != NULL && v->vacc_heads != NULL);
+                        if (!v->kdot_heads || !v->vacc_heads) continue;
+                        memset(want, 0, sizeof want), memset(got, 0, sizeof got);
+                        memcpy(acc_want, acc0, sizeof acc0), memcpy(acc_got, acc0, sizeof acc0);
+                        for (int32_t h = 0; h < nh; h++) {
+                            v->kdot(row, STRIDE, q + h * QS, n, np, want + h * OS);
+                            v->vacc(acc_want + h * AS, row, STRIDE, w + h * WS, np, n);
+                        }
+                        v->kdot_heads(row, STRIDE, q, QS, nh, n, np, got, OS);
+                        v->vacc_heads(acc_got, AS, row, STRIDE, w, WS, nh, np, n);
+                        CHECK_MSG(memcmp(got, want, sizeof got) == 0, "%s kdot_heads level %d n=%d rows %d heads %d",
+                                  f->name, v->level, n, np, nh);
+                        CHECK_MSG(memcmp(acc_got, acc_want, sizeof acc_got) == 0,
+                                  "%s vacc_heads level %d n=%d rows %d heads %d", f->name, v->level, n, np, nh);
+                    }
+                }
     }
 }
 
@@ -344,6 +387,7 @@ static void test_stories_every_format(void) {
 
 int main(void) {
     QT_RUN(test_kernels_match_reference);
+    QT_RUN(test_heads_match_one_head);
     QT_RUN(test_exp);
     QT_RUN(test_split_attention);
     QT_RUN(test_stories_every_format);

@@ -265,11 +265,25 @@ static qt_status fake_gen(void *user, const qt_task_item *it, int32_t k, char **
     return QT_OK;
 }
 
-static qt_status fake_score(void *user, const char *context, const char *cont, qt_eval_score *out) {
+static qt_status fake_score(void *user, const char *context, const char *cont, qt_eval_score *out, qt_task_miss *miss) {
     (void)user;
     (void)context;
+    (void)miss;
     memset(out, 0, sizeof *out);
     out->logprob = strstr(cont, "right") ? -1.0 : -5.0;
+    return QT_OK;
+}
+
+static qt_status nologprob_score(void *user, const char *context, const char *cont, qt_eval_score *out, qt_task_miss *miss) {
+    (void)user, (void)context, (void)cont, (void)out;
+    miss->no_logprobs = true;
+    return QT_OK;
+}
+
+static qt_status infra_score(void *user, const char *context, const char *cont, qt_eval_score *out, qt_task_miss *miss) {
+    (void)user, (void)context, (void)cont, (void)out;
+    miss->infra = true;
+    snprintf(miss->why, sizeof miss->why, "HTTP 502: bad gateway");
     return QT_OK;
 }
 
@@ -311,6 +325,31 @@ static void test_run(void) {
     CHECK_EQ_INT(noscore.n_checks[QT_CHECK_CHOICE], 0);
     qt_task_result_free(&noscore);
     CHECK_STATUS(qt_tasks_run(s, 0, fake_gen, fake_score, NULL, NULL, &noscore), QT_ERR_ARG);
+    /* a scorer whose server gives no logprobs: skipped as without one; whose server fails: infrastructure */
+    qt_task_result miss;
+    CHECK_OK(qt_tasks_run(s, 1, fake_gen, nologprob_score, NULL, NULL, &miss));
+    CHECK(miss.items[3].choice_skipped && !miss.items[3].pass && !miss.items[3].infra);
+    qt_task_result_free(&miss);
+    CHECK_OK(qt_tasks_run(s, 1, fake_gen, infra_score, NULL, NULL, &miss));
+    CHECK(miss.items[3].infra && !miss.items[3].pass && !miss.items[3].choice_skipped);
+    CHECK_EQ_STR(miss.items[3].why, "infrastructure: HTTP 502: bad gateway");
+    CHECK_EQ_INT(miss.n_infra, 2);
+    qt_task_result_free(&miss);
+    /* several workers: the same outcomes, in file order */
+    for (int w = 2; w <= 5; w++) {
+        qt_task_result par;
+        CHECK_OK(qt_tasks_run_parallel(s, 2, w, fake_gen, fake_score, NULL, NULL, &par));
+        CHECK_EQ_INT(par.n_pass, g2.n_pass);
+        CHECK_EQ_INT(par.n_infra, g2.n_infra);
+        for (int32_t i = 0; i < s->n_items; i++) {
+            CHECK(par.items[i].pass == g2.items[i].pass && par.items[i].infra == g2.items[i].infra);
+            const char *a = par.items[i].text, *b = g2.items[i].text; /* NULL for an infrastructure failure */
+            CHECK_MSG((!a && !b) || (a && b && !strcmp(a, b)), "item %d: \"%s\" vs \"%s\"", (int)i, a ? a : "(null)", b ? b : "(null)");
+            CHECK_EQ_STR(par.items[i].why, g2.items[i].why);
+        }
+        qt_task_result_free(&par);
+    }
+    CHECK_STATUS(qt_tasks_run_parallel(s, 1, 0, fake_gen, fake_score, NULL, NULL, &miss), QT_ERR_ARG);
     qt_task_result_free(&g1);
     qt_task_result_free(&g2);
     qt_tasks_free(s);

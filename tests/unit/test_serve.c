@@ -33,6 +33,18 @@ static void test_request_fields(void) {
     qt_serve_request_free(&r);
     CHECK_OK(parse("{\"prompt\":[1,2,3]}", QT_SERVE_COMPLETION, &r, &http));
     CHECK(r.prompt == NULL && r.n_prompt_ids == 3 && r.prompt_ids[2] == 3 && r.max_tokens == -1);
+    CHECK(!r.echo && r.logprobs == -1);
+    qt_serve_request_free(&r);
+    /* an echo with logprobs and no new token: how `quanta eval` scores a choice */
+    CHECK_OK(parse("{\"prompt\":\"a b\",\"echo\":true,\"logprobs\":1,\"max_tokens\":0}", QT_SERVE_COMPLETION, &r, &http));
+    CHECK(r.echo && r.logprobs == 1 && r.max_tokens == 0);
+    qt_serve_request_free(&r);
+    CHECK_OK(parse("{\"prompt\":\"a\",\"logprobs\":0}", QT_SERVE_COMPLETION, &r, &http));
+    CHECK(!r.echo && r.logprobs == 0);
+    qt_serve_request_free(&r);
+    /* chat: logprobs false is no request for them */
+    CHECK_OK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"logprobs\":false}", QT_SERVE_CHAT, &r, &http));
+    CHECK_EQ_INT(r.logprobs, -1);
     qt_serve_request_free(&r);
 }
 
@@ -52,6 +64,11 @@ static void test_request_refusals(void) {
         {"{\"prompt\":\"a\",\"n\":2}", QT_SERVE_COMPLETION, "'n'"},
         {"{\"prompt\":\"a\",\"stream\":1}", QT_SERVE_COMPLETION, "'stream'"},
         {"{\"prompt\":\"a\",\"stop\":\"x\"}", QT_SERVE_COMPLETION, "'stop'"},
+        {"{\"prompt\":\"a\",\"logprobs\":6}", QT_SERVE_COMPLETION, "'logprobs' must be an integer in [0, 5]"},
+        {"{\"prompt\":\"a\",\"logprobs\":true}", QT_SERVE_COMPLETION, "'logprobs' must be an integer"},
+        {"{\"prompt\":\"a\",\"echo\":1}", QT_SERVE_COMPLETION, "'echo'"},
+        {"{\"prompt\":\"a\",\"logprobs\":1,\"stream\":true}", QT_SERVE_COMPLETION, "streamed"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logprobs\":true}", QT_SERVE_CHAT, "chat completions"},
         {"{\"prompt\":\"a\",\"model\":3}", QT_SERVE_COMPLETION, "'model'"},
         {"{\"prompt\":\"a\",\"stream_options\":[]}", QT_SERVE_COMPLETION, "'stream_options'"},
         {"{\"prompt\":\"a\\u0000b\"}", QT_SERVE_COMPLETION, "NUL"},
@@ -285,11 +302,108 @@ static void test_scheduler(void) {
     qt_model_free(m);
 }
 
+/* ---- logprobs: an echo's prompt logprobs equal the engine's own ---------------------- */
+
+#define LP_PROMPT 11
+#define LP_GEN 3
+
+typedef struct lp_sink {
+    sink k;
+    double lp[LP_PROMPT + LP_GEN];
+    int32_t tok[LP_PROMPT + LP_GEN], top[LP_PROMPT + LP_GEN][3], n_top[LP_PROMPT + LP_GEN];
+    double top_lp[LP_PROMPT + LP_GEN][3];
+    bool set[LP_PROMPT + LP_GEN];
+} lp_sink;
+
+static void on_logprob(void *u, int32_t pos, int32_t token, double lp, const int32_t *top, const double *top_lp, int32_t n_top) {
+    lp_sink *k = u; /* called on the scheduler thread before on_done, read after it */
+    if (pos < 0 || pos >= LP_PROMPT + LP_GEN || n_top > 3) return;
+    k->set[pos] = true, k->lp[pos] = lp, k->tok[pos] = token, k->n_top[pos] = n_top;
+    for (int32_t i = 0; i < n_top; i++) k->top[pos][i] = top[i], k->top_lp[pos][i] = top_lp[i];
+}
+
+static void test_scheduler_logprobs(void) {
+    qt_model *m;
+    CHECK_OK(qt_model_open(qt_test_shared("models/stories260K.gguf"), &m));
+    if (!m) return;
+    const int32_t eos = qt_model_vocab(m)->eos_id;
+    int32_t p[LP_PROMPT];
+    for (int i = 0; i < LP_PROMPT; i++) p[i] = prompt_tok(1, i);
+    /* the reference: qt_engine_eval over the prompt in chunks of 4, every row's log-softmax */
+    qt_engine_opts o;
+    qt_engine_opts_default(&o);
+    o.n_ctx = 64, o.n_threads = 2, o.n_batch = 4;
+    qt_engine_ctx *e;
+    CHECK_OK(qt_engine_new(m, &o, &e));
+    const int32_t nv = qt_engine_n_vocab(e);
+    float *rows = malloc(sizeof *rows * (size_t)nv * LP_PROMPT);
+    double *ref = malloc(sizeof *ref * (size_t)nv);
+    CHECK_OK(qt_engine_eval(e, p, LP_PROMPT, 0, rows));
+    qt_engine_free(e);
+
+    o.n_seq = 3;
+    CHECK_OK(qt_engine_new(m, &o, &e));
+    qt_sched *s;
+    CHECK_OK(qt_sched_new(e, eos, NULL, &s));
+    /* an echo of the prompt (max_tokens 0) beside a plain job and one that also generates with logprobs */
+    lp_sink echo = {0}, gen = {0};
+    sink plain = {0};
+    lp_sink *ls[2] = {&echo, &gen};
+    for (int j = 0; j < 2; j++) pthread_mutex_init(&ls[j]->k.mu, NULL), pthread_cond_init(&ls[j]->k.cv, NULL);
+    pthread_mutex_init(&plain.mu, NULL), pthread_cond_init(&plain.cv, NULL);
+    uint64_t id;
+    int32_t q[6] = {1, 2, 3, 4, 5, 6};
+    qt_sched_job pj = {.prompt = q, .n_prompt = 6, .max_tokens = 8, .ignore_eos = true, .sampling = {.temp = 0, .top_p = 1},
+                       .on_token = on_token, .on_done = on_done, .user = &plain};
+    CHECK_OK(qt_sched_submit(s, &pj, &id));
+    qt_sched_job ej = {.prompt = p, .n_prompt = LP_PROMPT, .max_tokens = 0, .sampling = {.temp = 0, .top_p = 1},
+                       .prompt_logprobs = true, .top_logprobs = 3, .on_logprob = on_logprob,
+                       .on_token = on_token, .on_done = on_done, .user = &echo};
+    CHECK_OK(qt_sched_submit(s, &ej, &id));
+    qt_sched_job gj = ej;
+    gj.max_tokens = LP_GEN, gj.logprobs = true, gj.ignore_eos = true, gj.user = &gen;
+    CHECK_OK(qt_sched_submit(s, &gj, &id));
+    qt_sched_job bad = ej;
+    bad.on_logprob = NULL;
+    CHECK_STATUS(qt_sched_submit(s, &bad, &id), QT_ERR_ARG);
+    wait_done(&echo.k), wait_done(&gen.k), wait_done(&plain);
+    CHECK(echo.k.why == QT_FINISH_LENGTH && echo.k.n_gen == 0 && echo.k.n == 0);
+    CHECK(gen.k.why == QT_FINISH_LENGTH && gen.k.n_gen == LP_GEN);
+    CHECK(!echo.set[0] && !gen.set[0]); /* nothing predicts the first token */
+    int diff = 0;
+    for (int32_t pos = 1; pos < LP_PROMPT; pos++) {
+        CHECK_OK(qt_eval_log_softmax(rows + (size_t)(pos - 1) * nv, nv, ref));
+        for (int j = 0; j < 2; j++) {
+            const lp_sink *k = ls[j];
+            CHECK(k->set[pos] && k->tok[pos] == p[pos] && k->n_top[pos] == 3);
+            diff += k->lp[pos] != ref[p[pos]]; /* bit for bit: the same chunks as qt_engine_eval */
+            int32_t best = 0;
+            for (int32_t v = 1; v < nv; v++) best = ref[v] > ref[best] ? v : best;
+            diff += k->top[pos][0] != best || k->top_lp[pos][0] != ref[best];
+            diff += !(k->top_lp[pos][0] >= k->top_lp[pos][1] && k->top_lp[pos][1] >= k->top_lp[pos][2]);
+        }
+    }
+    CHECK_EQ_INT(diff, 0);
+    /* generated with logprobs: each greedy token is its row's most likely, reported before on_token */
+    for (int32_t g = 0; g < LP_GEN; g++) {
+        const int32_t pos = LP_PROMPT + g;
+        CHECK(gen.set[pos] && gen.tok[pos] == gen.k.toks[g] && gen.top[pos][0] == gen.k.toks[g] && gen.top_lp[pos][0] == gen.lp[pos]);
+        CHECK(gen.lp[pos] <= 0);
+    }
+    CHECK(!echo.set[LP_PROMPT]);
+    qt_sched_free(s);
+    qt_engine_free(e);
+    free(rows);
+    free(ref);
+    qt_model_free(m);
+}
+
 int main(void) {
     QT_RUN(test_request_fields);
     QT_RUN(test_request_refusals);
     QT_RUN(test_chat_templates);
     QT_RUN(test_chat_model_template);
     QT_RUN(test_scheduler);
+    QT_RUN(test_scheduler_logprobs);
     return qt_test_finish("test_serve");
 }

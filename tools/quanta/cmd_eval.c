@@ -15,7 +15,7 @@
 
 static void help(void) {
     printf("usage: quanta eval --base MODEL --candidate MODEL [--candidate MODEL ...] -f TEXT [options]\n"
-           "       quanta eval --base URL --candidate URL [--candidate URL ...] --tasks FILE.jsonl [options]\n\n"
+           "       quanta eval --base URL|MODEL --candidate URL|MODEL [...] --tasks FILE.jsonl [options]\n\n"
            "Runs the base and every candidate over the same tokens of TEXT (llama-perplexity's chunks) and\n"
            "judges each candidate: perplexity change with a 95%% interval, KL(base || candidate) per token\n"
            "(mean, median, p99, max), top-1 agreement, share of tokens whose probability fell by half.\n\n"
@@ -44,9 +44,12 @@ static void help(void) {
            "  --seed S                  the sampler's seed when K > 1 (default 0)\n"
            "  --temp T                  its temperature when K > 1 (default 0.8)\n"
            "  --max-pass-drop-pct P     fail when the task pass rate falls more than P points below the base's (default 5)\n"
-           "  through servers: --base URL --candidate URL (http:// or https://, OpenAI-compatible) with --tasks and\n"
-           "  without -f: each item is one request, /v1/chat/completions for messages, else /v1/completions;\n"
-           "  choice checks are skipped (no log-likelihoods); items a server fails are infrastructure failures\n"
+           "  through servers: a URL (http:// or https://, OpenAI-compatible) as --base or --candidate, with --tasks\n"
+           "  and without -f; a MODEL beside it runs on quanta's engine (context -c). Each item is one request,\n"
+           "  /v1/chat/completions for messages, else /v1/completions; a choice check asks /v1/completions for\n"
+           "  the prompt's logprobs (echo), and is skipped with a note when the answer has none; items a\n"
+           "  server fails are infrastructure failures\n"
+           "  --max-concurrency N       at most N requests in flight to a server (default 1); results are in file order\n"
            "  --timeout S               seconds per request (default 120)\n"
            "  --time-limit S            no request to a model starts S seconds after its first; the rest fail by infrastructure\n"
            "  --retries N               retries of a 503 answer, after 0.5 s, 1 s, 2 s ... (default 4)\n"
@@ -68,7 +71,7 @@ typedef struct eval_args {
     const char *base, *cands[MAX_CANDIDATES], *text, *html, *mc, *tasks;
     const char *model, *api_key; /* sent to servers */
     double timeout_s, time_limit_s;
-    long long retries;
+    long long retries, concurrency;
     cli_json json;
     int n_cands;
     long long n_chunks, needle_trials, samples, seed;
@@ -107,9 +110,6 @@ static int check_served(const eval_args *a) {
     if (!a->tasks) return cli_usage(VERB, "a URL as --base or --candidate needs --tasks FILE (only task files run through a server)");
     if (a->text || a->mc || a->needle || a->bench || a->html)
         return cli_usage(VERB, "with URLs only --tasks runs: drop -f, --mc, --needle, --bench and --html");
-    if (!eval_is_url(a->base)) return cli_usage(VERB, "--base %s: a mix of local models and URLs is not supported yet", a->base);
-    for (int i = 0; i < a->n_cands; i++)
-        if (!eval_is_url(a->cands[i])) return cli_usage(VERB, "--candidate %s: a mix of local models and URLs is not supported yet", a->cands[i]);
     return CLI_OK;
 }
 
@@ -125,6 +125,7 @@ static int parse_args(int argc, char **argv, eval_args *a) {
     a->temp = 0.8;
     a->timeout_s = 120;
     a->retries = 4;
+    a->concurrency = 1;
     qt_eval_thresholds_default(&a->th);
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i];
@@ -160,6 +161,7 @@ static int parse_args(int argc, char **argv, eval_args *a) {
         else if (!strcmp(opt, "--timeout")) { NEED_VALUE(); r = cli_parse_double(VERB, opt, argv[++i], 0.001, 86400, &a->timeout_s); }
         else if (!strcmp(opt, "--time-limit")) { NEED_VALUE(); r = cli_parse_double(VERB, opt, argv[++i], 0.001, 1e7, &a->time_limit_s); }
         else if (!strcmp(opt, "--retries")) { NEED_VALUE(); r = cli_parse_int(VERB, opt, argv[++i], 0, 100, &a->retries); }
+        else if (!strcmp(opt, "--max-concurrency")) { NEED_VALUE(); r = cli_parse_int(VERB, opt, argv[++i], 1, 256, &a->concurrency); }
         else if (!strcmp(opt, "--model")) { NEED_VALUE(); a->model = argv[++i]; }
         else if (!strcmp(opt, "--api-key")) { NEED_VALUE(); a->api_key = argv[++i]; }
         else if (!strcmp(opt, "--html")) { NEED_VALUE(); a->html = argv[++i]; }
@@ -181,17 +183,24 @@ int cmd_eval(int argc, char **argv) {
     int r = parse_args(argc, argv, &a);
     if (r < 0) return CLI_OK; /* --help */
     if (r != CLI_OK) return r;
-    if (served(&a)) {
-        served_args sa = {.tasks = a.tasks, .base = a.base, .cands = a.cands, .n_cands = a.n_cands, .model = a.model,
-                          .api_key = a.api_key, .json = a.json, .samples = (int32_t)a.samples, .retries = (int32_t)a.retries,
-                          .seed = (uint64_t)a.seed, .temp = (float)a.temp, .timeout_s = a.timeout_s, .time_limit_s = a.time_limit_s,
-                          .max_pass_drop_pct = a.th.max_pass_drop_pct, .progress = cli_progress(a.quiet)};
-        return eval_tasks_served(&sa);
-    }
-
     /* the engine options every model starts from (n_ctx is set per run) */
     qt_engine_opts eo;
     if (engine_cli_to_opts(&a.eng, &eo) != QT_OK) return cli_usage(VERB, "%s", qt_last_error());
+    if (served(&a)) {
+        served_args sa = {.tasks = a.tasks, .base = a.base, .cands = a.cands, .n_cands = a.n_cands, .model = a.model,
+                          .api_key = a.api_key, .json = a.json, .samples = (int32_t)a.samples, .retries = (int32_t)a.retries,
+                          .concurrency = (int32_t)a.concurrency, .seed = (uint64_t)a.seed, .temp = (float)a.temp,
+                          .timeout_s = a.timeout_s, .time_limit_s = a.time_limit_s, .max_pass_drop_pct = a.th.max_pass_drop_pct,
+                          .engine = eo, .progress = cli_progress(a.quiet)};
+        sa.engine.n_ctx = (int32_t)a.eng.n_ctx;
+        for (int i = 0; i <= a.n_cands; i++) { /* a bad MODEL spec is a usage error before any request */
+            const char *spec = i ? a.cands[i - 1] : a.base;
+            qt_eval_model m;
+            if (!eval_is_url(spec) && qt_eval_parse_model(spec, &eo, &m) != QT_OK)
+                return cli_usage(VERB, "%s: %s", i ? "--candidate" : "--base", qt_last_error());
+        }
+        return eval_tasks_served(&sa);
+    }
     eo.n_ctx = 0;
     qt_eval_model base, *cands = calloc((size_t)a.n_cands, sizeof *cands);
     if (!cands) return cli_fail(qt_error(QT_ERR_NOMEM, "out of memory"));

@@ -1,19 +1,22 @@
-/* `quanta eval --tasks FILE` with --base/--candidate URLs: the task file
- * through OpenAI-compatible servers, one request at a time (docs/eval.md
- * "Through a server"). Items a server failed to answer are counted apart
- * from the model's failures. */
+/* `quanta eval --tasks FILE` with a URL among --base/--candidate: the task
+ * file through OpenAI-compatible servers (up to --max-concurrency requests at
+ * once) and, for a model given as a path, on quanta's engine, all in one
+ * report (docs/eval.md "Through a server"). Items a server failed to answer
+ * are counted apart from the model's failures. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "eval_served.h"
 
 bool eval_is_url(const char *spec) { return !strncmp(spec, "http://", 7) || !strncmp(spec, "https://", 8); }
 
-static json_t *model_json(const char *url, const qt_task_set *set, const qt_task_result *r) {
-    json_t *o = json_pack("{s:s, s:I, s:I, s:f, s:I}", "url", url, "items", (json_int_t)r->n_items, "passed",
-                          (json_int_t)r->n_pass, "pass_rate", r->pass_rate, "infra_failures", (json_int_t)r->n_infra);
+/* A side of the comparison: "url" for a server, "model" (as written) for a local model. */
+static json_t *model_json(const char *spec, const qt_task_set *set, const qt_task_result *r) {
+    json_t *o = json_pack("{s:s, s:I, s:I, s:f, s:I}", eval_is_url(spec) ? "url" : "model", spec, "items", (json_int_t)r->n_items,
+                          "passed", (json_int_t)r->n_pass, "pass_rate", r->pass_rate, "infra_failures", (json_int_t)r->n_infra);
     json_t *items = json_array();
     for (int32_t i = 0; i < r->n_items; i++) {
         const qt_task_outcome *t = &r->items[i];
@@ -31,6 +34,36 @@ static void table_row(const char *role, const char *url, const qt_task_result *r
            (int)r->n_infra, url);
 }
 
+static double monotonic_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* One side: a server through the HTTP client, or a model file on the engine. */
+static qt_status run_side(const served_args *a, const char *spec, const qt_task_set *set, qt_task_result *out) {
+    if (!eval_is_url(spec)) {
+        qt_eval_model m;
+        qt_status s = qt_eval_parse_model(spec, &a->engine, &m);
+        if (s) return s;
+        qt_eval_opts o;
+        qt_eval_opts_default(&o);
+        o.n_ctx = a->engine.n_ctx;
+        o.task_samples = a->samples, o.task_seed = a->seed, o.task_temp = a->temp;
+        o.progress = a->progress;
+        return qt_tasks_run_model(&m, set, &o, out);
+    }
+    qt_task_http h;
+    qt_task_http_default(&h);
+    h.url = spec;
+    h.model = a->model, h.api_key = a->api_key, h.set = set;
+    h.timeout_s = a->timeout_s, h.max_retries = a->retries;
+    h.time_limit_s = a->time_limit_s;
+    h.temp = a->samples > 1 ? a->temp : 0.0f, h.seed = a->seed;
+    h.t0 = monotonic_s(); /* before the workers start: the time limit counts from here */
+    return qt_tasks_run_parallel(set, a->samples, a->concurrency, qt_task_http_gen, qt_task_http_score, &h, &a->progress, out);
+}
+
 int eval_tasks_served(const served_args *a) {
     qt_task_set *set;
     qt_status ls = qt_tasks_load(a->tasks, &set);
@@ -39,25 +72,20 @@ int eval_tasks_served(const served_args *a) {
     qt_task_result *res = calloc((size_t)n, sizeof *res);
     if (!res) { qt_tasks_free(set); return cli_fail(qt_error(QT_ERR_NOMEM, "out of memory")); }
     qt_status s = QT_OK;
-    for (int i = 0; i < n && !s; i++) {
-        qt_task_http h;
-        qt_task_http_default(&h);
-        h.url = i ? a->cands[i - 1] : a->base;
-        h.model = a->model, h.api_key = a->api_key, h.set = set;
-        h.timeout_s = a->timeout_s, h.max_retries = a->retries;
-        h.time_limit_s = a->time_limit_s;
-        h.temp = a->samples > 1 ? a->temp : 0.0f, h.seed = a->seed;
-        s = qt_tasks_run(set, a->samples, qt_task_http_gen, NULL, &h, &a->progress, &res[i]);
-    }
+    for (int i = 0; i < n && !s; i++) s = run_side(a, i ? a->cands[i - 1] : a->base, set, &res[i]);
     cli_progress_end();
     int exit_status = CLI_OK;
     if (!s) {
         if (!a->json.on || a->json.file) {
             printf("%-10s %13s %8s\n", "model", "passed", "rate");
             for (int i = 0; i < n; i++) table_row(i ? "candidate" : "base", i ? a->cands[i - 1] : a->base, &res[i]);
-            int32_t skipped = 0;
-            for (int32_t i = 0; i < res[0].n_items; i++) skipped += res[0].items[i].choice_skipped;
-            if (skipped) printf("note: the choice checks of %d item(s) were skipped (no log-likelihoods through a server)\n", (int)skipped);
+            for (int i = 0; i < n; i++) {
+                int32_t skipped = 0;
+                for (int32_t k = 0; k < res[i].n_items; k++) skipped += res[i].items[k].choice_skipped;
+                if (skipped)
+                    printf("note: the choice checks of %d item(s) were skipped on %s (its answers carry no logprobs)\n", (int)skipped,
+                           i ? a->cands[i - 1] : a->base);
+            }
             for (int i = 0; i < n; i++)
                 if (res[i].n_infra) printf("note: %d item(s) failed by infrastructure on %s (see --json for why)\n", (int)res[i].n_infra, i ? a->cands[i - 1] : a->base);
         }

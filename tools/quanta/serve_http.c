@@ -144,6 +144,14 @@ typedef struct req {
     size_t out_pos;
     bool ended;                 /* stream: the last chunk is in `out` */
     bool fin_sent;              /* stream: finish_reason went out with the last token */
+    /* logprobs (r.logprobs >= 0), by position in the sequence (prompt, then generated);
+     * written by the scheduler thread under mu, read once done */
+    int32_t lp_cap;             /* positions held: n_prompt + max_tokens, at most n_ctx */
+    bool *lp_set;
+    double *lp;
+    int32_t *lp_ntop, *lp_top;  /* lp_top: (lp_cap, QT_SERVE_MAX_LOGPROBS) ids */
+    double *lp_toplp;
+    int32_t *echo_ids, n_echo;  /* the prompt's tokens, for an echo */
 } req;
 
 static req *req_new(serve_ctx *s, struct MHD_Connection *c, int ep) {
@@ -174,6 +182,7 @@ static void req_release(req *q) {
     free(q->body.p);
     free(q->out.p);
     free(q->toks);
+    free(q->lp_set), free(q->lp), free(q->lp_ntop), free(q->lp_top), free(q->lp_toplp), free(q->echo_ids);
     pthread_mutex_destroy(&q->mu);
     pthread_cond_destroy(&q->cv);
     free(q);
@@ -195,6 +204,20 @@ static void on_token(void *user, int32_t token) {
     pthread_mutex_unlock(&q->s->mu);
     q->t_last = t;
     pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Scheduler thread: one token's log-probability (quanta/serve.h). */
+static void on_logprob(void *user, int32_t pos, int32_t token, double lp, const int32_t *top, const double *top_lp, int32_t n_top) {
+    req *q = user;
+    (void)token;
+    pthread_mutex_lock(&q->mu);
+    if (pos >= 0 && pos < q->lp_cap) {
+        const int32_t k = n_top < QT_SERVE_MAX_LOGPROBS ? n_top : QT_SERVE_MAX_LOGPROBS;
+        q->lp_set[pos] = true, q->lp[pos] = lp, q->lp_ntop[pos] = k;
+        memcpy(q->lp_top + (size_t)pos * QT_SERVE_MAX_LOGPROBS, top, (size_t)k * sizeof *top);
+        memcpy(q->lp_toplp + (size_t)pos * QT_SERVE_MAX_LOGPROBS, top_lp, (size_t)k * sizeof *top_lp);
+    }
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -434,12 +457,102 @@ static bool prompt_tokens(req *q, int32_t **ids, int32_t *n, enum MHD_Result *rc
     return true;
 }
 
+/* A token's bytes (raw: a byte token may hold part of a character), appended to b. */
+static void piece_raw(const serve_ctx *s, int32_t id, buf *b) {
+    char small[256], *piece = small;
+    int32_t len = qt_token_to_piece(s->tok, id, small, (int32_t)sizeof small);
+    if (len > (int32_t)sizeof small) {
+        piece = malloc((size_t)len);
+        if (!piece || qt_token_to_piece(s->tok, id, piece, len) != len) len = 0;
+    }
+    if (len > 0) buf_add(b, piece, (size_t)len);
+    if (piece != small) free(piece);
+}
+
+/* A token's text as a JSON string: bytes that are no character become U+FFFD. */
+static json_t *piece_json(const serve_ctx *s, int32_t id) {
+    buf raw = {0}, text = {0};
+    piece_raw(s, id, &raw);
+    size_t n = raw.n;
+    if (n) utf8_drain((unsigned char *)raw.p, &n, &text, true);
+    json_t *j = json_stringn(text.p ? text.p : "", text.n);
+    free(raw.p), free(text.p);
+    return j;
+}
+
+/* Characters (code points) in t[0..bytes): OpenAI's Python servers count text_offset in characters. */
+static json_int_t char_offset(const char *t, size_t bytes) {
+    json_int_t n = 0;
+    for (size_t i = 0; i < bytes; i++) n += ((unsigned char)t[i] & 0xC0) != 0x80;
+    return n;
+}
+
+/* OpenAI's completions logprobs: {tokens, token_logprobs, top_logprobs, text_offset} over the
+ * echoed prompt (when echo) and the generated tokens. text is the answer's text, of which the
+ * first n_head bytes are the echoed prompt. A token's offset is where its piece starts in the
+ * concatenated pieces, less what the pieces of the prompt hold before the prompt's own text (a
+ * BOS, SentencePiece's leading space), clamped into its part of the text. */
+static json_t *logprobs_json(req *q, const char *text, size_t n_text, size_t n_head) {
+    serve_ctx *s = q->s;
+    json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
+    const int32_t first = q->r.echo ? 0 : q->n_echo, end = q->n_echo + q->n_toks;
+    buf pieces = {0};
+    for (int32_t pos = 0; pos < q->n_echo && q->r.echo; pos++) piece_raw(s, q->echo_ids[pos], &pieces);
+    const bool tail = pieces.n >= n_head && pieces.p && !memcmp(pieces.p + pieces.n - n_head, text, n_head);
+    const size_t delta = tail ? pieces.n - n_head : 0;
+    size_t cum = 0, gen_cum = 0;
+    for (int32_t pos = first; pos < end; pos++) {
+        const int32_t id = pos < q->n_echo ? q->echo_ids[pos] : q->toks[pos - q->n_echo];
+        size_t off;
+        buf one = {0};
+        piece_raw(s, id, &one);
+        if (pos < q->n_echo) off = cum > delta ? cum - delta : 0, off = off < n_head ? off : n_head, cum += one.n;
+        else off = n_head + gen_cum, off = off < n_text ? off : n_text, gen_cum += one.n;
+        free(one.p);
+        json_array_append_new(tokens, piece_json(s, id));
+        json_array_append_new(offs, json_integer(char_offset(text, off)));
+        if (pos == 0 || pos >= q->lp_cap || !q->lp_set[pos]) { /* nothing predicts the first token */
+            json_array_append_new(lps, json_null());
+            json_array_append_new(tops, json_null());
+            continue;
+        }
+        json_array_append_new(lps, json_real(q->lp[pos]));
+        json_t *top = json_object(); /* the N most likely and the token itself, as vLLM gives them */
+        for (int32_t k = 0; k < q->lp_ntop[pos] && k < q->r.logprobs; k++) {
+            json_t *p = piece_json(s, q->lp_top[(size_t)pos * QT_SERVE_MAX_LOGPROBS + k]);
+            if (p) json_object_set_new(top, json_string_value(p), json_real(q->lp_toplp[(size_t)pos * QT_SERVE_MAX_LOGPROBS + k]));
+            json_decref(p);
+        }
+        json_t *self = piece_json(s, id);
+        if (self && !json_object_get(top, json_string_value(self))) json_object_set_new(top, json_string_value(self), json_real(q->lp[pos]));
+        json_decref(self);
+        json_array_append_new(tops, top);
+    }
+    free(pieces.p);
+    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs", lps, "top_logprobs", tops, "text_offset", offs);
+}
+
+/* The prompt as echoed: the prompt string, or the text of its token ids. */
+static void echo_text(req *q, buf *b) {
+    if (q->r.prompt) { buf_add(b, q->r.prompt, strlen(q->r.prompt)); return; }
+    buf raw = {0};
+    for (int32_t i = 0; i < q->n_echo; i++) piece_raw(q->s, q->echo_ids[i], &raw);
+    size_t n = raw.n;
+    if (n) utf8_drain((unsigned char *)raw.p, &n, b, true);
+    free(raw.p);
+}
+
 /* The whole answer of a finished, non-streamed job. */
 static enum MHD_Result answer_whole(req *q) {
     if (q->why == QT_FINISH_ERROR) return answer_error(q, 500, "engine_error", q->err);
     buf text = {0};
+    if (q->r.echo) echo_text(q, &text);
+    const size_t n_head = text.n;
     take_text(q, q->n_toks, &text, true);
-    json_t *o = envelope(q, false, json_pack("[o]", choice_json(q, text.p ? text.p : "", text.n, finish_name(q->why), false, true)));
+    if (text.failed) { free(text.p); return answer_error(q, 500, "out_of_memory", "out of memory"); }
+    json_t *c = choice_json(q, text.p ? text.p : "", text.n, finish_name(q->why), false, true);
+    if (q->r.logprobs >= 0) json_object_set_new(c, "logprobs", logprobs_json(q, text.p ? text.p : "", text.n, n_head));
+    json_t *o = envelope(q, false, json_pack("[o]", c));
     free(text.p);
     json_object_set_new(o, "usage", usage_json(q));
     return answer_json(q, 200, o, false);
@@ -490,9 +603,23 @@ static enum MHD_Result generate(req *q, qt_serve_kind kind) {
     }
     const int32_t max_tokens = q->r.max_tokens >= 0 ? q->r.max_tokens : kind == QT_SERVE_COMPLETION ? 16 : s->n_ctx - n;
     q->max_gen = max_tokens;
+    const bool lp = q->r.logprobs >= 0;
+    if (lp || q->r.echo) {
+        q->lp_cap = n + (max_tokens < s->n_ctx - n ? max_tokens : s->n_ctx - n);
+        const size_t c = (size_t)q->lp_cap, t = c * QT_SERVE_MAX_LOGPROBS;
+        q->echo_ids = malloc((size_t)n * sizeof *q->echo_ids), q->n_echo = n;
+        q->lp_set = calloc(c, 1), q->lp = calloc(c, sizeof *q->lp), q->lp_ntop = calloc(c, sizeof *q->lp_ntop);
+        q->lp_top = calloc(t, sizeof *q->lp_top), q->lp_toplp = calloc(t, sizeof *q->lp_toplp);
+        if (!q->echo_ids || !q->lp_set || !q->lp || !q->lp_ntop || !q->lp_top || !q->lp_toplp) {
+            free(ids);
+            return answer_error(q, 500, "out_of_memory", "out of memory");
+        }
+        memcpy(q->echo_ids, ids, (size_t)n * sizeof *ids);
+    }
     qt_sched_job job = {.prompt = ids, .n_prompt = n, .max_tokens = max_tokens, .ignore_eos = q->r.ignore_eos,
                         .sampling = {.temp = q->r.temperature, .top_k = q->r.top_k, .top_p = q->r.top_p, .seed = q->r.seed},
-                        .on_token = on_token, .on_done = on_done, .user = q};
+                        .prompt_logprobs = lp && q->r.echo, .logprobs = lp, .top_logprobs = lp ? q->r.logprobs : 0,
+                        .on_logprob = on_logprob, .on_token = on_token, .on_done = on_done, .user = q};
     snprintf(q->id, sizeof q->id, "%s-%llu", kind == QT_SERVE_CHAT ? "chatcmpl" : "cmpl",
              (unsigned long long)atomic_fetch_add(&s->next_id, 1));
     q->t0 = now_s();
