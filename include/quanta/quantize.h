@@ -381,13 +381,16 @@ typedef struct qt_quantize_target {
      * member's cost the group's split by its share of the group's proxy cost (3.5x fewer runs; worse
      * mixes on stories260K: docs/quantize.md "Target size") */
     bool per_group;
-    const int32_t *tokens;        /* (n_seq, n_tok) calibration sequences, for measured */
+    const int32_t *tokens;        /* (n_seq, n_tok) calibration sequences, for measured and refine_rounds */
     int32_t n_seq, n_tok;
     /* measured: the table of measured costs is read from this file when its key (the model's
      * tensors, the tokens, the imatrix, numerics, candidates) matches, else measured and written
      * there (a temp file renamed); a mismatched one is ignored with a note, a corrupt one refused
      * (QT_ERR_FORMAT). NULL: measured every run. */
     const char *sensitivity_cache;
+    /* after the allocation, up to this many rounds of swaps measured on the tokens above
+     * (lib/quantize/mix_refine.c); 0: none */
+    int32_t refine_rounds;
 } qt_quantize_target;
 
 /* The default candidates: the legacy, K- and i-quants llama.cpp reads on every
@@ -422,6 +425,9 @@ typedef struct qt_quantize_mix {
     bool cache_used;              /* the table came from sensitivity_cache: no measurement ran */
     bool cache_written;           /* it was measured and written there */
     char cache_note[256];         /* why a cache file present was not used ("" otherwise) */
+    int32_t refine_swaps;         /* swaps the refinement kept (refine_rounds) */
+    double refine_kld_before;     /* the allocation's mix: measured mean KL divergence on the calibration tokens */
+    double refine_kld_after;      /* after the swaps (nats per token; both 0 without the refinement) */
 } qt_quantize_mix;
 
 /* A plan (as qt_quantize_plan_make, with o's imatrix, --keep, threads) whose

@@ -252,5 +252,10 @@ qt_status qt__proxy_scan(const qt_model *m, int threads, qt__proxy_job *jobs, in
 /* t's importance weights from im (malloc'd), or *out NULL where im has no usable entry. */
 struct qt_imatrix;
 qt_status qt__mix_tensor_weights(const struct qt_imatrix *im, const qt_tensor *t, float **out);
+/* tg->refine_rounds rounds of single swaps, each kept only when the whole mix's measured KL divergence
+ * on tg's tokens falls (lib/quantize/mix_refine.c); budget: the bytes the chosen options may sum to,
+ * each rounded up to align (0: none). Updates mx->t[].chosen, used_bytes, predicted_cost, refine_*. */
+qt_status qt__mix_refine(const qt_model *m, const qt_quantize_target *tg, int threads, struct qt_quantize_mix *mx,
+                         const qt_quantize_plan *base, float *const *weights, uint64_t budget, uint32_t align);
 
 #endif

@@ -357,6 +357,23 @@ static const char *mix_ftype(const qt_quantize_mix *mx) {
     return "f16";
 }
 
+/* The plan of the mix's chosen types; *over: how far the file exceeds the target (0: within). */
+static qt_status plan_chosen(target_ctx *c, qt_type *types, qt_quantize_plan **p, uint64_t *over) {
+    const qt_quantize_mix *mx = c->mix;
+    for (int32_t i = 0; i < mx->n; i++) {
+        const qt_tensor *t = qt_model_find_tensor(c->m, c->base->tensors[mx->t[i].plan_index].name);
+        types[t - qt_model_tensor(c->m, 0)] = mx->t[i].types[mx->t[i].chosen];
+    }
+    qt_quantize_opts o = *c->o;
+    o.scheme = mix_ftype(mx);
+    qt_status s = qt__quantize_plan_make_mix(c->m, &o, types, mx->budget_bytes, mx->predicted_cost, mx->sensitivity, p);
+    if (s == QT_OK) {
+        const uint64_t limit = c->tg->file_bytes ? c->tg->file_bytes : UINT64_MAX;
+        *over = (*p)->output_bytes > limit ? (*p)->output_bytes - limit : 0;
+    }
+    return s;
+}
+
 /* Allocates under budget and plans it; *over: how far the file exceeds the target (0: within). */
 static qt_status allocate_and_plan(target_ctx *c, uint64_t budget, bool padded, qt_type *types, qt_quantize_plan **p,
                                    uint64_t *over) {
@@ -374,24 +391,41 @@ static qt_status allocate_and_plan(target_ctx *c, uint64_t budget, bool padded, 
     qt__mix_result r;
     if (s == QT_OK) s = qt__mix_allocate(opts, first, n_opt, mx->n, budget, QT__MIX_DP_CELLS, choice, &r);
     if (s == QT_OK) {
-        for (int32_t i = 0; i < mx->n; i++) {
-            mx->t[i].chosen = choice[i];
-            const qt_tensor *t = qt_model_find_tensor(c->m, c->base->tensors[mx->t[i].plan_index].name);
-            types[t - qt_model_tensor(c->m, 0)] = mx->t[i].types[choice[i]];
-        }
+        for (int32_t i = 0; i < mx->n; i++) mx->t[i].chosen = choice[i];
         mx->budget_bytes = budget;
         mx->used_bytes = r.bytes;
         mx->predicted_cost = r.cost;
         mx->exact = r.exact;
-        qt_quantize_opts o = *c->o;
-        o.scheme = mix_ftype(mx);
-        s = qt__quantize_plan_make_mix(c->m, &o, types, budget, r.cost, mx->sensitivity, p);
-    }
-    if (s == QT_OK) {
-        const uint64_t limit = c->tg->file_bytes ? c->tg->file_bytes : UINT64_MAX;
-        *over = (*p)->output_bytes > limit ? (*p)->output_bytes - limit : 0;
+        s = plan_chosen(c, types, p, over);
     }
     free(opts); free(first); free(n_opt); free(choice);
+    return s;
+}
+
+/* The measured refinement (lib/quantize/mix_refine.c) within the allocation's budget; a changed
+ * choice is planned again, and kept only when its file is within the target too. */
+static qt_status refine(target_ctx *c, bool padded, qt_type *types, qt_quantize_plan **p) {
+    qt_quantize_mix *mx = c->mix;
+    int32_t *was = malloc(((size_t)mx->n + 1) * sizeof *was);
+    if (!was) return qt_error(QT_ERR_NOMEM, "out of memory");
+    for (int32_t i = 0; i < mx->n; i++) was[i] = mx->t[i].chosen;
+    const uint64_t used = mx->used_bytes;
+    const double cost = mx->predicted_cost;
+    qt_status s = qt__mix_refine(c->m, c->tg, c->o->threads, mx, c->base, c->weights, mx->budget_bytes, padded ? ALIGN : 0);
+    qt_quantize_plan *np = NULL;
+    uint64_t over = 0;
+    if (s == QT_OK && mx->refine_swaps) s = plan_chosen(c, types, &np, &over);
+    if (s == QT_OK && np && over) { /* the file type's name or the keys grew past the target: the allocation's mix */
+        for (int32_t i = 0; i < mx->n; i++) mx->t[i].chosen = was[i];
+        mx->used_bytes = used;
+        mx->predicted_cost = cost;
+        mx->refine_swaps = 0;
+        mx->refine_kld_after = mx->refine_kld_before;
+        qt_quantize_plan_free(np);
+        np = NULL;
+    }
+    if (np) { qt_quantize_plan_free(*p); *p = np; }
+    free(was);
     return s;
 }
 
@@ -490,6 +524,7 @@ qt_status qt_quantize_plan_target(const qt_model *m, const qt_quantize_opts *o, 
         budget += slack;
     }
     if (s == QT_OK && over) s = qt_error(QT_ERR_INTERNAL, "target size: the plan stays %llu bytes over", (unsigned long long)over);
+    if (s == QT_OK && tg->refine_rounds > 0) s = refine(&c, padded, types, &p);
     /* additivity is assumed by the allocation: the chosen mix measured as a whole */
     if (s == QT_OK && tg->measured) s = qt__mix_measure_final(m, tg, o->threads, c.mix, c.base, c.weights, &c.mix->measured_cost);
     for (int32_t i = 0; c.weights && i < c.mix->n; i++) free(c.weights[i]);

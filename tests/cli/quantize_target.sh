@@ -73,5 +73,14 @@ expect "measured, 1 thread" 0 "" "$q" quantize "$stories" "$tmp/ms.gguf" --targe
     --calib "$calib" --nsamples 4 --seqlen 64 --sensitivity measured --dry-run --json -q --threads 1
 ok cmp -s "$tmp/out" "$tmp/ms1.json"
 
+# --refine (lib/quantize/mix_refine.c): measured on the calibration tokens, so it needs them
+expect "--refine without --calib" 2 "needs --calib FILE" "$q" quantize "$stories" "$tmp/x.gguf" --target-size 300KB --refine 2
+expect "--refine alone" 2 "goes with --target-size" "$q" quantize "$stories" "$tmp/x.gguf" --scheme q4_0 --refine 1
+expect "bad --refine" 2 "expected rounds" "$q" quantize "$stories" "$tmp/x.gguf" --target-size 300KB --refine x
+expect "refined" 0 "" "$q" quantize "$stories" --target-size 300000B --imatrix "$im" --calib "$calib" --nsamples 2 \
+    --seqlen 64 --refine 1 --dry-run --json -q
+ok has out '"refine": {'
+ok grep -q '"kld_before": [0-9.e-]*[1-9]' "$tmp/out" # a measured, non-zero KL divergence
+
 echo "quantize_target: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -3,8 +3,9 @@
 #
 # GGUF files made by `quanta quantize` from stories260K (Q8_0, Q4_0, Q4_K_M,
 # IQ4_XS, IQ2_XS with llama-imatrix's importance matrix, IQ2_XS with the
-# importance matrix `--calib` computes, and Q4_0 with AWQ's scales folded into
-# its norms, `--algo awq`) load in real llama.cpp (node-llama-cpp's
+# importance matrix `--calib` computes, Q4_0 with AWQ's scales folded into
+# its norms, `--algo awq`, and two `--target-size` mixes of types per tensor,
+# one with llama-imatrix's importance matrix, one by GPTQ) load in real llama.cpp (node-llama-cpp's
 # prebuilt CPU library) and
 # - generate, greedily, the same 32 tokens as quanta's own engine on the same file;
 # - give the same perplexity as `quanta perplexity` on the same tokens (8 chunks
@@ -29,16 +30,21 @@ M="$SHARED/models/stories260K.gguf"
 IM="$SHARED/reference/llamacpp-quantize/imatrix-stories260K.gguf"
 # the calibration slice llama-imatrix's reference run used (its README)
 tail -n +4331 "$SHARED/data/tinystories-valid-first1000.txt" >"$TMP/calib.txt"
-names=(q8_0 q4_0 q4_k_m iq4_xs iq2_xs-imatrix iq2_xs-calib q4_0-awq)
+names=(q8_0 q4_0 q4_k_m iq4_xs iq2_xs-imatrix iq2_xs-calib q4_0-awq mix-rtn mix-gptq)
 for n in "${names[@]}"; do
-    s=${n%-*}
-    extra=()
+    how=(--scheme "${n%-*}")
     case $n in
-    *-imatrix) extra=(--imatrix "$IM") ;;
-    *-calib) extra=(--calib "$TMP/calib.txt" --seqlen 128 --nsamples 100) ;;
-    *-awq) extra=(--algo awq --calib "$TMP/calib.txt" --seqlen 128 --nsamples 16) ;;
+    *-imatrix) how+=(--imatrix "$IM") ;;
+    *-calib) how+=(--calib "$TMP/calib.txt" --seqlen 128 --nsamples 100) ;;
+    *-awq) how+=(--algo awq --calib "$TMP/calib.txt" --seqlen 128 --nsamples 16) ;;
     esac
-    "$Q" quantize "$M" "$TMP/$n.gguf" --scheme "$s" "${extra[@]}" -q || { echo "FAIL: quanta quantize --scheme $s"; exit 1; }
+    # --target-size mixes (docs/quantize.md "Target size") at Q4_K_M's file size, measured and refined
+    mix=(--target-size 306304B --calib "$TMP/calib.txt" --seqlen 128 --nsamples 8 --sensitivity measured)
+    case $n in
+    mix-rtn) how=("${mix[@]}" --imatrix "$IM") ;;
+    mix-gptq) how=("${mix[@]}" --algo gptq) ;;
+    esac
+    "$Q" quantize "$M" "$TMP/$n.gguf" "${how[@]}" -q || { echo "FAIL: quanta quantize ${how[*]}"; exit 1; }
 done
 files=()
 for n in "${names[@]}"; do files+=("$TMP/$n.gguf"); done

@@ -56,6 +56,10 @@ static void help(void) {
            "                             made for this model, calibration tokens, imatrix, numerics and\n"
            "                             candidates (another budget then measures nothing), else\n"
            "                             measure and write it there\n"
+           "  --refine N                 after the allocation, N rounds of single swaps (one tensor up, one\n"
+           "                             down, within the budget), each kept only when the whole mix's\n"
+           "                             measured KL divergence on the calibration tokens falls (default\n"
+           "                             4 with --calib, else 0)\n"
            "  --candidates T,T,...       the types to choose from (default: iq1_s .. q8_0 and f16, those\n"
            "                             whose block divides each tensor's row length; the i-quants that\n"
            "                             need an imatrix only where it has the tensor)\n"
@@ -159,6 +163,7 @@ typedef struct args {
     qt_type cand[64];           /* --candidates */
     qt_quantize_mix *mix;       /* the allocation's choice */
     bool sensitivity_given;     /* --sensitivity */
+    int refine;                 /* --refine N; -1: not given (4 rounds with calibration text) */
     qtgt tg;                    /* --budget-for-kv (with --memory/--gpu), --svg */
     qt_quantize_sweep *sweep;   /* --svg: the budget sweep drawn (also in --json) */
 } args;
@@ -244,6 +249,12 @@ static int parse_value(args *a, const char *opt, const char *v) {
         a->target.per_group = !strcmp(v, "measured-groups");
         a->sensitivity_given = true;
     } else if (!strcmp(opt, "--sensitivity-cache")) a->target.sensitivity_cache = v;
+    else if (!strcmp(opt, "--refine")) {
+        char *end;
+        const long r = strtol(v, &end, 10);
+        if (*end || end == v || r < 0 || r > 64) return cli_usage(VERB, "--refine '%s': expected rounds, 0 to 64", v);
+        a->refine = (int)r;
+    }
     else if (!strcmp(opt, "--tensor-type")) return parse_override(a, v);
     else if (!strcmp(opt, "--keep")) {
         if (a->o.n_keep >= MAX_PATTERNS) return cli_usage(VERB, "at most %d --keep options", MAX_PATTERNS);
@@ -288,7 +299,7 @@ static int parse(int argc, char **argv, args *a) {
                                        "--token-embedding-type", "--threads", "--algo", "--alpha", "--group-size",
                                        "--kv-dtype", "--kv-calib", "--kv-scale-gran", "--max-shard-size",
                                        "--target-size", "--target-bpw", "--candidates", "--sensitivity",
-                                       "--sensitivity-cache"};
+                                       "--sensitivity-cache", "--refine"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int j = cli_json_arg(VERB, s, &a->json);
@@ -333,6 +344,9 @@ static int parse(int argc, char **argv, args *a) {
                          a->target.file_bytes ? "size" : "bpw");
     if (a->target.candidates && !target) return cli_usage(VERB, "--candidates goes with --target-size or --target-bpw");
     if (a->sensitivity_given && !target) return cli_usage(VERB, "--sensitivity goes with --target-size or --target-bpw");
+    if (a->refine >= 0 && !target) return cli_usage(VERB, "--refine goes with --target-size or --target-bpw");
+    if (a->refine > 0 && !a->calib.file)
+        return cli_usage(VERB, "--refine %d needs --calib FILE (the swaps are measured on its tokens)", a->refine);
     if (a->target.sensitivity_cache && !a->target.measured)
         return cli_usage(VERB, "--sensitivity-cache goes with --sensitivity measured");
     if (a->target.measured && !a->calib.file)
@@ -344,7 +358,7 @@ static int parse(int argc, char **argv, args *a) {
     if (a->calib.tuned && !a->calib.file && !(a->kv.on && a->kv.mode == QT_KV_CALIB_RANDOM))
         return cli_usage(VERB, "--nsamples, --seqlen, --seed and --allow-short-calib apply to --calib FILE (or to "
                                "--kv-calib random)");
-    if (a->calib.file && a->o.imatrix && !a->target.measured)
+    if (a->calib.file && a->o.imatrix && !target) /* with a target, the text gives the measured steps' tokens */
         return cli_usage(VERB, "--calib computes the importance matrix that --imatrix would give; use one of them");
     if (a->algo && !a->calib.file) return cli_usage(VERB, "--algo %s needs --calib FILE (calibration text)", a->algo);
     if (a->algo && a->o.imatrix)
@@ -431,6 +445,9 @@ static void print_mix(const qt_quantize_mix *mx, const qt_quantize_plan *p) {
                     "sensitivity %s)\n", (unsigned long long)mx->budget_bytes, mx->n, "padded to the file's alignment",
             (unsigned long long)mx->used_bytes, mx->predicted_cost, mx->exact ? "exact knapsack" : "Lagrangian + repair",
             mx->sensitivity);
+    if (mx->refine_kld_before > 0)
+        fprintf(stderr, "refined: %d swaps kept; measured KL divergence on the calibration tokens %.6g -> %.6g\n",
+                mx->refine_swaps, mx->refine_kld_before, mx->refine_kld_after);
     if (strcmp(mx->sensitivity, "proxy")) {
         fprintf(stderr, "measured: %d groups (%s); rank correlation with the proxy %.4f over %d (group, type) pairs\n",
                 mx->n_groups, mx->cache_used ? "from the cache, nothing measured" : mx->cache_written ? "written to the cache" : "measured",
@@ -508,6 +525,9 @@ static json_t *mix_json(const args *a, const qt_quantize_mix *mx, const qt_quant
     json_object_set_new(o, "predicted_cost", json_real(mx->predicted_cost));
     json_object_set_new(o, "exact", json_boolean(mx->exact));
     json_object_set_new(o, "sensitivity", json_string(mx->sensitivity));
+    if (mx->refine_kld_before > 0)
+        json_object_set_new(o, "refine", json_pack("{s:i, s:f, s:f}", "swaps", mx->refine_swaps, "kld_before",
+                                                   mx->refine_kld_before, "kld_after", mx->refine_kld_after));
     if (strcmp(mx->sensitivity, "proxy")) {
         json_object_set_new(o, "groups", json_integer(mx->n_groups));
         json_object_set_new(o, "rank_correlation", isfinite(mx->rank_correlation) ? json_real(mx->rank_correlation) : json_null());
@@ -726,6 +746,7 @@ static int run_gguf(args *a, qt_model *m) {
     a->target.tokens = a->qc.set.tokens;
     a->target.n_seq = a->qc.set.n_samples;
     a->target.n_tok = a->qc.set.seq_len;
+    a->target.refine_rounds = a->refine >= 0 ? a->refine : a->qc.set.tokens ? 4 : 0;
     qt_status st = target ? qt_quantize_plan_target(m, &a->o, &a->target, &p, &a->mix) : qt_quantize_plan_make(m, &a->o, &p);
     if (target && st == QT_OK) a->o.scheme = p->ftype->name;
     if (st == QT_OK && a->tg.svg) { /* before the computed imatrix goes: the presets quantize with it */
@@ -1082,6 +1103,7 @@ int cmd_quantize(int argc, char **argv) {
     memset(&a, 0, sizeof a);
     a.o = qt_quantize_opts_default();
     a.alpha = -1;
+    a.refine = -1;
     qtgt_init(&a.tg);
     int rc = parse(argc, argv, &a);
     if (rc == CLI_OK) {
