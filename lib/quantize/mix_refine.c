@@ -10,7 +10,7 @@
  * local search on the measured objective, as in HAWQ-V3's / mlx-lm
  * dynamic_quant's "measure the mix, then adjust" loops.
  *
- * Decoder linears and the token embedding are rebound in the engine; the
+ * Decoder linears and an untied token embedding are rebound in the engine; the
  * output projection (the token embedding where tied) is applied here to the
  * final norm's output rows the engine shows (logits = H Wq^T, in double), the
  * base model's logits the same way from its own weights, so base and mix share
@@ -105,7 +105,10 @@ static qt_status run_mix(refine_ctx *c, const int32_t *choice, double *kld) {
         const qt_tensor *t;
         s = tensor_in(c, i, choice ? choice[i] : -1, &t);
         if (s == QT_OK && c->layer[i] >= 0) s = qt_layerwise_set_weight(lw, c->layer[i], c->linear[i], t);
-        if (s == QT_OK && i == c->i_embd) s = qt__engine_set_token_embd(c->e, t);
+        /* A tied embedding cannot be rebound in the engine (it is the output too): its output
+         * role is applied below in its chosen type, its lookup stays the base's, as in
+         * mix_measure.c's whole-mix check. */
+        if (s == QT_OK && i == c->i_embd && !c->tied) s = qt__engine_set_token_embd(c->e, t);
     }
     for (int32_t il = 0; s == QT_OK && il < c->n_layer; il++) s = qt_layerwise_run_layer(lw, NULL, NULL);
     c->h_at = 0;
