@@ -110,7 +110,7 @@ static qt_status preset_collect(const qt_model *m, const qt_quantize_opts *o, co
             continue;
         }
         if (measured) {
-            snprintf(pt->why, sizeof pt->why, "%s in %s %s: not among the measured costs", q->name,
+            snprintf(pt->why, sizeof pt->why, "%.96s in %s %s: not among the measured costs", q->name,
                      qt_type_get(q->type)->name, with_im ? "with the imatrix" : "without an imatrix");
             return QT_OK;
         }
