@@ -59,7 +59,7 @@ static void help(void) {
            "  --refine N                 after the allocation, N rounds of single swaps (one tensor up, one\n"
            "                             down, within the budget), each kept only when the whole mix's\n"
            "                             measured KL divergence on the calibration tokens falls (default\n"
-           "                             4 with --calib, else 0)\n"
+           "                             4 with --sensitivity measured, else 0)\n"
            "  --candidates T,T,...       the types to choose from (default: iq1_s .. q8_0 and f16, those\n"
            "                             whose block divides each tensor's row length; the i-quants that\n"
            "                             need an imatrix only where it has the tensor)\n"
@@ -746,7 +746,8 @@ static int run_gguf(args *a, qt_model *m) {
     a->target.tokens = a->qc.set.tokens;
     a->target.n_seq = a->qc.set.n_samples;
     a->target.n_tok = a->qc.set.seq_len;
-    a->target.refine_rounds = a->refine >= 0 ? a->refine : a->qc.set.tokens ? 4 : 0;
+    /* refinement by default only where the user asked for measurement: a proxy run stays one cheap scan */
+    a->target.refine_rounds = a->refine >= 0 ? a->refine : a->qc.set.tokens && a->target.measured ? 4 : 0;
     qt_status st = target ? qt_quantize_plan_target(m, &a->o, &a->target, &p, &a->mix) : qt_quantize_plan_make(m, &a->o, &p);
     if (target && st == QT_OK) a->o.scheme = p->ftype->name;
     if (st == QT_OK && a->tg.svg) { /* before the computed imatrix goes: the presets quantize with it */
