@@ -10,9 +10,10 @@
 #   libmicrohttpd-dev                     the HTTP server under `quanta serve` (GNU libmicrohttpd), and the load test's scripted test server
 #   curl                                  the HTTP client tests/cli/serve.sh drives `quanta serve` with
 #   jq                                    reads and writes JSON in CLI tests (tests/cli/eval_tasks.sh builds a task file from `quanta run --json`)
+#   libxml2-utils                         xmllint: tests/cli/quantize_budget.sh checks the --svg picture is well-formed XML
 #   libopenblas-dev, liblapacke-dev       GPTQ: BLAS syrk for Hessians, LAPACKE Cholesky for their inverse factors
 set -e
-PKGS="build-essential cmake pkg-config clang libclang-rt-dev libjansson-dev libpcre2-dev libutf8proc-dev libcurl4-openssl-dev libmicrohttpd-dev curl jq libopenblas-dev liblapacke-dev"
+PKGS="build-essential cmake pkg-config clang libclang-rt-dev libjansson-dev libpcre2-dev libutf8proc-dev libcurl4-openssl-dev libmicrohttpd-dev curl jq libxml2-utils libopenblas-dev liblapacke-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
