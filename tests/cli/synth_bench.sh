@@ -64,6 +64,8 @@ ok has err "bench"
 expect "bench no model" 2 "-m PATH" "$q" bench -p 8
 expect "bench bad -p" 2 "out of range" "$q" bench -m "$model" -p 0
 expect "bench bad bw" 2 "--bw-size" "$q" bench -m "$model" --bw-size 1K
+expect "bench bw unit" 2 "unknown unit 'M'" "$q" bench -m "$model" --bw-size 256M
+expect "bench bw small" 2 "must be at least 1 MiB" "$q" bench -m "$model" --bw-size 1KiB
 expect "bench kv q8_0" 2 "int8" "$q" bench -m "$model" --kv-dtype q8_0
 expect "bench missing" 1 "nope.gguf" "$q" bench -m "$tmp/nope.gguf" -p 8 -n 1 -r 1 --bw-size 16MiB -q
 

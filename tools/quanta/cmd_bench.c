@@ -58,8 +58,8 @@ static int parse_value(bench_args *a, const char *opt, const char *v) {
         a->kv = v;
         return cli_kv_engine("bench", opt, v);
     }
-    if (qt_plan_parse_size(v, &a->bw_bytes) != QT_OK || a->bw_bytes < 1048576.0)
-        return cli_usage("bench", "--bw-size: '%s' is not a size of at least 1 MiB (e.g. 2GiB)", v);
+    if (qt_plan_parse_size(v, &a->bw_bytes) != QT_OK) return cli_usage("bench", "--bw-size: %s", qt_last_error());
+    if (a->bw_bytes < 1048576.0) return cli_usage("bench", "--bw-size '%s': must be at least 1 MiB (e.g. 2GiB)", v);
     return CLI_OK;
 }
 
