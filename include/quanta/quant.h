@@ -66,7 +66,10 @@ typedef enum qt_type {
     QT_TYPE_CT_W4_G128 = 66,  /* w4a16 int4, groups of 128 */
     QT_TYPE_CT_NVFP4 = 67,    /* E2M1, E4M3 scale per 16, f32 global scale */
     QT_TYPE_CT_MXFP4 = 68,    /* E2M1, E8M0 scale per 32 */
-    QT_TYPE_COUNT = 69  /* one past the largest id */
+    /* Weight-only 8-bit compressed-tensors rows, f32 activations (lib/quant/ct8.h). */
+    QT_TYPE_CT_W8_G128 = 69,  /* w8a16 int8, groups of 128, optional zero points */
+    QT_TYPE_CT_W8_CH = 70,    /* w8a16 int8, one scale per row (channel or tensor) */
+    QT_TYPE_COUNT = 71  /* one past the largest id */
 } qt_type;
 
 /* Dequantize n elements (n a multiple of block_elems). */

@@ -10,9 +10,12 @@
  * as vLLM does (docs/w8a8.md). The weight-only 4-bit schemes (int4 groups of
  * 32, 64 or 128, symmetric or with zero points; NVFP4; MXFP4) are kept packed
  * too, in the 4-bit rows of lib/quant/ct4.h, whose f32 dots give the bits of
- * the f32 path. Other schemes (int8 groups, int4 with other groups, rows not a
- * multiple of 32) are dequantized on load into an f32 "<module>.weight" with
- * the compressed-tensors dequantizers of ct.h.
+ * the f32 path; the weight-only 8-bit ones (int8 per channel, per tensor, or
+ * in groups of 128, symmetric or with zero points) in the 8-bit rows of
+ * lib/quant/ct8.h, one code byte per weight, the same f32 bits. Other schemes
+ * (int8 groups other than 128, int4 with other groups, rows not a multiple of
+ * 32) are dequantized on load into an f32 "<module>.weight" with the
+ * compressed-tensors dequantizers of ct.h.
  */
 #define _GNU_SOURCE
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -27,6 +30,7 @@
 #include "io_internal.h"
 #include "model/model_internal.h"
 #include "quant/ct4.h"
+#include "quant/ct8.h"
 #include "quant/ct_rows.h"
 #include "quanta/num.h"
 
@@ -217,6 +221,26 @@ static qt_status expect(const char *fp, const qt_st_tensor *t, const char *modul
     return QT_OK;
 }
 
+/* An integer layout's codes (R x C, into q) and, when asymmetric, its n_scales zero points (*zp,
+ * malloc'd; NULL when symmetric): pack-quantized words or int-quantized bytes. */
+static qt_status int_codes(const qt__ct_layout *L, const char *fp, const qt_st_checkpoint *ck, const char *module,
+                           int64_t R, int64_t C, int64_t n_scales, int8_t *q, int8_t **zp) {
+    const bool packed = !strcmp(L->format, "pack-quantized");
+    const qt_st_tensor *w = piece(ck, module, packed ? ".weight_packed" : ".weight");
+    qt_status s = expect(fp, w, module, packed ? ".weight_packed" : ".weight", packed ? QT_ST_I32 : QT_ST_I8,
+                         packed ? R * qt_ct_packed_len(C, L->bits) * 4 : R * C);
+    if (s == QT_OK) s = packed ? qt_ct_unpack_rows(w->data, R, C, L->bits, q) : (memcpy(q, w->data, (size_t)(R * C)), QT_OK);
+    if (s == QT_OK && !L->symmetric) {
+        const qt_st_tensor *z = piece(ck, module, ".weight_zero_point");
+        const int64_t per_row = n_scales / R;
+        if (!(*zp = malloc((size_t)n_scales))) s = qt_error(QT_ERR_NOMEM, "%s: out of memory", fp);
+        if (s == QT_OK) s = expect(fp, z, module, ".weight_zero_point", packed ? QT_ST_I32 : QT_ST_I8,
+                                   packed ? qt_ct_packed_len(R, L->bits) * per_row * 4 : n_scales);
+        if (s == QT_OK) s = packed ? qt_ct_unpack_cols(z->data, R, per_row, L->bits, *zp) : (memcpy(*zp, z->data, (size_t)n_scales), QT_OK);
+    }
+    return s;
+}
+
 static qt_status dequant(const qt__ct_layout *L, const char *fp, const qt_st_checkpoint *ck, const char *module,
                          int64_t R, int64_t C, float *out) {
     const qt_st_tensor *ws = piece(ck, module, ".weight_scale");
@@ -252,19 +276,7 @@ static qt_status dequant(const qt__ct_layout *L, const char *fp, const qt_st_che
             s = L->block ? qt_ct_fp8_block_dequantize(w->data, sc, R, C, L->bh, L->bw, dt, out)
                          : qt_ct_fp8_dequantize(w->data, sc, R, C, L->strategy, dt, out);
     } else if (s == QT_OK) {
-        const bool packed = !strcmp(L->format, "pack-quantized");
-        const qt_st_tensor *w = piece(ck, module, packed ? ".weight_packed" : ".weight");
-        s = expect(fp, w, module, packed ? ".weight_packed" : ".weight", packed ? QT_ST_I32 : QT_ST_I8,
-                   packed ? R * qt_ct_packed_len(C, L->bits) * 4 : R * C);
-        if (s == QT_OK) s = packed ? qt_ct_unpack_rows(w->data, R, C, L->bits, q) : (memcpy(q, w->data, (size_t)(R * C)), QT_OK);
-        if (s == QT_OK && !L->symmetric) {
-            const qt_st_tensor *z = piece(ck, module, ".weight_zero_point");
-            const int64_t per_row = n_scales / R;
-            if (!(zp = malloc((size_t)n_scales))) s = qt_error(QT_ERR_NOMEM, "%s: out of memory", fp);
-            if (s == QT_OK) s = expect(fp, z, module, ".weight_zero_point", packed ? QT_ST_I32 : QT_ST_I8,
-                                       packed ? qt_ct_packed_len(R, L->bits) * per_row * 4 : n_scales);
-            if (s == QT_OK) s = packed ? qt_ct_unpack_cols(z->data, R, per_row, L->bits, zp) : (memcpy(zp, z->data, (size_t)n_scales), QT_OK);
-        }
+        s = int_codes(L, fp, ck, module, R, C, n_scales, q, &zp);
         if (s == QT_OK) s = qt_ct_int_dequantize(q, sc, zp, R, C, &a, out);
     }
     free(sc);
@@ -420,6 +432,37 @@ static qt_status pack4(const qt__ct_layout *L, const char *fp, const qt_st_check
     return f.kind == QT_CT4_INT4 ? pack_int4(L, fp, ck, module, R, C, type, dst) : pack_fp4(fp, ck, module, R, C, type, dst);
 }
 
+/* ---- weight-only 8-bit kept packed (lib/quant/ct8.h) ------------------------------- */
+
+/* The ct8 row type of an int8 layout without W8A8 activations, QT_TYPE_COUNT: dequantized instead
+ * (int8 groups other than 128; an asymmetric per-tensor scale). */
+static qt_type ct8_type_of(const qt__ct_layout *L, int64_t cols) {
+    if (L->is_float || L->bits != 8 || L->block || cols > QT_CT_ROW_MAX_N) return QT_TYPE_COUNT;
+    if (strcmp(L->format, "pack-quantized") && strcmp(L->format, "int-quantized")) return QT_TYPE_COUNT;
+    if (L->strategy == QT_CT_CHANNEL || (L->strategy == QT_CT_TENSOR && L->symmetric)) return QT_TYPE_CT_W8_CH;
+    if (L->strategy == QT_CT_GROUP && L->group_size == QT_CT8_GROUP && cols % QT_CT8_GROUP == 0)
+        return QT_TYPE_CT_W8_G128;
+    return QT_TYPE_COUNT;
+}
+
+/* int8 codes as stored, per group (or row) the f32 scale and the zero point (0 when symmetric). */
+static qt_status pack8(const qt__ct_layout *L, const char *fp, const qt_st_checkpoint *ck, const char *module,
+                       int64_t R, int64_t C, qt_type type, uint8_t *dst) {
+    const qt_st_tensor *ws = piece(ck, module, ".weight_scale");
+    if (!ws) return qt_error(QT_ERR_FORMAT, "%s: tensor '%s.weight_scale' missing", fp, module);
+    const int64_t n_scales = L->strategy == QT_CT_TENSOR ? 1 : type == QT_TYPE_CT_W8_CH ? R : R * (C / QT_CT8_GROUP);
+    float *sc = malloc((size_t)n_scales * sizeof *sc);
+    int8_t *q = malloc((size_t)(R * C)), *zp = NULL;
+    qt_ct_dtype dt = QT_CT_BF16;
+    qt_status s = sc && q ? scales_f32(fp, ws, n_scales, sc, &dt) : qt_error(QT_ERR_NOMEM, "%s: out of memory", fp);
+    if (s == QT_OK) s = int_codes(L, fp, ck, module, R, C, n_scales, q, &zp);
+    if (s == QT_OK) qt__ct8_pack(type, dt, q, sc, zp, n_scales, R, C, dst);
+    free(sc);
+    free(q);
+    free(zp);
+    return s;
+}
+
 /* Static per-tensor activations: one positive finite input_scale per quantized Linear. */
 static qt_status input_scale_of(const char *fp, const qt_st_checkpoint *ck, const char *module, float *v) {
     const qt_st_tensor *t = piece(ck, module, ".input_scale");
@@ -466,13 +509,14 @@ qt_status qt__ct_load_module(qt_model *m, const qt__ct_layout *L0, const qt_st_c
     if (s == QT_OK && L->static_input) s = check_input_scale(fp, ck, module);
     if (s != QT_OK) return s;
     const struct packed_form *pf = packed_form_of(L, cols);
-    const qt_type t4 = pf ? QT_TYPE_COUNT : ct4_type_of(L, cols);
-    const qt_type type = pf ? pf->type : t4 != QT_TYPE_COUNT ? t4 : QT_TYPE_F32;
+    const qt_type t4 = pf ? QT_TYPE_COUNT : ct4_type_of(L, cols), t8 = pf ? QT_TYPE_COUNT : ct8_type_of(L, cols);
+    const qt_type type = pf ? pf->type : t4 != QT_TYPE_COUNT ? t4 : t8 != QT_TYPE_COUNT ? t8 : QT_TYPE_F32;
     const size_t nbytes = (size_t)rows * qt_row_size(type, cols);
     void *buf = qt__model_alloc(m, nbytes);
     if (!buf) return QT_ERR_NOMEM;
     s = pf ? pack(L, pf, fp, ck, module, rows, cols, buf)
-           : t4 != QT_TYPE_COUNT ? pack4(L, fp, ck, module, rows, cols, t4, buf) : dequant(L, fp, ck, module, rows, cols, buf);
+           : t4 != QT_TYPE_COUNT ? pack4(L, fp, ck, module, rows, cols, t4, buf)
+           : t8 != QT_TYPE_COUNT ? pack8(L, fp, ck, module, rows, cols, t8, buf) : dequant(L, fp, ck, module, rows, cols, buf);
     if (s != QT_OK) return s;
     /* converted into buf: the checkpoint's pages of this module need not stay resident beside it */
     static const char *const pieces[] = {".weight", ".weight_packed", ".weight_scale", ".weight_zero_point",

@@ -96,6 +96,7 @@ float qt__dot_q4_1_q8_1_avx2(const void *x, const void *y, int64_t n);
 float qt__dot_q5_0_q8_0_avx2(const void *x, const void *y, int64_t n);
 float qt__dot_q5_1_q8_1_avx2(const void *x, const void *y, int64_t n);
 float qt__dot_iq4_nl_q8_0_avx2(const void *x, const void *y, int64_t n);
+float qt__dot_mxfp4_q8_0_avx2(const void *x, const void *y, int64_t n); /* mxfp4_avx2.c */
 /* K-quant super-blocks (dot_k_avx2.c) */
 float qt__dot_q2_K_q8_K_avx2(const void *x, const void *y, int64_t n);
 float qt__dot_q3_K_q8_K_avx2(const void *x, const void *y, int64_t n);

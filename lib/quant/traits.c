@@ -8,6 +8,7 @@
 #include "kernels.h"
 #include "traits_internal.h"
 #include "ct4.h"     /* engine-only weight-only 4-bit rows */
+#include "ct8.h"     /* engine-only weight-only 8-bit rows */
 #include "ct_rows.h" /* engine-only compressed-tensors rows */
 #include "dot.h" /* vec_dot kernels: dot products with activations quantized to vec_dot_type */
 
@@ -452,5 +453,28 @@ const qt_type_traits qt__traits[QT_TYPE_COUNT] = {
         .vec_dot = qt__dot_ct4_mxfp4_ref,
         .vec_dot_gemm = qt__gemm_ct4_mxfp4_ref,
         .engine_only = true, .row_size = qt__ct4_mxfp4_row_size,
+    },
+
+    /* ---- engine-only: weight-only 8-bit compressed-tensors rows, f32 activations (ct8.h) ---- */
+    [QT_TYPE_CT_W8_G128] = {
+        .name = "ct_w8_g128", .type = QT_TYPE_CT_W8_G128,
+        .block_elems = 1, .block_bytes = 1,
+        .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
+        .to_float_ref = qt__ct8_g128_to_float,
+        .vec_dot_type = QT_TYPE_F32,
+        .vec_dot = qt__dot_ct8_g128_ref,
+        .vec_dot_gemm = qt__gemm_ct8_g128_ref,
+        .engine_only = true, .row_size = qt__ct8_g128_row_size,
+    },
+
+    [QT_TYPE_CT_W8_CH] = {
+        .name = "ct_w8_ch", .type = QT_TYPE_CT_W8_CH,
+        .block_elems = 1, .block_bytes = 1,
+        .is_quantized = true, .runtime_only = true, .imatrix_aware = false,
+        .to_float_ref = qt__ct8_ch_to_float,
+        .vec_dot_type = QT_TYPE_F32,
+        .vec_dot = qt__dot_ct8_ch_ref,
+        .vec_dot_gemm = qt__gemm_ct8_ch_ref,
+        .engine_only = true, .row_size = qt__ct8_ch_row_size,
     },
 };

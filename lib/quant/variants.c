@@ -6,6 +6,7 @@
  * AVX-512 CPU runs the AVX2 ones (levels are cumulative).
  */
 #include "ct4.h"
+#include "ct8.h"
 #include "ct_rows.h"
 #include "dot.h"
 #include "gemm.h"
@@ -30,6 +31,7 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_Q5_0, QT__CPU_AVX2, .vec_dot = qt__dot_q5_0_q8_0_avx2},
     {QT_TYPE_Q5_1, QT__CPU_AVX2, .vec_dot = qt__dot_q5_1_q8_1_avx2},
     {QT_TYPE_IQ4_NL, QT__CPU_AVX2, .vec_dot = qt__dot_iq4_nl_q8_0_avx2},
+    {QT_TYPE_MXFP4, QT__CPU_AVX2, .vec_dot = qt__dot_mxfp4_q8_0_avx2}, /* mxfp4_avx2.c */
     {QT_TYPE_Q2_K, QT__CPU_AVX2, .vec_dot = qt__dot_q2_K_q8_K_avx2},
     {QT_TYPE_Q3_K, QT__CPU_AVX2, .vec_dot = qt__dot_q3_K_q8_K_avx2},
     {QT_TYPE_Q4_K, QT__CPU_AVX2, .vec_dot = qt__dot_q4_K_q8_K_avx2},
@@ -130,6 +132,13 @@ const qt__kernel_variant qt__variants[] = {
     QT_CT4(w4g32, W4_G32, avx512, QT__CPU_AVX512), QT_CT4(w4g64, W4_G64, avx512, QT__CPU_AVX512),
     QT_CT4(w4g128, W4_G128, avx512, QT__CPU_AVX512), QT_CT4(nvfp4, NVFP4, avx512, QT__CPU_AVX512),
     QT_CT4(mxfp4, MXFP4, avx512, QT__CPU_AVX512),
+    /* weight-only 8-bit compressed-tensors rows (ct8_avx2.c, ct8_avx512.c): the f32 dots' bits */
+#define QT_CT8(t, T, SUFFIX, LEVEL) \
+    {QT_TYPE_CT_##T, LEVEL, .to_float = qt__ct8_##t##_to_float_##SUFFIX, .vec_dot = qt__dot_ct8_##t##_##SUFFIX, \
+     .vec_dot_gemm = qt__gemm_ct8_##t##_##SUFFIX}
+    QT_CT8(g128, W8_G128, avx2, QT__CPU_AVX2), QT_CT8(ch, W8_CH, avx2, QT__CPU_AVX2),
+    QT_CT8(g128, W8_G128, avx512, QT__CPU_AVX512), QT_CT8(ch, W8_CH, avx512, QT__CPU_AVX512),
+#undef QT_CT8
     /* batches of int4 rows, AVX-512 (vec_dot_gemm's bits; bench_gemm: 1.2-1.8x the dequantized rows' f32
        dots at batch 64; the AVX2 tiles and the fp4 rows' measured slower than dequantizing each row) */
 #define QT_CT4_GEMM(t, T) {QT_TYPE_CT_##T, QT__CPU_AVX512, .gemm = qt__gemm_tiles_ct4_##t##_avx512, .gemm_min_batch = 2}

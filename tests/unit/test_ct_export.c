@@ -655,11 +655,11 @@ static void test_read_back_and_run(void) {
         const qt_tensor *t = qt_model_find_tensor(ct, "blk.0.attn_q.weight");
         float *ref = reference_q(src, sch[k], ct);
         /* W8A8 and FP8 stay packed (lib/quant/ct_rows.h: codes and their scales), and so do the
-         * weight-only 4-bit schemes (lib/quant/ct4.h: codes and per-group code books); w8a16 is
-         * dequantized to f32. Either way the values are the reference's: the packed rows give
+         * weight-only schemes (lib/quant/ct4.h: 4-bit codes and per-group code books; lib/quant/ct8.h:
+         * w8a16's int8 codes and group scales). The values are the reference's: the packed rows give
          * code x scale exactly, which compressed-tensors then rounds to bf16. */
         const bool w8a8 = !strcmp(sch[k], "w8a8-int8") || !strncmp(sch[k], "fp8", 3);
-        const bool packed = strcmp(sch[k], "w8a16") != 0; /* every other scheme here is packed */
+        const bool packed = true; /* every scheme here is kept packed */
         CHECK_MSG(t && (packed ? qt_type_get(t->type)->engine_only : t->type == QT_TYPE_F32), "%s: q_proj stored as %s",
                   sch[k], t ? qt_type_get(t->type)->name : "?");
         if (t && t->type == QT_TYPE_F32) CHECK_MSG(memcmp(t->data, ref, t->nbytes) == 0, "%s: dequantized q_proj differs from the reference", sch[k]);
@@ -668,7 +668,7 @@ static void test_read_back_and_run(void) {
             float *d = malloc(sizeof(float) * (size_t)n);
             CHECK_OK(qt_dequantize_rows(t->type, t->data, d, t->ne[1], t->ne[0]));
             int64_t diff = 0;
-            /* the 4-bit rows give the f32 values the dequantize-on-load path gave, exactly */
+            /* the weight-only rows give the f32 values the dequantize-on-load path gave, exactly */
             for (int64_t i = 0; i < n; i++) diff += (w8a8 ? qt_ct_round_dtype(d[i], QT_CT_BF16) : d[i]) != ref[i];
             CHECK_MSG(diff == 0, "%s: %lld packed q_proj values differ from the reference", sch[k], (long long)diff);
             free(d);

@@ -1021,8 +1021,37 @@ static void test_x16_amx_tile_edges(void) {
     qt_threadpool_free(tp);
 }
 
+/* MXFP4 blocks of random bytes (every E8M0 exponent, 0 and 1 giving f32-subnormal scales, 255
+ * the largest): each vec_dot variant gives the reference's bits (check_random_blocks covers the
+ * types with f16 scales only). */
+static void test_mxfp4_random_blocks(void) {
+    const qt_type_traits *r = qt__traits_ref(QT_TYPE_MXFP4);
+    const int64_t sizes[] = {32, 64, 96, 256, 2080};
+    uint8_t xq[17 * 65], yq[34 * 65];
+    float y[2080];
+    int ran = 0;
+    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+        if (v->type != QT_TYPE_MXFP4 || !v->vec_dot || v->level > qt__cpu_level_get()) continue;
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            for (int rep = 0; rep < 20; rep++) {
+                const int64_t n = sizes[s];
+                for (size_t i = 0; i < (size_t)(n / 32) * 17; i++) xq[i] = (uint8_t)(frand() * 128.0f + 128.0f);
+                for (int64_t b = 0; b < n / 32; b++) xq[17 * b] = (uint8_t)(130.0f + 30.0f * frand()); /* 2^-28 .. 2^31 */
+                if (rep < 3) xq[0] = (uint8_t)(rep == 2 ? 255 : rep); /* the extreme exponents (finite sums) */
+                fill(y, n, rep < 10 ? 1e-3f : 50.0f);
+                CHECK(qt__act_quantize(QT_TYPE_Q8_0, y, yq, n));
+                const float a = r->vec_dot(xq, yq, n), b = v->vec_dot(xq, yq, n);
+                CHECK_MSG(memcmp(&a, &b, sizeof a) == 0, "mxfp4 random blocks n=%lld rep %d: reference %.9g, %s %.9g",
+                          (long long)n, rep, (double)a, qt__cpu_level_str(v->level), (double)b);
+            }
+        ran++;
+    }
+    if (!ran) SKIP("no mxfp4 variant runs at this level");
+}
+
 int main(void) {
     QT_RUN(test_dot_variants_equal_reference);
+    QT_RUN(test_mxfp4_random_blocks);
     QT_RUN(test_gemm_variants_equal_vec_dot);
     QT_RUN(test_x16_variants_equal_reference);
     QT_RUN(test_act_q8s_variants_equal_reference);
