@@ -64,7 +64,7 @@ GF_INLINE float gf_reduce(gf_vec a) { return qt__hsum8_avx(_mm256_add_ps(a.lo, a
  * Zen 4 (256 MB of rows, thread CPU time) one row at a time read 15-19 GB/s
  * against 10-13 for 4 or 8 side by side; on the loaded Xeon (AVX-512 FP16, no
  * AMX) the same harness read 7.4-8.1 one at a time, 9.7-11.5 with 4 side by
- * side, and the 1B F16 decode (quanta bench, per CPU-second) 25 % more with 4
+ * side, and the 1B F16 decode (quanta bench, per CPU-second) 24-40 % more with 4
  * (docs/performance.md). Quiet Zen 4 F16 decode was 7.85 tok/s before the switch
  * to one row and 7.00 after it (other changes between), so side by side is back
  * everywhere; re-measure on a quiet Zen 4. */
