@@ -58,12 +58,16 @@ GF_INLINE float gf_reduce(gf_vec a) { return qt__hsum8_avx(_mm256_add_ps(a.lo, a
  * qt__gemm_f16_ref's bits on the rows' f16 values; only the weight vectors are
  * converted, once per tile step, so a tile can be wide in activation rows
  * (QT_GEMM_F_AR weight rows x QT_GEMM_F_AC activation rows). One activation
- * row (decode) streams the weight rows one at a time, in memory order: with 4
- * or 8 rows side by side (each its own 4 KiB page at n = 2048) one thread read
- * 10-13 GB/s where one row at a time read 15-19 (loaded Zen 4, 256 MB of rows,
- * thread CPU time; software prefetch 1-4 KiB ahead did not help). The single
- * FMA chain's latency (4 cycles per 32 bytes of weights) still allows about
- * 28 GB/s per core at 3.5 GHz. */
+ * row (decode) takes tiles of QT_GEMM_F_AR x 1: that many weight rows side by
+ * side, so that many independent FMA chains (one row at a time waits on one
+ * chain, 4 cycles per 32 bytes of weights). Machines differ here: on a loaded
+ * Zen 4 (256 MB of rows, thread CPU time) one row at a time read 15-19 GB/s
+ * against 10-13 for 4 or 8 side by side; on the loaded Xeon (AVX-512 FP16, no
+ * AMX) the same harness read 7.4-8.1 one at a time, 9.7-11.5 with 4 side by
+ * side, and the 1B F16 decode (quanta bench, per CPU-second) 24-40 % more with 4
+ * (docs/performance.md). Quiet Zen 4 F16 decode was 7.85 tok/s before the switch
+ * to one row and 7.00 after it (other changes between), so side by side is back
+ * everywhere; re-measure on a quiet Zen 4. */
 GF_INLINE gf_vec gf_load_f32(const float *p) {
 #if QT_GEMM_F_512
     return _mm512_loadu_ps(p);
@@ -108,7 +112,7 @@ GF_INLINE void gf_tile(int kind, int akind, int R, int C, const uint16_t *w, siz
 }
 
 /* ldw, lda in bytes (the gemm interface); tiles of TR x TC over nr x nc, panel by panel;
- * one activation row (decode) under GF_A32 streams the weight rows one at a time (above);
+ * one activation row (decode) takes TR x 1 tiles like any narrow batch (above);
  * the tile order changes no element's order, so not the bits. */
 GF_INLINE void gf_gemm(int kind, int akind, int TR, int TC, const void *vw, size_t ldw_b, int64_t nr, const void *va,
                        size_t lda_b, int64_t nc, int64_t n, float *out, int64_t ldo) {
@@ -121,10 +125,6 @@ GF_INLINE void gf_gemm(int kind, int akind, int TR, int TC, const void *vw, size
     const uint16_t *W = vw;
     const uint8_t *A = va;
     const size_t ldw = ldw_b / 2, lda = lda_b / (akind == GF_A32 ? 4 : 2);
-    if (akind == GF_A32 && nc == 1) {
-        for (int64_t r = 0; r < nr; r++) gf_tile(kind, akind, 1, 1, W + r * ldw, ldw, A, lda, n, out + r, ldo);
-        return;
-    }
     for (int64_t c0 = 0; c0 < nc; c0 += GF_PANEL) {
         const int64_t c1 = c0 + GF_PANEL < nc ? c0 + GF_PANEL : nc;
         int64_t r = 0;

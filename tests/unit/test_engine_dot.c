@@ -714,11 +714,12 @@ static void test_act_f16_variants_equal_reference(void) {
 /* Every gemm_fast_a32 variant (F16 rows x f32 rows of f16 values) gives, element by element
  * and bit for bit, the F16 fast order's reference (qt__gemm_f16_ref) on the same values as f16
  * rows, and its own reference; awkward shapes as check_gemm's, plus lengths that are not a
- * multiple of 16 or 32 (the prefetch step). */
+ * multiple of 16 or 32 (the prefetch step), or of 64 (784), rows past two 16-row work units
+ * (33) and batches beside the tile widths and the 64-row panel. */
 static void test_gemm_fast_a32_variants_equal_reference(void) {
-    const int64_t rows[] = {1, 2, 3, 4, 5, 7, 8, 9, 17}, batch[] = {1, 2, 3, 5, 6, 7, 12, 13, 63, 64, 65, 129};
-    const int64_t lens[] = {16, 48, 40, 2048};
-    enum { MAX_NR = 17, MAX_NC = 129, MAX_N = 2048, LDO = MAX_NR + 3 };
+    const int64_t rows[] = {1, 2, 3, 4, 5, 7, 8, 9, 17, 33}, batch[] = {1, 2, 3, 5, 6, 7, 12, 13, 31, 33, 63, 64, 65, 129};
+    const int64_t lens[] = {16, 48, 40, 784, 2048};
+    enum { MAX_NR = 33, MAX_NC = 129, MAX_N = 2048, LDO = MAX_NR + 3 };
     uint16_t *w = malloc(sizeof *w * MAX_NR * MAX_N), *a16 = malloc(sizeof *a16 * MAX_NC * MAX_N);
     float *a32 = malloc(sizeof *a32 * MAX_NC * MAX_N), *y = malloc(sizeof *y * MAX_N);
     float *out = malloc(sizeof *out * LDO * MAX_NC);
@@ -765,6 +766,56 @@ static void test_gemm_fast_a32_variants_equal_reference(void) {
     if (!ran) SKIP("no gemm_fast_a32 variant runs on this CPU");
 }
 
+
+
+/* The F16 / BF16 gemm_fast variants (f16 / bf16 activations, gemm_f16_x86.h) beyond
+ * check_gemm's lengths: multiples of 16 but not of 64 or 256 (784, 272), rows past two 16-row
+ * work units (33), batches on both sides of the tile widths (1..7) and of the 64-row panel
+ * (63..65); element by element, bit for bit, against gemm_fast_ref. */
+static void test_gemm_fast_f16_bf16_lengths(void) {
+    const int64_t rows[] = {1, 3, 4, 5, 16, 17, 33}, batch[] = {1, 4, 5, 6, 7, 31, 63, 64, 65};
+    const int64_t lens[] = {784, 272};
+    enum { MAX_NR = 33, MAX_NC = 65, MAX_N = 784, LDO = MAX_NR + 2 };
+    uint8_t *w = malloc(2 * MAX_NR * MAX_N), *a = malloc(2 * MAX_NC * MAX_N);
+    float *y = malloc(sizeof *y * MAX_N), *out = malloc(sizeof *out * LDO * MAX_NC);
+    int ran = 0;
+    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+        if (!v->gemm_fast || (v->type != QT_TYPE_F16 && v->type != QT_TYPE_BF16)) continue;
+        const char *level = qt__cpu_level_str(v->level), *name = qt_type_get(v->type)->name;
+        if (v->level > qt__cpu_level_get()) {
+            fprintf(stderr, "  SKIPPED gemm_fast %s %s: this CPU (or QUANTA_CPU) lacks it\n", name, level);
+            continue;
+        }
+        long mismatches = 0;
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const int64_t n = lens[li];
+            random_rows(v->type, w, MAX_NR, n);
+            for (int64_t c = 0; c < MAX_NC; c++) {
+                fill(y, n, 0.25f + (float)(c % 7));
+                CHECK(qt__act_quantize(v->type, y, a + (size_t)(c * n * 2), n));
+            }
+            for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++)
+                for (size_t bi = 0; bi < sizeof batch / sizeof batch[0]; bi++) {
+                    const int64_t nr = rows[ri], nc = batch[bi];
+                    for (int64_t i = 0; i < LDO * nc; i++) out[i] = -1234.5f;
+                    v->gemm_fast(w, (size_t)n * 2, nr, a, (size_t)n * 2, nc, n, out, LDO);
+                    for (int64_t c = 0; c < nc; c++)
+                        for (int64_t r = 0; r < LDO; r++) {
+                            const float got = out[c * LDO + r];
+                            const float want = r < nr ? v->gemm_fast_ref(w + r * n * 2, a + c * n * 2, n) : -1234.5f;
+                            if (memcmp(&got, &want, sizeof got) && mismatches++ < 5)
+                                CHECK_MSG(0, "gemm_fast %s %s n=%lld rows %lld batch %lld: out[%lld][%lld] = %.9g, ref %.9g",
+                                          name, level, (long long)n, (long long)nr, (long long)nc, (long long)c,
+                                          (long long)r, (double)got, (double)want);
+                        }
+                }
+        }
+        CHECK_MSG(mismatches == 0, "gemm_fast %s %s: %ld elements differ", name, level, mismatches);
+        ran++;
+    }
+    free(w); free(a); free(y); free(out);
+    if (!ran) SKIP("no F16/BF16 gemm_fast variant runs on this CPU");
+}
 
 /* Awkward Q8_K activation blocks (256 floats each, rep varies the random ones): random, zeros,
  * -0, ties at iscale = +1 and -1 (max -127 / +127 with halves of both signs), subnormals beside
@@ -1058,6 +1109,7 @@ int main(void) {
     QT_RUN(test_act_q8_0_variants_equal_reference);
     QT_RUN(test_act_f16_variants_equal_reference);
     QT_RUN(test_gemm_fast_a32_variants_equal_reference);
+    QT_RUN(test_gemm_fast_f16_bf16_lengths);
     QT_RUN(test_act_q8_K_variants_equal_reference);
     QT_RUN(test_k16_variants_equal_reference);
     QT_RUN(test_x16_amx_tile_edges);
