@@ -13,7 +13,9 @@
  * call and, in a VM, an inter-processor interrupt through the hypervisor
  * (tens of microseconds each time, every job): the spin keeps that off the
  * critical path, and the bound gives the core back between tokens and when
- * the pool is idle. QUANTA_POOL_SPIN_US (0..10000) overrides it, 0 = always
+ * the pool is idle. Each waiter adapts its bound (spin_until): on a loaded
+ * machine, where the thread waited for is often off its core, polling
+ * shrinks towards sleeping at once. QUANTA_POOL_SPIN_US (0..10000) overrides it, 0 = always
  * sleep (the old behaviour). Which thread runs which chunk is unchanged, so
  * results do not depend on it.
  */
@@ -44,7 +46,8 @@ struct qt_threadpool {
     _Atomic uint64_t generation;
     _Atomic int pending;      /* workers still running the current job */
     _Atomic bool stop;
-    int64_t spin_ns;          /* how long a waiting thread polls before it sleeps */
+    int64_t spin_ns;          /* the most a waiting thread polls before it sleeps */
+    int64_t caller_spin_ns;   /* the caller's current bound (spin_until); each worker keeps its own */
     qt_range_fn fn;
     void *ctx;
     int64_t n;
@@ -56,19 +59,30 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Poll until done(tp, arg) or spin_ns pass; whether done. */
-static bool spin_until(const qt_threadpool *tp, bool (*done)(const qt_threadpool *, uint64_t), uint64_t arg) {
+/* Poll until done(tp, arg) or *bound_ns pass; whether done. The bound adapts: a wait that
+ * ended while polling doubles it (up to the pool's spin_ns), one that had to sleep quarters it,
+ * so where the other threads are often off their cores (a loaded machine) polling dies away
+ * instead of burning the bound at every job, and comes back when hand-offs are quick again. */
+static bool spin_until(const qt_threadpool *tp, bool (*done)(const qt_threadpool *, uint64_t), uint64_t arg,
+                       int64_t *bound_ns) {
     if (tp->spin_ns <= 0) return done(tp, arg);
+    const int64_t bound = *bound_ns;
     int64_t t0 = -1;
     for (unsigned i = 0;; i++) {
-        if (done(tp, arg)) return true;
+        if (done(tp, arg)) {
+            const int64_t grown = 2 * bound + 1000;
+            *bound_ns = grown < tp->spin_ns ? grown : tp->spin_ns;
+            return true;
+        }
         if ((i & 63) == 0) {
             const int64_t t = now_ns();
             if (t0 < 0) t0 = t;
-            else if (t - t0 > tp->spin_ns) return false;
+            else if (t - t0 > bound) break;
         }
         POOL_PAUSE();
     }
+    *bound_ns = bound / 4;
+    return false;
 }
 
 static bool new_job(const qt_threadpool *tp, uint64_t seen) {
@@ -104,8 +118,9 @@ static void *worker_main(void *p) {
     free(p);
     qt_threadpool *tp = a.tp;
     uint64_t seen = 0;
+    int64_t bound = tp->spin_ns;
     for (;;) {
-        if (!spin_until(tp, new_job, seen)) {
+        if (!spin_until(tp, new_job, seen, &bound)) {
             pthread_mutex_lock(&tp->mu);
             while (!new_job(tp, seen)) pthread_cond_wait(&tp->start_cv, &tp->mu);
             pthread_mutex_unlock(&tp->mu);
@@ -135,7 +150,7 @@ qt_status qt_threadpool_create(int n_threads, qt_threadpool **out) {
     qt_threadpool *tp = calloc(1, sizeof *tp);
     if (!tp) return qt_error(QT_ERR_NOMEM, "thread pool: out of memory");
     tp->n_threads = n_threads;
-    tp->spin_ns = spin_setting();
+    tp->spin_ns = tp->caller_spin_ns = spin_setting();
     pthread_mutex_init(&tp->mu, NULL);
     pthread_cond_init(&tp->start_cv, NULL);
     pthread_cond_init(&tp->done_cv, NULL);
@@ -188,7 +203,7 @@ void qt_parallel_for(qt_threadpool *tp, int64_t n, qt_range_fn fn, void *ctx) {
     pthread_cond_broadcast(&tp->start_cv);
     pthread_mutex_unlock(&tp->mu);
     run_chunk(tp, 0);
-    if (spin_until(tp, all_done, 0)) return;
+    if (spin_until(tp, all_done, 0, &tp->caller_spin_ns)) return;
     pthread_mutex_lock(&tp->mu);
     while (!all_done(tp, 0)) pthread_cond_wait(&tp->done_cv, &tp->mu);
     pthread_mutex_unlock(&tp->mu);
