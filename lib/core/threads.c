@@ -15,7 +15,8 @@
  * critical path, and the bound gives the core back between tokens and when
  * the pool is idle. Each waiter adapts its bound (spin_until): on a loaded
  * machine, where the thread waited for is often off its core, polling
- * shrinks towards sleeping at once. QUANTA_POOL_SPIN_US (0..10000) overrides it, 0 = always
+ * shrinks towards sleeping at once; with more threads than CPUs it never
+ * polls. QUANTA_POOL_SPIN_US (0..10000) overrides it, 0 = always
  * sleep (the old behaviour). Which thread runs which chunk is unchanged, so
  * results do not depend on it.
  */
@@ -150,7 +151,8 @@ qt_status qt_threadpool_create(int n_threads, qt_threadpool **out) {
     qt_threadpool *tp = calloc(1, sizeof *tp);
     if (!tp) return qt_error(QT_ERR_NOMEM, "thread pool: out of memory");
     tp->n_threads = n_threads;
-    tp->spin_ns = tp->caller_spin_ns = spin_setting();
+    /* more threads than CPUs: a poller holds the core the thread it waits for needs */
+    tp->spin_ns = tp->caller_spin_ns = n_threads > qt_default_threads() ? 0 : spin_setting();
     pthread_mutex_init(&tp->mu, NULL);
     pthread_cond_init(&tp->start_cv, NULL);
     pthread_cond_init(&tp->done_cv, NULL);
