@@ -4,25 +4,106 @@
  * counter and takes chunk 0 itself while the workers take chunks 1..T-1.
  * Chunks are contiguous ranges so each thread streams its own rows (the
  * engine splits matmuls by output rows). No allocation per call.
+ *
+ * Waiting is spin-then-sleep: a worker that finished polls the generation,
+ * and the caller the count of workers still running, for up to
+ * QT_POOL_SPIN_US microseconds (pause instructions, the clock read every 64)
+ * before sleeping on the condition variable. A decode step runs ~5 jobs per
+ * layer a few microseconds apart, and waking a sleeping thread costs a futex
+ * call and, in a VM, an inter-processor interrupt through the hypervisor
+ * (tens of microseconds each time, every job): the spin keeps that off the
+ * critical path, and the bound gives the core back between tokens and when
+ * the pool is idle. Each waiter adapts its bound (spin_until): on a loaded
+ * machine, where the thread waited for is often off its core, polling
+ * shrinks towards sleeping at once; with more threads than CPUs it never
+ * polls. QUANTA_POOL_SPIN_US (0..10000) overrides it, 0 = always
+ * sleep (the old behaviour). Which thread runs which chunk is unchanged, so
+ * results do not depend on it.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define POOL_PAUSE() _mm_pause()
+#else
+#define POOL_PAUSE() ((void)0)
+#endif
 
 #include "quanta/core.h"
+
+/* Default spin bound (microseconds): longer than the gaps between a decode step's jobs
+ * (norms, RoPE, attention: a few microseconds at 1B) and short beside a token (~30 ms). */
+#define QT_POOL_SPIN_US 100
 
 struct qt_threadpool {
     int n_threads;            /* including the caller */
     pthread_t *workers;       /* (n_threads - 1) */
     pthread_mutex_t mu;
     pthread_cond_t start_cv, done_cv;
-    uint64_t generation;
-    int pending;              /* workers still running the current job */
-    bool stop;
+    _Atomic uint64_t generation;
+    _Atomic int pending;      /* workers still running the current job */
+    _Atomic bool stop;
+    int64_t spin_ns;          /* the most a waiting thread polls before it sleeps */
+    int64_t caller_spin_ns;   /* the caller's current bound (spin_until); each worker keeps its own */
     qt_range_fn fn;
     void *ctx;
     int64_t n;
 };
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Poll until done(tp, arg) or *bound_ns pass; whether done. The bound adapts: a wait that
+ * ended while polling doubles it (up to the pool's spin_ns), one that had to sleep quarters it,
+ * so where the other threads are often off their cores (a loaded machine) polling dies away
+ * instead of burning the bound at every job, and comes back when hand-offs are quick again. */
+static bool spin_until(const qt_threadpool *tp, bool (*done)(const qt_threadpool *, uint64_t), uint64_t arg,
+                       int64_t *bound_ns) {
+    if (tp->spin_ns <= 0) return done(tp, arg);
+    const int64_t bound = *bound_ns;
+    int64_t t0 = -1;
+    for (unsigned i = 0;; i++) {
+        if (done(tp, arg)) {
+            const int64_t grown = 2 * bound + 1000;
+            *bound_ns = grown < tp->spin_ns ? grown : tp->spin_ns;
+            return true;
+        }
+        if ((i & 63) == 0) {
+            const int64_t t = now_ns();
+            if (t0 < 0) t0 = t;
+            else if (t - t0 > bound) break;
+        }
+        POOL_PAUSE();
+    }
+    *bound_ns = bound / 4;
+    return false;
+}
+
+static bool new_job(const qt_threadpool *tp, uint64_t seen) {
+    return atomic_load_explicit(&tp->stop, memory_order_acquire) ||
+           atomic_load_explicit(&tp->generation, memory_order_acquire) != seen;
+}
+
+static bool all_done(const qt_threadpool *tp, uint64_t unused) {
+    (void)unused;
+    return atomic_load_explicit(&tp->pending, memory_order_acquire) == 0;
+}
+
+static int64_t spin_setting(void) {
+    const char *v = getenv("QUANTA_POOL_SPIN_US");
+    if (!v || !*v) return (int64_t)QT_POOL_SPIN_US * 1000;
+    char *end = NULL;
+    const long us = strtol(v, &end, 10);
+    if (*end || us < 0 || us > 10000) return (int64_t)QT_POOL_SPIN_US * 1000; /* malformed: the default */
+    return (int64_t)us * 1000;
+}
 
 typedef struct { qt_threadpool *tp; int index; } worker_arg;
 
@@ -38,17 +119,23 @@ static void *worker_main(void *p) {
     free(p);
     qt_threadpool *tp = a.tp;
     uint64_t seen = 0;
-    pthread_mutex_lock(&tp->mu);
+    int64_t bound = tp->spin_ns;
     for (;;) {
-        while (!tp->stop && tp->generation == seen) pthread_cond_wait(&tp->start_cv, &tp->mu);
-        if (tp->stop) break;
-        seen = tp->generation;
-        pthread_mutex_unlock(&tp->mu);
+        if (!spin_until(tp, new_job, seen, &bound)) {
+            pthread_mutex_lock(&tp->mu);
+            while (!new_job(tp, seen)) pthread_cond_wait(&tp->start_cv, &tp->mu);
+            pthread_mutex_unlock(&tp->mu);
+        }
+        if (atomic_load_explicit(&tp->stop, memory_order_acquire)) break;
+        seen = atomic_load_explicit(&tp->generation, memory_order_acquire);
         run_chunk(tp, a.index);
-        pthread_mutex_lock(&tp->mu);
-        if (--tp->pending == 0) pthread_cond_signal(&tp->done_cv);
+        if (atomic_fetch_sub_explicit(&tp->pending, 1, memory_order_acq_rel) == 1) {
+            /* under the mutex: a caller that saw pending > 0 holding it is then already waiting */
+            pthread_mutex_lock(&tp->mu);
+            pthread_cond_signal(&tp->done_cv);
+            pthread_mutex_unlock(&tp->mu);
+        }
     }
-    pthread_mutex_unlock(&tp->mu);
     return NULL;
 }
 
@@ -64,6 +151,8 @@ qt_status qt_threadpool_create(int n_threads, qt_threadpool **out) {
     qt_threadpool *tp = calloc(1, sizeof *tp);
     if (!tp) return qt_error(QT_ERR_NOMEM, "thread pool: out of memory");
     tp->n_threads = n_threads;
+    /* more threads than CPUs: a poller holds the core the thread it waits for needs */
+    tp->spin_ns = tp->caller_spin_ns = n_threads > qt_default_threads() ? 0 : spin_setting();
     pthread_mutex_init(&tp->mu, NULL);
     pthread_cond_init(&tp->start_cv, NULL);
     pthread_cond_init(&tp->done_cv, NULL);
@@ -85,7 +174,7 @@ qt_status qt_threadpool_create(int n_threads, qt_threadpool **out) {
 void qt_threadpool_free(qt_threadpool *tp) {
     if (!tp) return;
     pthread_mutex_lock(&tp->mu);
-    tp->stop = true;
+    atomic_store_explicit(&tp->stop, true, memory_order_release);
     pthread_cond_broadcast(&tp->start_cv);
     pthread_mutex_unlock(&tp->mu);
     for (int i = 1; i < tp->n_threads; i++) pthread_join(tp->workers[i - 1], NULL);
@@ -104,16 +193,20 @@ void qt_parallel_for(qt_threadpool *tp, int64_t n, qt_range_fn fn, void *ctx) {
         fn(ctx, 0, n, 0);
         return;
     }
-    pthread_mutex_lock(&tp->mu);
+    /* no worker reads these until it sees the new generation (release / acquire) */
     tp->fn = fn;
     tp->ctx = ctx;
     tp->n = n;
-    tp->pending = tp->n_threads - 1;
-    tp->generation++;
+    atomic_store_explicit(&tp->pending, tp->n_threads - 1, memory_order_relaxed);
+    /* the store and the broadcast under the mutex: a worker that checked the generation under it
+     * and found it unchanged is already waiting, so it is woken */
+    pthread_mutex_lock(&tp->mu);
+    atomic_fetch_add_explicit(&tp->generation, 1, memory_order_release);
     pthread_cond_broadcast(&tp->start_cv);
     pthread_mutex_unlock(&tp->mu);
     run_chunk(tp, 0);
+    if (spin_until(tp, all_done, 0, &tp->caller_spin_ns)) return;
     pthread_mutex_lock(&tp->mu);
-    while (tp->pending > 0) pthread_cond_wait(&tp->done_cv, &tp->mu);
+    while (!all_done(tp, 0)) pthread_cond_wait(&tp->done_cv, &tp->mu);
     pthread_mutex_unlock(&tp->mu);
 }

@@ -71,6 +71,15 @@ static void k16_put(int kind, const k16_block *u, int i, uint8_t *tl) {
     for (int j = 0; j < k16_nsub(kind); j++) tl[k16_scales_off(kind) + 16 * j + i] = (uint8_t)u->sc[j];
     if (k16_has_min(kind))
         for (int j = 0; j < 8; j++) tl[k16_mins_off(kind) + 32 * (j / 2) + 2 * i + j % 2] = u->mn[j];
+    if (kind == K16_Q6_K) {
+        for (int m = 0; m < 16; m++)
+            for (int e = 0; e < 4; e++) {
+                const int q3 = u->q[4 * (m + 48) + e];
+                for (int v = 0; v < 3; v++)
+                    tl[k16_q6_vec_at(m, v) + 4 * i + e] = (uint8_t)(u->q[4 * (m + 16 * v) + e] | ((q3 >> (2 * v)) & 3) << 6);
+            }
+        return;
+    }
     uint8_t *high = tl + k16_high_off(kind);
     for (int k = 0; k < 32; k++)
         for (int e = 0; e < 4; e++)
@@ -79,13 +88,6 @@ static void k16_put(int kind, const k16_block *u, int i, uint8_t *tl) {
         for (int q = 0; q < 64; q++)
             for (int e = 0; e < 4; e++)
                 high[8 * q + (4 * i + e) / 8] |= (uint8_t)(((u->q[4 * q + e] >> 4) & 1) << ((4 * i + e) % 8));
-    if (kind == K16_Q6_K)
-        for (int m = 0; m < 16; m++)
-            for (int e = 0; e < 4; e++) {
-                uint8_t v = 0;
-                for (int p = 0; p < 4; p++) v |= (uint8_t)((u->q[4 * (m + 16 * p) + e] >> 4) << (2 * p));
-                tl[k16_q6_high_at(m) + 4 * i + e] = v;
-            }
 }
 
 void qt__k16_pack_groups(qt_type t, const void *w, size_t ldw, int64_t nr, int64_t n, void *dst, int64_t g0, int64_t g1) {
@@ -118,6 +120,16 @@ static void k16_get(int kind, const uint8_t *tl, int i, k16_block *u) {
     for (int j = 0; j < k16_nsub(kind); j++) u->sc[j] = (int8_t)tl[k16_scales_off(kind) + 16 * j + i];
     if (k16_has_min(kind))
         for (int j = 0; j < 8; j++) u->mn[j] = tl[k16_mins_off(kind) + 32 * (j / 2) + 2 * i + j % 2];
+    if (kind == K16_Q6_K) {
+        for (int m = 0; m < 16; m++)
+            for (int e = 0; e < 4; e++)
+                for (int v = 0; v < 3; v++) {
+                    const uint8_t b = tl[k16_q6_vec_at(m, v) + 4 * i + e];
+                    u->q[4 * (m + 16 * v) + e] = b & 0x3F;
+                    u->q[4 * (m + 48) + e] |= (uint8_t)((b >> 6) << (2 * v));
+                }
+        return;
+    }
     const uint8_t *high = tl + k16_high_off(kind);
     for (int k = 0; k < 32; k++)
         for (int e = 0; e < 4; e++) {
@@ -128,11 +140,6 @@ static void k16_get(int kind, const uint8_t *tl, int i, k16_block *u) {
         for (int q = 0; q < 64; q++)
             for (int e = 0; e < 4; e++)
                 u->q[4 * q + e] |= (uint8_t)(((high[8 * q + (4 * i + e) / 8] >> ((4 * i + e) % 8)) & 1) << 4);
-    if (kind == K16_Q6_K)
-        for (int m = 0; m < 16; m++)
-            for (int e = 0; e < 4; e++)
-                for (int p = 0; p < 4; p++)
-                    u->q[4 * (m + 16 * p) + e] |= (uint8_t)(((tl[k16_q6_high_at(m) + 4 * i + e] >> (2 * p)) & 3) << 4);
 }
 
 /* The fast K order's step for one super-block (gemm_k.h): Q4_K/Q5_K scales

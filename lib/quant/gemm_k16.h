@@ -14,16 +14,19 @@
  *     mins:   (Q4_K, Q5_K) 4 x 32 bytes: pair p, row i: bytes 32p + 2i and
  *             32p + 2i + 1 = the mins of sub-blocks 2p and 2p + 1 (so one
  *             widening gives int16 pairs for pmaddwd / vpdpwssd);
- *     codes:  32 vectors of 64 bytes, vector k holding 4 bytes per row (row
- *             i's at 4i..4i+3): low nibbles = the low 4 code bits of element
- *             group k, high nibbles of group k + 32;
+ *     codes:  (Q4_K, Q5_K) 32 vectors of 64 bytes, vector k holding 4 bytes
+ *             per row (row i's at 4i..4i+3): low nibbles = the low 4 code
+ *             bits of element group k, high nibbles of group k + 32;
  *     high:   Q5_K: per element group q a 64-bit mask (8 bytes at 8q), bit
  *             4i + e = the fifth bit of row i's element 4q + e;
- *             Q6_K: 16 vectors of 64 bytes, vector m row i byte e: bits
- *             2p, 2p + 1 = the top two bits of element 4(m + 16p) + e;
- *             Q6_K's codes and high vectors are interleaved so that a kernel
- *             reads them in one stream: chunk m (0..15) of 192 bytes = nibble
- *             vectors m and m + 16, then high vector m (k16_q6_ql_off, _qh_off).
+ *     Q6_K:   16 chunks of three 64-byte vectors V0, V1, V2 (k16_q6_vec_at):
+ *             chunk m covers element groups m + 16p (p = 0..3); row i byte e
+ *             of Vp (p < 3) = the whole 6-bit code of element 4(m + 16p) + e
+ *             in bits 0..5, and in bits 6..7 bits 2p, 2p + 1 of the code of
+ *             element 4(m + 48) + e. So p = 0..2 unpack with one AND each and
+ *             p = 3 from the three top bit pairs (three shifts, two ternary
+ *             logic ops and one AND): 9 vector ops for 4 x 64 codes, where
+ *             nibbles plus a vector of top bits took 17.
  * Q6_K's copy is exactly the tensor's size; Q4_K's and Q5_K's are 64 bytes
  * per tile larger (2.8 % and 2.3 %: the 6-bit scales and mins as bytes).
  *
@@ -56,16 +59,12 @@ static inline size_t k16_scales_off(int kind) { return 32 + 32 * (size_t)k16_has
 static inline size_t k16_mins_off(int kind) { return k16_scales_off(kind) + 16 * (size_t)k16_nsub(kind); }
 static inline size_t k16_codes_off(int kind) { return k16_mins_off(kind) + 128 * (size_t)k16_has_min(kind); }
 static inline size_t k16_high_off(int kind) { return k16_codes_off(kind) + 2048; }
-/* Q6_K: where nibble vector k (0..31) and high vector m (0..15) sit, from the codes offset. */
-static inline size_t k16_q6_ql_off(int k) { return 192 * (size_t)(k % 16) + 64 * (size_t)(k / 16); }
-static inline size_t k16_q6_qh_off(int m) { return 192 * (size_t)m + 128; }
-/* Nibble vector k / Q6_K high vector m of a tile, as byte offsets from the tile's start. */
-static inline size_t k16_codes_at(int kind, int k) {
-    return k16_codes_off(kind) + (kind == K16_Q6_K ? k16_q6_ql_off(k) : 64 * (size_t)k);
-}
-static inline size_t k16_q6_high_at(int m) { return k16_codes_off(K16_Q6_K) + k16_q6_qh_off(m); }
+/* Nibble vector k (0..31) of a Q4_K/Q5_K tile, as a byte offset from the tile's start. */
+static inline size_t k16_codes_at(int kind, int k) { return k16_codes_off(kind) + 64 * (size_t)k; }
+/* Q6_K: vector v (0..2) of chunk m (0..15), from the tile's start. */
+static inline size_t k16_q6_vec_at(int m, int v) { return k16_codes_off(K16_Q6_K) + 192 * (size_t)m + 64 * (size_t)v; }
 static inline size_t k16_tile_bytes(int kind) {
-    return k16_high_off(kind) + (kind == K16_Q5_K ? 512 : kind == K16_Q6_K ? 1024 : 0);
+    return k16_codes_off(kind) + (kind == K16_Q5_K ? 2048 + 512 : kind == K16_Q6_K ? 3072 : 2048);
 }
 
 /* Bytes of the k16 copy of nr rows of n elements (0: t is not Q4_K/Q5_K/Q6_K or n % 256). */

@@ -1,8 +1,8 @@
 /* lib/quant/gemm_k16_avx512.c — the k16 kernels (gemm_k16.h) at the AVX-512
  * level (F + BW + VL + VNNI): 16 rows per 512-bit vector. Per super-block a
  * group costs one vcvtph2ps per f16 scale vector, 32 loads of nibble codes
- * (Q5_K: fifth bits added under mask registers; Q6_K: 16 loads of top bits
- * shifted into place) and, per activation row, 64 vpdpbusd against broadcast
+ * (Q5_K: fifth bits added under mask registers; Q6_K: 48 loads of 6-bit
+ * codes, the fourth code of each 4 from three top bit pairs) and, per activation row, 64 vpdpbusd against broadcast
  * 4-byte words into one int32 partial per sub-block, each multiplied by the
  * 16 rows' sub-block scales (vpmulld). Q6_K's code offset enters as each
  * partial's start value -32 * bsum; Q4_K/Q5_K's mins as vpdpwssd of int16
@@ -44,7 +44,7 @@ K16_INLINE void k16_ints(int kind, int C, const uint8_t *t, const block_q8_K *co
 #pragma GCC unroll 4
     for (int c = 0; c < C; c++) isum[c] = _mm512_setzero_si512();
     if (kind == K16_Q6_K) {
-        const __m512i top = _mm512_set1_epi8(0x30);
+        const __m512i six = _mm512_set1_epi8(0x3F), two = _mm512_set1_epi8(0x03);
         for (int jj = 0; jj < 4; jj++) { /* sub-blocks jj, 4 + jj, 8 + jj, 12 + jj */
             __m512i s[4][4];
 #pragma GCC unroll 4
@@ -54,15 +54,17 @@ K16_INLINE void k16_ints(int kind, int C, const uint8_t *t, const block_q8_K *co
 #pragma GCC unroll 4
             for (int q = 0; q < 4; q++) {
                 const int m = 4 * jj + q;
-                const __m512i h = _mm512_loadu_si512((const void *)(t + k16_q6_high_at(m)));
-                const __m512i a = _mm512_loadu_si512((const void *)(t + k16_codes_at(kind, m)));
-                const __m512i b = _mm512_loadu_si512((const void *)(t + k16_codes_at(kind, m + 16)));
+                const __m512i w0 = _mm512_loadu_si512((const void *)(t + k16_q6_vec_at(m, 0)));
+                const __m512i w1 = _mm512_loadu_si512((const void *)(t + k16_q6_vec_at(m, 1)));
+                const __m512i w2 = _mm512_loadu_si512((const void *)(t + k16_q6_vec_at(m, 2)));
                 __m512i v[4];
-                v[0] = _mm512_or_si512(_mm512_and_si512(a, low), _mm512_and_si512(_mm512_slli_epi16(h, 4), top));
-                v[1] = _mm512_or_si512(_mm512_and_si512(b, low), _mm512_and_si512(_mm512_slli_epi16(h, 2), top));
-                v[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), low), _mm512_and_si512(h, top));
-                v[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b, 4), low),
-                                       _mm512_and_si512(_mm512_srli_epi16(h, 2), top));
+                v[0] = _mm512_and_si512(w0, six);
+                v[1] = _mm512_and_si512(w1, six);
+                v[2] = _mm512_and_si512(w2, six);
+                /* p = 3: bits 6..7 of w0, w1, w2 to bits 0..1, 2..3, 4..5 (16-bit shifts bring the
+                 * next byte's bits in above them; 0xE4 = (A & C) | (B & ~C) keeps each pair's own) */
+                const __m512i lo4 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(w0, 6), _mm512_srli_epi16(w1, 4), two, 0xE4);
+                v[3] = _mm512_and_si512(_mm512_ternarylogic_epi32(lo4, _mm512_srli_epi16(w2, 2), low, 0xE4), six);
 #pragma GCC unroll 4
                 for (int c = 0; c < C; c++)
 #pragma GCC unroll 4
