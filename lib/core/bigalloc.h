@@ -5,8 +5,9 @@
  * the hardware prefetchers stop at each 4 KiB boundary. qt__weights_alloc therefore
  * aligns large buffers to 2 MiB and asks for transparent huge pages
  * (madvise(MADV_HUGEPAGE): the setting most kernels ship, "madvise"); where the kernel
- * refuses, the buffer is ordinary memory. Only what is written becomes resident: the
- * alignment's padding is never touched. Free with qt__weights_free.
+ * refuses, the buffer is ordinary memory. On Linux a large buffer is a mapping of its own
+ * (bigalloc.c: heap padding beside it would be reused and stay resident); only what is
+ * written becomes resident. Free with qt__weights_free (a 64-byte tag precedes each buffer).
  */
 #ifndef QT_CORE_BIGALLOC_H
 #define QT_CORE_BIGALLOC_H

@@ -26,7 +26,7 @@ void qt_model_free(qt_model *m) {
     if (!m) return;
     if (m->reader_free) m->reader_free(m->reader_state);
     for (int32_t i = 0; i < m->n_maps; i++) qt_mmap_close(&m->maps[i]);
-    for (int32_t i = 0; i < m->n_owned; i++) free(m->owned[i]);
+    for (int32_t i = 0; i < m->n_owned; i++) qt__weights_free(m->owned[i]);
     free(m->maps);
     free(m->owned);
     free(m->tensors);
@@ -99,9 +99,10 @@ void *qt__model_alloc(qt_model *m, size_t n) {
         m->cap_owned = cap;
     }
     /* tensor data converted at load (compressed-tensors rows, HF conversions) is streamed every
-     * token like the packed copies: huge pages where large (core/bigalloc.h), zeroed as calloc */
-    void *p = n >= QT__WEIGHTS_HUGE_MIN ? qt__weights_alloc(n) : calloc(1, n ? n : 1);
-    if (p && n >= QT__WEIGHTS_HUGE_MIN) memset(p, 0, n);
+     * token like the packed copies: huge pages where large, each its own mapping (core/bigalloc.h),
+     * zeroed as calloc; small ones too, so qt_model_free frees every one the same way */
+    void *p = qt__weights_alloc(n ? n : 1);
+    if (p) memset(p, 0, n);
     if (!p) { qt_error(QT_ERR_NOMEM, "%s: out of memory (%zu bytes)", m->path, n); return NULL; }
     m->owned[m->n_owned++] = p;
     return p;

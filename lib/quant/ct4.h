@@ -161,6 +161,25 @@ size_t qt__ct4_q8_row_size(int64_t n);
 void qt__ct4_q8_quantize(const float *x, void *y, int64_t n);
 /* The fast order, one element: row x (CT_W4_G128) and activation row y. */
 float qt__dot_ct4_w4g128_fast_ref(const void *x, const void *y, int64_t n);
+/* A kernel tile's view of up to 4 activation rows' group headers, group-major (lane k:
+ * activation row k; lanes past the tile's rows 0), so each group's scales and code sums
+ * are one 4-lane vector. The sums are kept as f32: |S| <= 128 * 127, exact. Rows longer
+ * than QT_CT4_Q8_MAX_GROUPS groups (the engine's rows never are: QT_CT_ROW_MAX_N) take
+ * the reference in the kernels. */
+#define QT_CT4_Q8_MAX_GROUPS 1024
+typedef struct {
+    float d[QT_CT4_Q8_MAX_GROUPS][4] __attribute__((aligned(16)));
+    float sum[QT_CT4_Q8_MAX_GROUPS][4] __attribute__((aligned(16)));
+} qt__ct4_q8_heads;
+static inline void qt__ct4_q8_heads_load(const uint8_t *a, size_t lda, int C, int64_t n, qt__ct4_q8_heads *hd) {
+    const int64_t ng = n / QT_CT4_Q8_GROUP;
+    for (int64_t g = 0; g < ng; g++)
+        for (int k = 0; k < 4; k++) {
+            const qt__ct4_q8_head *h = k < C ? (const qt__ct4_q8_head *)(a + (size_t)k * lda) + g : NULL;
+            hd->d[g][k] = h ? h->d : 0.0f;
+            hd->sum[g][k] = h ? (float)h->sum : 0.0f;
+        }
+}
 #ifdef QT_ARCH_X86
 /* qt__gemm_fn (gemm.h) shapes: nr rows ldw bytes apart x nc activation rows lda apart. */
 void qt__gemm_fast_ct4_w4g128_avx2(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,

@@ -193,8 +193,79 @@ ALWAYS_INLINE void fast_rows(const uint8_t *w, size_t ldw, const uint8_t *a, int
     for (int r = 0; r < R; r++) out[r] = reduce16(lo[r], hi[r]) - corr[r];
 }
 
+/* Batches: one weight row x up to 4 activation rows, the row's nibbles split once a group
+ * for all of them (fast_lanes' products, the same int32 lanes); the scale products and
+ * zero-point corrections as 4-lane vectors over the activation rows (the reference's IEEE
+ * products and fused multiply-adds), so the bits are fast_rows'. */
+ALWAYS_INLINE __m256i split_lanes(__m256i lo, __m256i hi, const int8_t *alo, const int8_t *ahi) {
+    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)alo)),
+                                       _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)ahi)));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+ALWAYS_INLINE void fast_tile(const uint8_t *w, const uint8_t *a, size_t lda, const qt__ct4_q8_heads *hd, int64_t n,
+                             float *out, int64_t ldo, const int C) {
+    const qt__ct4_form f = {QT_CT4_INT4, QT_CT4_Q8_GROUP, 5};
+    const int64_t ng = n / QT_CT4_Q8_GROUP;
+    const int8_t *q = (const int8_t *)a + (size_t)ng * sizeof(qt__ct4_q8_head);
+    const uint8_t *p = qt__ct4_params(w), *c = qt__ct4_codes(w, n, &f);
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    __m256 lo[4], hi[4];
+    __m128 corr = _mm_setzero_ps();
+    float fg[4] __attribute__((aligned(16)));
+    for (int k = 0; k < C; k++) lo[k] = hi[k] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < ng; g++) {
+        float s;
+        memcpy(&s, p + 5 * g, 4);
+        const __m128 fv = _mm_mul_ps(_mm_set1_ps(s), _mm_load_ps(hd->d[g]));
+        _mm_store_ps(fg, fv);
+        /* (8 + zp) * S exactly in f32 (ct4_avx512.c) */
+        corr = _mm_fmadd_ps(fv, _mm_mul_ps(_mm_set1_ps((float)(8 + (int8_t)p[5 * g + 4])), _mm_load_ps(hd->sum[g])), corr);
+        __asm__ volatile("" : "+m"(fg)); /* each f one broadcast load, not a shuffle */
+        const __m256i b0 = _mm256_loadu_si256((const __m256i *)(c + 64 * g));
+        const __m256i b1 = _mm256_loadu_si256((const __m256i *)(c + 64 * g + 32));
+        const __m256i l0 = _mm256_and_si256(b0, low), h0 = _mm256_and_si256(_mm256_srli_epi16(b0, 4), low);
+        const __m256i l1 = _mm256_and_si256(b1, low), h1 = _mm256_and_si256(_mm256_srli_epi16(b1, 4), low);
+        for (int k = 0; k < C; k++) {
+            const int8_t *ag = q + (size_t)k * lda + 128 * g;
+            const __m256 vf = _mm256_set1_ps(fg[k]);
+            lo[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(split_lanes(l0, h0, ag, ag + 64)), vf, lo[k]);
+            hi[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(split_lanes(l1, h1, ag + 32, ag + 96)), vf, hi[k]);
+        }
+    }
+    float cr[4];
+    _mm_storeu_ps(cr, corr);
+    for (int k = 0; k < C; k++) out[(size_t)k * (size_t)ldo] = reduce16(lo[k], hi[k]) - cr[k];
+}
+
+/* Weight rows per block: their codes stay in L2 while every 4 activation rows pass over them. */
+#define FAST_ROW_BLOCK 32
+
 void qt__gemm_fast_ct4_w4g128_avx2(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,
                                    int64_t n, float *out, int64_t ldo) {
+    if (nc >= 2 && n / QT_CT4_Q8_GROUP <= QT_CT4_Q8_MAX_GROUPS) {
+        qt__ct4_q8_heads hd;
+        for (int64_t b0 = 0; b0 < nr; b0 += FAST_ROW_BLOCK) {
+            const int64_t b1 = nr - b0 < FAST_ROW_BLOCK ? nr : b0 + FAST_ROW_BLOCK;
+            for (int64_t c0 = 0; c0 < nc; c0 += 4) {
+                const int C = nc - c0 < 4 ? (int)(nc - c0) : 4;
+                const uint8_t *ac = (const uint8_t *)a + (size_t)c0 * lda;
+                qt__ct4_q8_heads_load(ac, lda, C, n, &hd);
+                for (int64_t r = b0; r < b1; r++) {
+                    const uint8_t *wr = (const uint8_t *)w + (size_t)r * ldw;
+                    float *o = out + (size_t)c0 * (size_t)ldo + (size_t)r;
+                    switch (C) {
+                    case 4: fast_tile(wr, ac, lda, &hd, n, o, ldo, 4); break;
+                    case 3: fast_tile(wr, ac, lda, &hd, n, o, ldo, 3); break;
+                    case 2: fast_tile(wr, ac, lda, &hd, n, o, ldo, 2); break;
+                    default: fast_tile(wr, ac, lda, &hd, n, o, ldo, 1); break;
+                    }
+                }
+            }
+        }
+        return;
+    }
+    /* decode (and rows longer than the headers' view): two weight rows per pass */
     float o[2];
     for (int64_t r0 = 0; r0 < nr; r0 += 2) {
         const int R = nr - r0 < 2 ? (int)(nr - r0) : 2;

@@ -180,55 +180,94 @@ GEMM_DEFS(w4g64, QT_CT4_INT4, 64, 5)
 GEMM_DEFS(w4g128, QT_CT4_INT4, 128, 5)
 
 /* ---- --numerics fast: int8 activations, vpdpbusd (ct4.h "int8 activations") --------
- * R rows at a time (independent chains for the out-of-order core), each group of 128:
- * one 64-byte load of codes, two vpdpbusd against the activation's 64 + 64 bytes, one
- * conversion and one fused multiply-add into the row's 16 lanes. */
-ALWAYS_INLINE void fast_rows(const uint8_t *w, size_t ldw, const uint8_t *a, int64_t n, float *out, const int R) {
+ * Tiles of up to 4 weight rows x 4 activation rows: each group of 128 loads a row's 64
+ * code bytes and splits its nibbles once for the tile's activation rows, and each
+ * activation's 64 + 64 bytes once for its weight rows; two vpdpbusd, one conversion and
+ * one fused multiply-add per (row, activation) into that pair's 16 lanes. The scale
+ * products f = s_g * d_g and the zero-point corrections are 4-lane vectors over the
+ * tile's activation rows (the same IEEE products and fused multiply-adds as the
+ * reference's scalars), so every element has the reference's bits whatever the tile. */
+ALWAYS_INLINE void fast_tile(const uint8_t *w, size_t ldw, const uint8_t *a, size_t lda, const qt__ct4_q8_heads *hd,
+                             int64_t n, float *out, int64_t ldo, const int R, const int C) {
     const qt__ct4_form f = {QT_CT4_INT4, QT_CT4_Q8_GROUP, 5};
     const int64_t ng = n / QT_CT4_Q8_GROUP;
-    const qt__ct4_q8_head *h = (const qt__ct4_q8_head *)a;
-    const int8_t *q = (const int8_t *)(h + ng);
+    const int8_t *q = (const int8_t *)a + (size_t)ng * sizeof(qt__ct4_q8_head);
     const __m512i low = _mm512_set1_epi8(0x0F);
-    __m512 acc[4];
-    float corr[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    __m512 acc[4][4];
+    __m128 corr[4];
+    float fg[4][4] __attribute__((aligned(16)));
     const uint8_t *p[4], *c[4];
     for (int r = 0; r < R; r++) {
-        acc[r] = _mm512_setzero_ps();
+        for (int k = 0; k < C; k++) acc[r][k] = _mm512_setzero_ps();
+        corr[r] = _mm_setzero_ps();
         p[r] = qt__ct4_params(w + (size_t)r * ldw);
         c[r] = qt__ct4_codes(w + (size_t)r * ldw, n, &f);
     }
     for (int64_t g = 0; g < ng; g++) {
-        const __m512i alo = _mm512_loadu_si512((const void *)(q + 128 * g));
-        const __m512i ahi = _mm512_loadu_si512((const void *)(q + 128 * g + 64));
+        const __m128 d = _mm_load_ps(hd->d[g]), sum = _mm_load_ps(hd->sum[g]);
+        __m512i lo[4], hi[4];
         for (int r = 0; r < R; r++) {
             const __m512i b = _mm512_loadu_si512((const void *)(c[r] + 64 * g));
-            __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(b, low), alo);
-            l = _mm512_dpbusd_epi32(l, _mm512_and_si512(_mm512_srli_epi16(b, 4), low), ahi);
+            lo[r] = _mm512_and_si512(b, low);
+            hi[r] = _mm512_and_si512(_mm512_srli_epi16(b, 4), low);
             float s;
             memcpy(&s, p[r] + 5 * g, 4);
-            const float fg = s * h[g].d;
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(l), _mm512_set1_ps(fg), acc[r]);
-            corr[r] = fmaf(fg, (float)((8 + (int8_t)p[r][5 * g + 4]) * h[g].sum), corr[r]);
+            const __m128 fv = _mm_mul_ps(_mm_set1_ps(s), d);
+            _mm_store_ps(fg[r], fv);
+            /* (8 + zp) * S exactly in f32: |8 + zp| <= 136, |S| <= 16256, the product < 2^24 */
+            const __m128 zs = _mm_mul_ps(_mm_set1_ps((float)(8 + (int8_t)p[r][5 * g + 4])), sum);
+            corr[r] = _mm_fmadd_ps(fv, zs, corr[r]);
+        }
+        /* through memory: each f is then one broadcast load (a load port) in its multiply-add, not a shuffle */
+        __asm__ volatile("" : "+m"(fg));
+        for (int k = 0; k < C; k++) {
+            const int8_t *ag = q + (size_t)k * lda + 128 * g;
+            const __m512i alo = _mm512_loadu_si512((const void *)ag), ahi = _mm512_loadu_si512((const void *)(ag + 64));
+            for (int r = 0; r < R; r++) {
+                __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[r], alo);
+                l = _mm512_dpbusd_epi32(l, hi[r], ahi);
+                acc[r][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(l), _mm512_set1_ps(fg[r][k]), acc[r][k]);
+            }
         }
     }
-    for (int r = 0; r < R; r++) out[r] = reduce16(acc[r]) - corr[r];
+    for (int r = 0; r < R; r++) {
+        float cr[4];
+        _mm_storeu_ps(cr, corr[r]);
+        for (int k = 0; k < C; k++) out[(size_t)k * (size_t)ldo + (size_t)r] = reduce16(acc[r][k]) - cr[k];
+    }
 }
+
+/* Weight rows per block: their codes (32 x 4.4 KB at n = 8192) stay in L2 while every
+ * 4 activation rows pass over them, and the group headers are gathered once per block. */
+#define FAST_ROW_BLOCK 32
 
 void qt__gemm_fast_ct4_w4g128_avx512(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,
                                      int64_t n, float *out, int64_t ldo) {
-    float o[4];
-    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
-        const int R = nr - r0 < 4 ? (int)(nr - r0) : 4;
-        const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * ldw;
-        for (int64_t cc = 0; cc < nc; cc++) {
-            const uint8_t *ac = (const uint8_t *)a + (size_t)cc * lda;
-            switch (R) {
-            case 4: fast_rows(wr, ldw, ac, n, o, 4); break;
-            case 3: fast_rows(wr, ldw, ac, n, o, 3); break;
-            case 2: fast_rows(wr, ldw, ac, n, o, 2); break;
-            default: fast_rows(wr, ldw, ac, n, o, 1); break;
+    if (n / QT_CT4_Q8_GROUP > QT_CT4_Q8_MAX_GROUPS) { /* longer than any engine row (ct4.h) */
+        for (int64_t k = 0; k < nc; k++)
+            for (int64_t r = 0; r < nr; r++)
+                out[k * ldo + r] = qt__dot_ct4_w4g128_fast_ref((const uint8_t *)w + (size_t)r * ldw,
+                                                               (const uint8_t *)a + (size_t)k * lda, n);
+        return;
+    }
+    qt__ct4_q8_heads hd;
+    for (int64_t b0 = 0; b0 < nr; b0 += FAST_ROW_BLOCK) {
+        const int64_t b1 = nr - b0 < FAST_ROW_BLOCK ? nr : b0 + FAST_ROW_BLOCK;
+        for (int64_t c0 = 0; c0 < nc; c0 += 4) {
+            const int C = nc - c0 < 4 ? (int)(nc - c0) : 4;
+            const uint8_t *ac = (const uint8_t *)a + (size_t)c0 * lda;
+            qt__ct4_q8_heads_load(ac, lda, C, n, &hd);
+            for (int64_t r0 = b0; r0 < b1; r0 += 4) {
+                const int R = b1 - r0 < 4 ? (int)(b1 - r0) : 4;
+                const uint8_t *wr = (const uint8_t *)w + (size_t)r0 * ldw;
+                float *o = out + (size_t)c0 * (size_t)ldo + (size_t)r0;
+#define T(RR, CC) case RR * 4 + CC: fast_tile(wr, ldw, ac, lda, &hd, n, o, ldo, RR, CC); break
+                switch (R * 4 + C) {
+                    T(1, 1); T(1, 2); T(1, 3); T(1, 4); T(2, 1); T(2, 2); T(2, 3); T(2, 4);
+                    T(3, 1); T(3, 2); T(3, 3); T(3, 4); T(4, 1); T(4, 2); T(4, 3); T(4, 4);
+                }
+#undef T
             }
-            for (int r = 0; r < R; r++) out[(size_t)cc * (size_t)ldo + (size_t)(r0 + r)] = o[r];
         }
     }
 }

@@ -158,8 +158,8 @@ static void test_gemm_tiles(void) {
  * reference bit for bit on row and batch remainders and lengths of 1 to 33 groups. */
 static void test_fast_int8(void) {
     const qt_type t = QT_TYPE_CT_W4_G128;
-    const int64_t lens[] = {128, 256, 384, 2048, 4224}, rows[] = {1, 2, 3, 4, 5, 7, 17}, batch[] = {1, 2, 3, 5};
-    const int64_t max_nr = 17, max_nc = 5, ldo = max_nr + 2;
+    const int64_t lens[] = {128, 256, 384, 2048, 4224}, rows[] = {1, 2, 3, 4, 5, 7, 17, 37}, batch[] = {1, 2, 3, 4, 5, 9};
+    const int64_t max_nr = 37, max_nc = 9, ldo = max_nr + 2; /* rows past a 32-row block, batches past a 4-row tile */
     int ran = 0;
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
         const int64_t n = lens[li], ng = n / QT_CT4_Q8_GROUP;
