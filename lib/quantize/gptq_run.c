@@ -36,6 +36,7 @@
 #include "quanta/engine.h"
 #include "quanta/gptq.h"
 #include "quanta/smooth.h"
+#include "core/blas.h"
 #include "engine/engine_internal.h"
 #include "model/arch.h"
 #include "quant/ct4.h"
@@ -238,6 +239,9 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     if (s == QT_OK) s = qt__layerwise_set_blas(lw, true);
     if (g->kv_data) qt_kv_scales_begin(g->kv_data);
     if (s == QT_OK) s = replay(m, g, tg, lw, rp);
+    if (s == QT_OK && g->profile)
+        qt__calib_note(g, "profile: OpenBLAS %s kernels%s%s", qt__blas_core(), qt__blas_core_note()[0] ? ": " : "",
+                       qt__blas_core_note());
     const double t0 = now();
     for (int32_t il = rp->start; s == QT_OK && il < n_layer; il++) {
         layer_profile lp = {0};
