@@ -307,6 +307,8 @@ typedef struct gptq_run {
     const qt_gptq_grid *grid;
     bool *started;            /* (cols / group) */
     float *err;               /* (rows, block) errors of the current block */
+    float *wb;                /* (rows, block) the current block's columns of W, contiguous per row: the
+                               * column loop walks them 128 columns wide instead of one row (C floats) apart */
     float *wg, *col, *q;      /* (rows, group), (rows), (rows) */
     qt_threadpool *pool;      /* the lazy updates' threads, or NULL */
 } gptq_run;
@@ -319,7 +321,7 @@ static qt_status begin_group(gptq_run *r, int64_t g, int64_t i1, int64_t i2, int
     for (int64_t k = 0; k < G; k++) {
         const int64_t p = r->pos[g * G + k];
         for (int64_t row = 0; row < r->rows; row++) {
-            float v = r->W[row * C + p];
+            float v = p >= i1 && p < i2 ? r->wb[row * (i2 - i1) + (p - i1)] : r->W[row * C + p];
             if (p >= i2)
                 for (int64_t t = i1; t < j; t++) v -= r->err[row * (i2 - i1) + (t - i1)] * r->U[t * C + p];
             r->wg[row * G + k] = v;
@@ -353,25 +355,27 @@ static qt_status column_loop(gptq_run *r, int64_t block, double *loss) {
     double l2 = 0;
     for (int64_t i1 = 0; i1 < C; i1 += block) {
         const int64_t i2 = i1 + block < C ? i1 + block : C, nb = i2 - i1;
+        for (int64_t row = 0; row < R; row++) memcpy(r->wb + row * nb, r->W + row * C + i1, (size_t)nb * sizeof *r->wb);
         for (int64_t j = i1; j < i2; j++) {
             const int64_t c = r->perm[j], g = c / r->grid->group;
             if (!r->started[g]) {
                 qt_status s = begin_group(r, g, i1, i2, j);
                 if (s != QT_OK) return s;
             }
-            for (int64_t row = 0; row < R; row++) r->col[row] = r->W[row * C + j];
+            for (int64_t row = 0; row < R; row++) r->col[row] = r->wb[row * nb + (j - i1)];
             r->grid->quantize_col(r->grid->ctx, r->col, R, c, r->q);
             const float d = r->U[j * C + j];
             const float *u = r->U + j * C;
             for (int64_t row = 0; row < R; row++) {
                 const float e = (r->col[row] - r->q[row]) / d;
-                float *w = r->W + row * C;
+                float *w = r->wb + row * nb - i1; /* w[k]: column k of the row */
                 w[j] = r->q[row];
                 for (int64_t k = j + 1; k < i2; k++) w[k] -= e * u[k];
                 r->err[row * nb + (j - i1)] = e;
                 l2 += (double)e * e;
             }
         }
+        for (int64_t row = 0; row < R; row++) memcpy(r->W + row * C + i1, r->wb + row * nb, (size_t)nb * sizeof *r->wb);
         if (i2 < C) {
             lazy_job j = {r, i1, i2};
             qt_parallel_for(r->pool, (R + LAZY_ROWS - 1) / LAZY_ROWS, lazy_units, &j);
@@ -435,10 +439,11 @@ qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H
     gptq_run r = {.rows = rows, .cols = cols, .grid = grid, .pool = o.pool};
     r.started = calloc((size_t)(cols / grid->group), sizeof *r.started);
     r.err = malloc((size_t)(rows * block) * sizeof *r.err);
+    r.wb = malloc((size_t)(rows * block) * sizeof *r.wb);
     r.wg = malloc((size_t)(rows * grid->group) * sizeof *r.wg);
     r.col = malloc((size_t)rows * sizeof *r.col);
     r.q = malloc((size_t)rows * sizeof *r.q);
-    if (!diag || !A || !U || (o.act_order && !Wp) || !perm || !pos || !bad || !r.started || !r.err || !r.wg || !r.col || !r.q) {
+    if (!diag || !A || !U || (o.act_order && !Wp) || !perm || !pos || !bad || !r.started || !r.err || !r.wb || !r.wg || !r.col || !r.q) {
         s = qt_error(QT_ERR_NOMEM, "gptq: out of memory for a %lld x %lld linear", (long long)rows, (long long)cols);
         goto done;
     }
@@ -494,6 +499,7 @@ done:
     free(bad);
     free(r.started);
     free(r.err);
+    free(r.wb);
     free(r.wg);
     free(r.col);
     free(r.q);
