@@ -338,7 +338,7 @@ static uint64_t linear_bytes(uint64_t R, uint64_t C, bool gguf, size_t row_bytes
     uint64_t b = R * C * 4 + C * C * 8                      /* W (f32, also the loop's working copy), H */
                + C * C * 8 + C * C * 4                      /* A (the factorization's workspace), U; --act-order
                                                                adds W permuted, R * C * 4 */
-               + R * (block + G + 2) * 4 + 24 * C;          /* err, wg, col, q; perm, pos, diag */
+               + R * (2 * block + G + 2) * 4 + 24 * C;      /* err, the block's copy, wg, col, q; perm, pos, diag */
     b += gguf ? R * C * 14 + R * row_bytes : R * C + R * (C / G) * 5; /* grid (CT's bound rows: ct_bound_bytes) */
     return b;
 }
