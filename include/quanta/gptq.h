@@ -19,9 +19,9 @@
  * max_retries it is an error. It never falls back to round-to-nearest.
  *
  * Determinism: OpenBLAS is pinned to one thread (openblas_set_num_threads(1))
- * in every call; the Hessian's panels and the lazy updates' row panels are
- * split over the caller's pool (qt_gptq_hessian.pool, qt_gptq_opts.pool) in
- * fixed units, each one BLAS call whose result does not depend on which thread
+ * in every call; the Hessian's panels, the inverse Cholesky factor's tiles
+ * and the lazy updates' row panels are split over the caller's pool
+ * (qt_gptq_hessian.pool, qt_gptq_opts.pool) in fixed units, each one BLAS call whose result does not depend on which thread
  * runs it, and the rest of the column loop is sequential, so results do not
  * depend on any thread count. Across CPUs OpenBLAS may pick other kernels (its own run-time
  * dispatch), so the last bits of H and U, and rarely a rounding decision,
@@ -159,8 +159,8 @@ typedef struct qt_gptq_opts {
     int64_t block;           /* 128: columns per lazy-update block */
     bool act_order;          /* columns by decreasing H_ii (groups stay contiguous: no g_idx) */
     int max_retries;         /* 6: damping x10 per retry */
-    qt_threadpool *pool;     /* or NULL: the threads of the lazy updates (a fixed split of rows: the same
-                                bits at any thread count) */
+    qt_threadpool *pool;     /* or NULL: the threads of the inverse Cholesky factor and the lazy updates
+                                (fixed tiles: the same bits at any thread count) */
 } qt_gptq_opts;
 
 QT_API qt_gptq_opts qt_gptq_opts_default(void);

@@ -21,6 +21,7 @@
 #include <cblas.h>
 #include <stdlib.h>
 
+#include "core/blas.h"
 #include "engine_internal.h"
 
 typedef struct blas_job {
@@ -55,7 +56,7 @@ bool qt__mat_blas_type(qt_type t) {
 }
 
 void qt__matmul_blas(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m, bool small) {
-    openblas_set_num_threads(1); /* its own threads would split the sums by their count */
+    qt__blas_pin(); /* one thread: its own would split the sums by their count (lib/core/blas.c) */
     blas_job j = {e, m, out, in, B};
     qt_parallel_for(small ? NULL : e->pool, (m->n_out + QT__BLAS_ROWS - 1) / QT__BLAS_ROWS, blas_units, &j);
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/blas.h"
 #include "quanta/smooth.h"
 
 qt_status qt_act_stats_init(qt_act_stats *a, int64_t n) {
@@ -116,7 +117,7 @@ static double output_error(const float *W, const float *Q, int64_t rows, int64_t
                  malloc((size_t)(rows * cols) * sizeof(float)), malloc((size_t)(units + 1) * sizeof(double))};
     double e = NAN;
     if (j.d && j.dh && j.part) {
-        openblas_set_num_threads(1); /* the same bits at any --threads (quanta/gptq.h) */
+        qt__blas_pin(); /* one thread: the same bits at any --threads (quanta/gptq.h); lib/core/blas.c */
         qt_parallel_for(pool, units, err_units, &j);
         e = 0;
         for (int64_t u = 0; u < units; u++) e += j.part[u]; /* in unit order, whatever thread made each */

@@ -17,11 +17,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/blas.h"
+#include "gptq_internal.h"
 #include "quanta/gptq.h"
 
 /* OpenBLAS's own threads would split its reductions differently per thread
- * count; one thread makes H and U the same bits whatever --threads is. */
-static void blas_pin(void) { openblas_set_num_threads(1); }
+ * count; one thread makes H and U the same bits whatever --threads is. The
+ * first call also fixes the kernel set OpenBLAS picked (lib/core/blas.c). */
+static void blas_pin(void) { qt__blas_pin(); }
 
 static double cpu_seconds(void) {
     struct timespec t;
@@ -123,28 +126,174 @@ void qt_gptq_hessian_free(qt_gptq_hessian *h) {
  * exchange matrix (P_ij = 1 where i + j = n - 1) and
  * P (Hd + damp I) P = L L^T (lower Cholesky), (Hd + damp I)^-1 =
  * (P L^-1 P)^T (P L^-1 P) and P L^-1 P is upper with a positive diagonal: the
- * factor itself. One dpotrf and one dtrtri (2n^3/3 flops) instead of
- * dpotrf, dpotri, dpotrf (4n^3/3). Returns false when a factorization fails. */
-static bool inverse_cholesky(const double *H, const double *diag, const int64_t *perm, int64_t n, double damp,
-                             double *A, float *U) {
-    for (int64_t i = 0; i < n; i++) {
-        const double *src = H + perm[n - 1 - i] * n;
-        double *dst = A + i * n;
-        for (int64_t j = 0; j < i; j++) dst[j] = src[perm[n - 1 - j]]; /* the lower triangle is all LAPACK reads */
-        dst[i] = diag[perm[n - 1 - i]] + damp;
+ * factor itself. A Cholesky factorization and a triangular inverse (2n^3/3
+ * flops) instead of llm-compressor's cholesky, cholesky_inverse, cholesky
+ * (4n^3/3).
+ *
+ * Both are LAPACK's blocked algorithms (dpotrf's right-looking form, dtrtri's)
+ * written out over fixed tiles of CHOL_NB (and CHOL_SUB) columns, each tile
+ * one single-threaded BLAS call, the tiles of a step shared out over the pool:
+ * the split depends on n only, so U is the same bits at any thread count,
+ * and the 8192-wide factor of ffn_down (2/3 x 8192^3 = 366 GFLOP, ~90 % of a
+ * layer's) no longer runs on one thread. In place in A, n^2 doubles. */
+#define CHOL_NB 256 /* columns per block step and per tile */
+#define CHOL_SUB 64 /* columns per tile of the inverse's triangular product (4 per step) */
+
+typedef struct chol_job {
+    double *A;                /* (n, n) column-major upper = row-major lower */
+    int64_t n, k0, k1;        /* the step's block: columns k0..k1-1 */
+    const double *H, *diag;   /* fill */
+    const int64_t *perm;
+    double damp;
+    float *U;                 /* out */
+    int *bad;                 /* (units) out: a non-finite entry in the unit's rows */
+} chol_job;
+
+#define AT(j, r, c) ((j)->A + (size_t)(r) + (size_t)(c) * (size_t)(j)->n) /* column-major (r, c) */
+
+static int64_t tile_end(int64_t c0, int64_t step, int64_t n) { return c0 + step < n ? c0 + step : n; }
+
+/* A's row-major lower triangle (the column-major upper one: LAPACK's own
+ * layout, nothing to transpose) from H: rows of unit u and of n_units-1-u. */
+static void fill_rows(const chol_job *j, int64_t u) {
+    const int64_t n = j->n;
+    for (int64_t i = u * CHOL_NB; i < tile_end(u * CHOL_NB, CHOL_NB, n); i++) {
+        const double *src = j->H + j->perm[n - 1 - i] * n;
+        double *dst = j->A + i * n;
+        for (int64_t c = 0; c < i; c++) dst[c] = src[j->perm[n - 1 - c]]; /* the lower triangle is all LAPACK reads */
+        dst[i] = j->diag[j->perm[n - 1 - i]] + j->damp;
     }
-    /* A's row-major lower triangle is the column-major upper one: LAPACK's own
-     * layout, so LAPACKE transposes nothing (its row-major path would copy A
-     * into a transposed n x n buffer and back, per call). */
-    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)n, A, (lapack_int)n) != 0) return false;
-    if (LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'U', 'N', (lapack_int)n, A, (lapack_int)n) != 0) return false;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < n; j++) {
-            const double u = j >= i ? A[(n - 1 - i) * n + (n - 1 - j)] : 0.0;
-            if (!isfinite(u)) return false;
-            U[i * n + j] = (float)u;
+}
+
+static int64_t n_tiles(int64_t from, int64_t n) { return (n - from + CHOL_NB - 1) / CHOL_NB; }
+
+static void fill_units(void *ctx, int64_t begin, int64_t end, int thread) {
+    const chol_job *j = ctx;
+    const int64_t t = n_tiles(0, j->n);
+    (void)thread;
+    for (int64_t u = begin; u < end; u++) {
+        fill_rows(j, u);
+        if (t - 1 - u != u) fill_rows(j, t - 1 - u);
+    }
+}
+
+/* dpotrf's step k, tile u right of the diagonal block: A[k0:k1, c] = U_kk^-T A[k0:k1, c]. */
+static void panel_units(void *ctx, int64_t begin, int64_t end, int thread) {
+    const chol_job *j = ctx;
+    (void)thread;
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t c0 = j->k1 + u * CHOL_NB, cb = tile_end(c0, CHOL_NB, j->n) - c0;
+        cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans, CblasNonUnit, (int)(j->k1 - j->k0), (int)cb, 1.0,
+                    AT(j, j->k0, j->k0), (int)j->n, AT(j, j->k0, c0), (int)j->n);
+    }
+}
+
+/* The trailing update of tile u's columns: A[k1:c1, c] -= A[k0:k1, k1:c1]^T A[k0:k1, c]. */
+static void update_tile(const chol_job *j, int64_t u) {
+    const int64_t c0 = j->k1 + u * CHOL_NB, cb = tile_end(c0, CHOL_NB, j->n) - c0, kb = j->k1 - j->k0, n = j->n;
+    if (c0 > j->k1)
+        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)(c0 - j->k1), (int)cb, (int)kb, -1.0,
+                    AT(j, j->k0, j->k1), (int)n, AT(j, j->k0, c0), (int)n, 1.0, AT(j, j->k1, c0), (int)n);
+    cblas_dsyrk(CblasColMajor, CblasUpper, CblasTrans, (int)cb, (int)kb, -1.0, AT(j, j->k0, c0), (int)n, 1.0,
+                AT(j, c0, c0), (int)n);
+}
+
+/* Units pair tile u (short) with tile t-1-u (long): equal work per unit. */
+static void update_units(void *ctx, int64_t begin, int64_t end, int thread) {
+    const chol_job *j = ctx;
+    const int64_t t = n_tiles(j->k1, j->n);
+    (void)thread;
+    for (int64_t u = begin; u < end; u++) {
+        update_tile(j, u);
+        if (t - 1 - u != u) update_tile(j, t - 1 - u);
+    }
+}
+
+/* dtrtri's step k: A[0:k0, c] = inv(A[0:k0, 0:k0]) A[0:k0, c], one CHOL_SUB-column tile per unit. */
+static void trmm_units(void *ctx, int64_t begin, int64_t end, int thread) {
+    const chol_job *j = ctx;
+    (void)thread;
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t c0 = j->k0 + u * CHOL_SUB, cb = tile_end(c0, CHOL_SUB, j->k1) - c0;
+        cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, (int)j->k0, (int)cb, 1.0, j->A,
+                    (int)j->n, AT(j, 0, c0), (int)j->n);
+    }
+}
+
+/* then A[r, k0:k1] = -A[r, k0:k1] A_kk^-1 (A_kk not yet inverted), one CHOL_NB-row tile per unit. */
+static void trsm_units(void *ctx, int64_t begin, int64_t end, int thread) {
+    const chol_job *j = ctx;
+    (void)thread;
+    for (int64_t u = begin; u < end; u++) {
+        const int64_t r0 = u * CHOL_NB, rh = tile_end(r0, CHOL_NB, j->k0) - r0;
+        cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, (int)rh, (int)(j->k1 - j->k0),
+                    -1.0, AT(j, j->k0, j->k0), (int)j->n, AT(j, r0, j->k0), (int)j->n);
+    }
+}
+
+/* U's rows of unit u from A (row-major lower L^-1): U[i][c] = L^-1[n-1-i][n-1-c] for c >= i. */
+static void out_units(void *ctx, int64_t begin, int64_t end, int thread) {
+    const chol_job *j = ctx;
+    const int64_t n = j->n;
+    (void)thread;
+    for (int64_t u = begin; u < end; u++) {
+        int bad = 0;
+        for (int64_t i = u * CHOL_NB; i < tile_end(u * CHOL_NB, CHOL_NB, n); i++) {
+            const double *src = j->A + (n - 1 - i) * n + (n - 1);
+            float *dst = j->U + i * n;
+            for (int64_t c = 0; c < i; c++) dst[c] = 0.0f;
+            for (int64_t c = i; c < n; c++) {
+                const double v = src[-c]; /* A[(n-1-i)*n + (n-1-c)] */
+                bad |= !isfinite(v);
+                dst[c] = (float)v;
+            }
         }
+        j->bad[u] = bad;
+    }
+}
+
+/* Returns false when a factorization fails (not positive definite) or the factor is not finite. */
+static bool inverse_cholesky(const double *H, const double *diag, const int64_t *perm, int64_t n, double damp,
+                             double *A, float *U, int *bad, qt_threadpool *pool) {
+    chol_job j = {.A = A, .n = n, .H = H, .diag = diag, .perm = perm, .damp = damp, .U = U, .bad = bad};
+    const int64_t t = n_tiles(0, n);
+    qt_parallel_for(pool, (t + 1) / 2, fill_units, &j);
+    for (j.k0 = 0; j.k0 < n; j.k0 = j.k1) { /* A = U_c^T U_c (column-major upper): dpotrf, right-looking */
+        j.k1 = tile_end(j.k0, CHOL_NB, n);
+        if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)(j.k1 - j.k0), AT(&j, j.k0, j.k0), (lapack_int)n) != 0)
+            return false;
+        if (j.k1 == n) break;
+        qt_parallel_for(pool, n_tiles(j.k1, n), panel_units, &j);
+        qt_parallel_for(pool, (n_tiles(j.k1, n) + 1) / 2, update_units, &j);
+    }
+    for (j.k0 = 0; j.k0 < n; j.k0 = j.k1) { /* U_c^-1 in place: dtrtri, block column by block column */
+        j.k1 = tile_end(j.k0, CHOL_NB, n);
+        if (j.k0 > 0) {
+            qt_parallel_for(pool, (j.k1 - j.k0 + CHOL_SUB - 1) / CHOL_SUB, trmm_units, &j);
+            qt_parallel_for(pool, n_tiles(0, j.k0), trsm_units, &j);
+        }
+        if (LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'U', 'N', (lapack_int)(j.k1 - j.k0), AT(&j, j.k0, j.k0), (lapack_int)n) != 0)
+            return false;
+    }
+    qt_parallel_for(pool, t, out_units, &j);
+    for (int64_t u = 0; u < t; u++)
+        if (bad[u]) return false;
     return true;
+}
+
+bool qt__gptq_inverse_factor(const double *H, int64_t n, double damp, float *U, qt_threadpool *pool) {
+    double *A = malloc((size_t)(n * n) * sizeof *A), *diag = malloc((size_t)n * sizeof *diag);
+    int64_t *perm = malloc((size_t)n * sizeof *perm);
+    int *bad = malloc((size_t)n_tiles(0, n) * sizeof *bad);
+    bool ok = A && diag && perm && bad;
+    for (int64_t i = 0; ok && i < n; i++) diag[i] = H[i * n + i], perm[i] = i;
+    if (ok) blas_pin();
+    ok = ok && inverse_cholesky(H, diag, perm, n, damp, A, U, bad, pool);
+    free(A);
+    free(diag);
+    free(perm);
+    free(bad);
+    return ok;
 }
 
 /* ---- the column loop ----------------------------------------------------------------- */
@@ -158,6 +307,8 @@ typedef struct gptq_run {
     const qt_gptq_grid *grid;
     bool *started;            /* (cols / group) */
     float *err;               /* (rows, block) errors of the current block */
+    float *wb;                /* (rows, block) the current block's columns of W, contiguous per row: the
+                               * column loop walks them 128 columns wide instead of one row (C floats) apart */
     float *wg, *col, *q;      /* (rows, group), (rows), (rows) */
     qt_threadpool *pool;      /* the lazy updates' threads, or NULL */
 } gptq_run;
@@ -170,7 +321,7 @@ static qt_status begin_group(gptq_run *r, int64_t g, int64_t i1, int64_t i2, int
     for (int64_t k = 0; k < G; k++) {
         const int64_t p = r->pos[g * G + k];
         for (int64_t row = 0; row < r->rows; row++) {
-            float v = r->W[row * C + p];
+            float v = p >= i1 && p < i2 ? r->wb[row * (i2 - i1) + (p - i1)] : r->W[row * C + p];
             if (p >= i2)
                 for (int64_t t = i1; t < j; t++) v -= r->err[row * (i2 - i1) + (t - i1)] * r->U[t * C + p];
             r->wg[row * G + k] = v;
@@ -204,25 +355,27 @@ static qt_status column_loop(gptq_run *r, int64_t block, double *loss) {
     double l2 = 0;
     for (int64_t i1 = 0; i1 < C; i1 += block) {
         const int64_t i2 = i1 + block < C ? i1 + block : C, nb = i2 - i1;
+        for (int64_t row = 0; row < R; row++) memcpy(r->wb + row * nb, r->W + row * C + i1, (size_t)nb * sizeof *r->wb);
         for (int64_t j = i1; j < i2; j++) {
             const int64_t c = r->perm[j], g = c / r->grid->group;
             if (!r->started[g]) {
                 qt_status s = begin_group(r, g, i1, i2, j);
                 if (s != QT_OK) return s;
             }
-            for (int64_t row = 0; row < R; row++) r->col[row] = r->W[row * C + j];
+            for (int64_t row = 0; row < R; row++) r->col[row] = r->wb[row * nb + (j - i1)];
             r->grid->quantize_col(r->grid->ctx, r->col, R, c, r->q);
             const float d = r->U[j * C + j];
             const float *u = r->U + j * C;
             for (int64_t row = 0; row < R; row++) {
                 const float e = (r->col[row] - r->q[row]) / d;
-                float *w = r->W + row * C;
+                float *w = r->wb + row * nb - i1; /* w[k]: column k of the row */
                 w[j] = r->q[row];
                 for (int64_t k = j + 1; k < i2; k++) w[k] -= e * u[k];
                 r->err[row * nb + (j - i1)] = e;
                 l2 += (double)e * e;
             }
         }
+        for (int64_t row = 0; row < R; row++) memcpy(r->W + row * C + i1, r->wb + row * nb, (size_t)nb * sizeof *r->wb);
         if (i2 < C) {
             lazy_job j = {r, i1, i2};
             qt_parallel_for(r->pool, (R + LAZY_ROWS - 1) / LAZY_ROWS, lazy_units, &j);
@@ -282,13 +435,15 @@ qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H
     float *U = malloc((size_t)(n * n) * sizeof *U); /* W itself is the working copy in natural order */
     float *Wp = o.act_order ? malloc((size_t)(rows * cols) * sizeof *Wp) : NULL;
     int64_t *perm = malloc((size_t)n * sizeof *perm), *pos = malloc((size_t)n * sizeof *pos);
+    int *bad = malloc((size_t)((n + CHOL_NB - 1) / CHOL_NB) * sizeof *bad); /* the factor's units: non-finite rows */
     gptq_run r = {.rows = rows, .cols = cols, .grid = grid, .pool = o.pool};
     r.started = calloc((size_t)(cols / grid->group), sizeof *r.started);
     r.err = malloc((size_t)(rows * block) * sizeof *r.err);
+    r.wb = malloc((size_t)(rows * block) * sizeof *r.wb);
     r.wg = malloc((size_t)(rows * grid->group) * sizeof *r.wg);
     r.col = malloc((size_t)rows * sizeof *r.col);
     r.q = malloc((size_t)rows * sizeof *r.q);
-    if (!diag || !A || !U || (o.act_order && !Wp) || !perm || !pos || !r.started || !r.err || !r.wg || !r.col || !r.q) {
+    if (!diag || !A || !U || (o.act_order && !Wp) || !perm || !pos || !bad || !r.started || !r.err || !r.wb || !r.wg || !r.col || !r.q) {
         s = qt_error(QT_ERR_NOMEM, "gptq: out of memory for a %lld x %lld linear", (long long)rows, (long long)cols);
         goto done;
     }
@@ -314,7 +469,7 @@ qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H
     mean /= (double)n;
     st.damp = o.damp_frac * mean;
     const double c0 = cpu_seconds();
-    while (!inverse_cholesky(H, diag, perm, n, st.damp, A, U)) {
+    while (!inverse_cholesky(H, diag, perm, n, st.damp, A, U, bad, o.pool)) {
         if (st.retries == o.max_retries) {
             s = qt_error(QT_ERR_RANGE, "gptq: the Hessian is not positive definite even with damping %g "
                          "(%.3g x the mean diagonal) after %d retries", st.damp, st.damp / mean, st.retries);
@@ -341,8 +496,10 @@ done:
     free(Wp);
     free(perm);
     free(pos);
+    free(bad);
     free(r.started);
     free(r.err);
+    free(r.wb);
     free(r.wg);
     free(r.col);
     free(r.q);

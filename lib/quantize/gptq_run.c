@@ -36,6 +36,7 @@
 #include "quanta/engine.h"
 #include "quanta/gptq.h"
 #include "quanta/smooth.h"
+#include "core/blas.h"
 #include "engine/engine_internal.h"
 #include "model/arch.h"
 #include "quant/ct4.h"
@@ -238,6 +239,9 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     if (s == QT_OK) s = qt__layerwise_set_blas(lw, true);
     if (g->kv_data) qt_kv_scales_begin(g->kv_data);
     if (s == QT_OK) s = replay(m, g, tg, lw, rp);
+    if (s == QT_OK && g->profile)
+        qt__calib_note(g, "profile: OpenBLAS %s kernels%s%s", qt__blas_core(), qt__blas_core_note()[0] ? ": " : "",
+                       qt__blas_core_note());
     const double t0 = now();
     for (int32_t il = rp->start; s == QT_OK && il < n_layer; il++) {
         layer_profile lp = {0};
@@ -334,7 +338,7 @@ static uint64_t linear_bytes(uint64_t R, uint64_t C, bool gguf, size_t row_bytes
     uint64_t b = R * C * 4 + C * C * 8                      /* W (f32, also the loop's working copy), H */
                + C * C * 8 + C * C * 4                      /* A (the factorization's workspace), U; --act-order
                                                                adds W permuted, R * C * 4 */
-               + R * (block + G + 2) * 4 + 24 * C;          /* err, wg, col, q; perm, pos, diag */
+               + R * (2 * block + G + 2) * 4 + 24 * C;      /* err, the block's copy, wg, col, q; perm, pos, diag */
     b += gguf ? R * C * 14 + R * row_bytes : R * C + R * (C / G) * 5; /* grid (CT's bound rows: ct_bound_bytes) */
     return b;
 }

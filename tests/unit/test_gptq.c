@@ -1,10 +1,14 @@
 /* GPTQ's numeric core (lib/quant/gptq.c) and its grids (lib/quant/gptq_grid.c)
  * on small matrices: H = I is round-to-nearest exactly, the grids' RTN is the
  * codecs' own, GPTQ beats RTN on correlated inputs (held-out rows), dead
- * columns, the Cholesky retry, act order, and run-to-run determinism. */
+ * columns, the Cholesky retry, act order, run-to-run determinism, and the
+ * inverse factor over several tiles (LAPACK's within rounding; any thread count). */
+#include <lapacke.h>
+#undef I /* <complex.h>'s, through lapacke.h: the tests name identity matrices I */
 #include <math.h>
 
 #include "qtest.h"
+#include "quant/gptq_internal.h"
 #include "quanta.h"
 
 static uint64_t rng = 88172645463325252ull;
@@ -440,6 +444,68 @@ static void test_deterministic(void) {
     free_problem(&b);
 }
 
+/* Widths past one 256-column tile (gptq.c CHOL_NB): n = 600 takes steps of
+ * 256, 256 and 88 columns, and the inverse's 64-column tiles end on one of 24.
+ * The factor is LAPACK's (H + damp I)^-1 = U^T U computed the long way round
+ * (dpotrf, dpotri, dpotrf: llm-compressor's order) within float rounding, and
+ * the same bits with no pool and with pools of 2 and 3 threads; so is GPTQ's
+ * output on those columns. */
+static void test_factor_tiles(void) {
+    const int64_t R = 24, n = 600;
+    problem p = make_problem(R, n);
+    double mean = 0;
+    for (int64_t i = 0; i < n; i++) mean += p.H[i * n + i];
+    const double damp = 0.01 * mean / (double)n;
+    double *ref = malloc((size_t)(n * n) * sizeof *ref);
+    for (int64_t i = 0; i < n * n; i++) ref[i] = p.H[i];
+    for (int64_t i = 0; i < n; i++) ref[i * n + i] += damp;
+    CHECK_EQ_INT(LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, ref, (lapack_int)n), 0);
+    CHECK_EQ_INT(LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, ref, (lapack_int)n), 0);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = i + 1; j < n; j++) ref[i * n + j] = ref[j * n + i];
+    CHECK_EQ_INT(LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, ref, (lapack_int)n), 0);
+    double amax = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = i; j < n; j++) amax = fmax(amax, fabs(ref[i * n + j]));
+    qt_threadpool *pools[3] = {NULL, NULL, NULL};
+    CHECK_OK(qt_threadpool_create(2, &pools[1]));
+    CHECK_OK(qt_threadpool_create(3, &pools[2]));
+    float *U[3], *w[3];
+    uint8_t *codes[3];
+    for (int k = 0; k < 3; k++) {
+        U[k] = malloc((size_t)(n * n) * sizeof *U[k]);
+        CHECK(qt__gptq_inverse_factor(p.H, n, damp, U[k], pools[k]));
+        qt_gptq_ct_int g;
+        CHECK_OK(qt_gptq_ct_int_init(&g, 4, true, QT_CT_BF16, R, n, 120));
+        qt_gptq_grid grid = qt_gptq_ct_int_grid(&g);
+        qt_gptq_opts o = qt_gptq_opts_default();
+        o.pool = pools[k];
+        o.act_order = true;
+        w[k] = copy(p.W, R * n);
+        CHECK_OK(qt_gptq_quantize(w[k], R, n, p.H, &grid, &o, NULL));
+        codes[k] = malloc((size_t)(R * n));
+        for (int64_t i = 0; i < R * n; i++) codes[k][i] = (uint8_t)g.q[i];
+        qt_gptq_ct_int_free(&g);
+    }
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) {
+            const double want = j >= i ? ref[i * n + j] : 0.0;
+            worst = fmax(worst, fabs((double)U[0][i * n + j] - want));
+        }
+    printf("  n = %lld: max |U - LAPACK's| = %.3g (max |U| %.3g)\n", (long long)n, worst, amax);
+    CHECK_MSG(worst <= 1e-6 * amax, "%.3g vs %.3g", worst, amax);
+    for (int k = 1; k < 3; k++) {
+        CHECK(memcmp(U[0], U[k], (size_t)(n * n) * sizeof *U[0]) == 0);
+        CHECK(memcmp(w[0], w[k], (size_t)(R * n) * sizeof *w[0]) == 0);
+        CHECK(memcmp(codes[0], codes[k], (size_t)(R * n)) == 0);
+    }
+    for (int k = 0; k < 3; k++) free(U[k]), free(w[k]), free(codes[k]), qt_threadpool_free(pools[k]);
+    free(ref);
+    free_problem(&p);
+}
+
+
 int main(void) {
     QT_RUN(test_hessian);
     QT_RUN(test_ct_int_identity);
@@ -450,5 +516,6 @@ int main(void) {
     QT_RUN(test_dead_columns);
     QT_RUN(test_cholesky_retry);
     QT_RUN(test_deterministic);
+    QT_RUN(test_factor_tiles);
     return qt_test_finish("gptq");
 }
