@@ -58,8 +58,9 @@ QT_API void qt_awq_scales(const float *x, const float *w, int64_t n, double rati
 
 /* The output error of replacing W by Q over inputs whose H = 2 X^T X / n
  * (quanta/gptq.h's Hessian): sum_i (w_i - q_i) H (w_i - q_i)^T / 2, which is
- * the mean over calibration rows of ||(W - Q) x||^2 (float BLAS sgemm on a float copy of the
- * symmetric H, each unit of 256 rows summed in double: about 1e-6 relative). */
+ * the mean over calibration rows of ||(W - Q) x||^2, computed as <E^T E, H> / 2 (E = W - Q: the
+ * upper triangle of the float Gram matrix E^T E by sgemm in panels of 256 columns, each panel's
+ * products with H summed in double: about 1e-6 relative). H: both triangles. */
 QT_API double qt_awq_output_error(const float *W, const float *Q, int64_t rows, int64_t cols, const double *H);
 
 /* Round-to-nearest onto linear k's target grid, W (rows, cols) replaced by its

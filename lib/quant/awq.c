@@ -76,87 +76,97 @@ void qt_awq_scales(const float *x, const float *w, int64_t n, double ratio, floa
     for (int64_t j = 0; j < n; j++) s[j] /= norm;
 }
 
-#define ERR_ROWS 256 /* rows per unit of the output error: a fixed split (the same bits at any thread count);
-                      * sgemm ran at 51-66 GFLOP per CPU second on 64 rows, 78 on 256 (docs/awq.md "Time") */
+#define ERR_COLS 256 /* columns per panel of the error's Gram matrix: a fixed split (the same bits at any
+                      * thread count); each panel is one sgemm of 256 x (cols - c0) x rows */
 
-/* The loss in float: W - Q and H (whole: both triangles) to float, one sgemm per unit, each
- * unit's products summed in double. The search compares 21 such losses per folding pair (about
- * 9 TFLOP per layer of the 1B shape); dsymm on 64-row units ran at 30-34 GFLOP per CPU second
- * where sgemm on 256-row units runs at 78 (docs/awq.md "Time"). llm-compressor's loss is a float32
- * MSE of the module's output. A unit's float error is ~1e-7 relative (cols terms per product),
- * far below the differences between candidates. */
+/* The loss as tr(E H E^T) / 2 = <E^T E, H> / 2 with E = W - Q (rows, cols): the Gram matrix E^T E
+ * is symmetric, so only its upper triangle is computed, in panels of ERR_COLS columns (panel p:
+ * rows [c0, c0 + P) of E^T E from column c0 on, one float sgemm over all of E's rows), and each
+ * panel's entries are multiplied by H's (double) and summed in double: the diagonal block once,
+ * the part right of it twice. That is rows x cols^2 (1 + P / cols) flops per candidate, half of
+ * the (W - Q) H product's 2 rows x cols^2 that this replaced (docs/awq.md "Time"), with no float
+ * copy of H (cols^2 x 4 bytes: 256 MiB for ffn_down's 8192). A panel's float entries sum `rows`
+ * products (an error ~1e-6 relative), far below the differences between candidates; the panels'
+ * sums are added in panel order, whatever thread made each. llm-compressor's loss is itself a
+ * float32 MSE of the module's output. */
 typedef struct err_job {
-    const float *W, *Q;
-    int64_t rows, cols;
-    const float *H;
-    float *d, *dh;            /* (rows, cols), (rows, cols) */
-    double *part;             /* (units) */
+    const float *E;           /* (rows, cols) W - Q */
+    int64_t rows, cols, n_panels;
+    const double *H;          /* (cols, cols) */
+    float *scratch;           /* (threads, ERR_COLS, cols) */
+    double *part;             /* (n_panels) */
 } err_job;
 
-/* Units [begin, end): each its rows' (w - q) H (w - q)^T, one sgemm, summed into part[unit]. */
+static void err_panel(const err_job *j, int64_t p, float *G) {
+    const int64_t C = j->cols, c0 = p * ERR_COLS, P = C - c0 < ERR_COLS ? C - c0 : ERR_COLS, N = C - c0;
+    /* G (P, N) = E[:, c0 : c0 + P]^T E[:, c0 : C] */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)P, (int)N, (int)j->rows, 1.0f, j->E + c0, (int)C,
+                j->E + c0, (int)C, 0.0f, G, (int)N);
+    double e = 0;
+    for (int64_t a = 0; a < P; a++) {
+        const float *g = G + a * N;
+        const double *h = j->H + (c0 + a) * C + c0;
+        double diag = 0, right = 0;
+        for (int64_t b = 0; b < P; b++) diag += (double)g[b] * h[b];
+        for (int64_t b = P; b < N; b++) right += (double)g[b] * h[b];
+        e += diag + 2 * right;
+    }
+    j->part[p] = e;
+}
+
+/* Units [begin, end): unit u is panels u and n_panels - 1 - u (a long and a short one: balanced). */
 static void err_units(void *ctx, int64_t begin, int64_t end, int thread) {
     const err_job *j = ctx;
-    const int64_t C = j->cols;
-    (void)thread;
+    float *G = j->scratch + (size_t)thread * ERR_COLS * (size_t)j->cols;
     for (int64_t u = begin; u < end; u++) {
-        const int64_t r0 = u * ERR_ROWS, m = j->rows - r0 < ERR_ROWS ? j->rows - r0 : ERR_ROWS;
-        float *d = j->d + r0 * C, *dh = j->dh + r0 * C;
-        for (int64_t i = 0; i < m * C; i++) d[i] = j->W[r0 * C + i] - j->Q[r0 * C + i];
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)C, (int)C, 1.0f, d, (int)C, j->H, (int)C, 0.0f,
-                    dh, (int)C);
-        double e = 0;
-        for (int64_t i = 0; i < m * C; i++) e += (double)d[i] * (double)dh[i];
-        j->part[u] = e;
+        err_panel(j, u, G);
+        if (j->n_panels - 1 - u != u) err_panel(j, j->n_panels - 1 - u, G);
     }
 }
 
-static double output_error(const float *W, const float *Q, int64_t rows, int64_t cols, const float *H,
-                           qt_threadpool *pool) {
-    const int64_t units = (rows + ERR_ROWS - 1) / ERR_ROWS;
-    err_job j = {W, Q, rows, cols, H, malloc((size_t)(rows * cols) * sizeof(float)),
-                 malloc((size_t)(rows * cols) * sizeof(float)), malloc((size_t)(units + 1) * sizeof(double))};
+/* The loss of E = W - Q (rows, cols) against H; NAN when out of memory. */
+static double output_error(const float *E, int64_t rows, int64_t cols, const double *H, qt_threadpool *pool) {
+    const int64_t n_panels = (cols + ERR_COLS - 1) / ERR_COLS, threads = pool ? qt_threadpool_size(pool) : 1;
+    const int64_t P = cols < ERR_COLS ? cols : ERR_COLS;
+    err_job j = {E, rows, cols, n_panels, H, malloc((size_t)threads * (size_t)(P * cols) * sizeof(float)),
+                 malloc((size_t)n_panels * sizeof(double))};
     double e = NAN;
-    if (j.d && j.dh && j.part) {
+    if (j.scratch && j.part) {
         qt__blas_pin(); /* one thread: the same bits at any --threads (quanta/gptq.h); lib/core/blas.c */
-        qt_parallel_for(pool, units, err_units, &j);
+        qt_parallel_for(pool, (n_panels + 1) / 2, err_units, &j);
         e = 0;
-        for (int64_t u = 0; u < units; u++) e += j.part[u]; /* in unit order, whatever thread made each */
+        for (int64_t p = 0; p < n_panels; p++) e += j.part[p]; /* in panel order, whatever thread made each */
         e /= 2;
     }
-    free(j.d);
-    free(j.dh);
+    free(j.scratch);
     free(j.part);
     return e;
 }
 
-/* H as float, both triangles (H is symmetric: quanta/gptq.h qt_gptq_hessian_get), or NULL. */
-static float *float_hessian(const double *H, int64_t n) {
-    float *f = malloc((size_t)(n * n) * sizeof *f);
-    if (f)
-        for (int64_t i = 0; i < n * n; i++) f[i] = (float)H[i];
-    return f;
-}
-
 double qt_awq_output_error(const float *W, const float *Q, int64_t rows, int64_t cols, const double *H) {
-    float *Hf = float_hessian(H, cols);
-    const double e = Hf ? output_error(W, Q, rows, cols, Hf, NULL) : NAN;
-    free(Hf);
+    float *E = malloc((size_t)(rows * cols) * sizeof *E);
+    if (!E) return NAN;
+    for (int64_t i = 0; i < rows * cols; i++) E[i] = W[i] - Q[i];
+    const double e = output_error(E, rows, cols, H, NULL);
+    free(E);
     return e;
 }
 
 /* The summed output error of every linear quantized with scales s (NULL: 1). */
-static qt_status loss_at(const qt_awq_problem *p, const float *Hf, const float *s, float *buf, double *loss) {
+static qt_status loss_at(const qt_awq_problem *p, const float *s, float *buf, double *loss) {
     *loss = 0;
     for (int k = 0; k < p->n_linears; k++) {
         const int64_t rows = p->rows[k], cols = p->cols;
-        memcpy(buf, p->W[k], (size_t)(rows * cols) * sizeof *buf);
+        const float *W = p->W[k];
+        memcpy(buf, W, (size_t)(rows * cols) * sizeof *buf);
         if (s) qt_smooth_scale_cols(buf, rows, cols, s);
         qt_status st = p->quant(p->quant_ctx, k, buf, rows, cols);
         if (st != QT_OK) return st;
-        if (s) /* back to the unscaled input's coordinates: Q(W s) / s */
-            for (int64_t i = 0; i < rows; i++)
-                for (int64_t j = 0; j < cols; j++) buf[i * cols + j] /= s[j];
-        const double e = output_error(p->W[k], buf, rows, cols, Hf, p->pool);
+        /* the error W - Q, back in the unscaled input's coordinates: Q(W s) / s */
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++)
+                buf[i * cols + j] = W[i * cols + j] - (s ? buf[i * cols + j] / s[j] : buf[i * cols + j]);
+        const double e = output_error(buf, rows, cols, p->H, p->pool);
         if (isnan(e)) return qt_error(QT_ERR_NOMEM, "awq: out of memory for the output error");
         *loss += e;
     }
@@ -175,14 +185,13 @@ qt_status qt_awq_search(const qt_awq_problem *p, float *s, qt_awq_result *r) {
     float *buf = malloc((size_t)(max_rows * n) * sizeof *buf), *cand = malloc((size_t)n * sizeof *cand);
     float *wm = p->duo ? malloc((size_t)n * sizeof *wm) : NULL;
     double *wsum = p->duo ? calloc((size_t)n, sizeof *wsum) : NULL;
-    float *Hf = float_hessian(p->H, n);
-    qt_status st = buf && cand && Hf && (!p->duo || (wm && wsum)) ? QT_OK : qt_error(QT_ERR_NOMEM, "awq: out of memory");
+    qt_status st = buf && cand && (!p->duo || (wm && wsum)) ? QT_OK : qt_error(QT_ERR_NOMEM, "awq: out of memory");
     if (st == QT_OK && p->duo) {
         for (int k = 0; k < p->n_linears; k++) qt_awq_weight_sum(p->W[k], p->rows[k], n, p->group[k], wsum);
         for (int64_t j = 0; j < n; j++) wm[j] = (float)(wsum[j] / (double)total_rows);
     }
     double best = INFINITY;
-    if (st == QT_OK) st = loss_at(p, Hf, NULL, buf, &best);
+    if (st == QT_OK) st = loss_at(p, NULL, buf, &best);
     r->loss_rtn = best;
     r->ratio = -1;
     for (int64_t j = 0; j < n; j++) s[j] = 1.0f;
@@ -190,7 +199,7 @@ qt_status qt_awq_search(const qt_awq_problem *p, float *s, qt_awq_result *r) {
         const double ratio = (double)g / p->n_grid;
         double loss;
         qt_awq_scales(p->x_mean, wm, n, ratio, cand);
-        if ((st = loss_at(p, Hf, cand, buf, &loss)) != QT_OK) break;
+        if ((st = loss_at(p, cand, buf, &loss)) != QT_OK) break;
         if (loss < best) { /* strictly lower: the first of equal candidates wins */
             best = loss;
             r->ratio = ratio;
@@ -198,7 +207,6 @@ qt_status qt_awq_search(const qt_awq_problem *p, float *s, qt_awq_result *r) {
         }
     }
     r->loss = best;
-    free(Hf);
     free(buf);
     free(cand);
     free(wm);

@@ -62,6 +62,37 @@ static void test_output_error(void) {
     free(x), free(W), free(Q), free(H);
 }
 
+/* Wider than one panel of the Gram matrix (256 columns), with a short last panel and an odd panel
+ * count (608 = 256 + 256 + 96): the panelled <E^T E, H> / 2 against the direct mean ||(W - Q) x||^2,
+ * and the search's bits at 1 and 3 threads (the panels are paired over the threads). */
+static void test_output_error_panels(void) {
+    const int64_t R = 5, C = 608, N = 700;
+    float *x = outlier_inputs(N, C), *W = malloc(R * C * sizeof *W), *Q = malloc(R * C * sizeof *Q);
+    for (int64_t i = 0; i < R * C; i++) W[i] = gauss(), Q[i] = W[i] + 0.1f * gauss();
+    double *H = hessian_of(x, N, C);
+    const double a = qt_awq_output_error(W, Q, R, C, H), b = qt_gptq_output_error(W, Q, R, C, x, N);
+    CHECK_MSG(fabs(a - b) < 1e-5 * b, "Gram form %.12g, direct %.12g", a, b);
+    float *x_mean = malloc((size_t)C * sizeof *x_mean), s1[608], s3[608];
+    qt_act_stats st;
+    CHECK_OK(qt_act_stats_init(&st, C));
+    qt_act_stats_add(&st, x, N);
+    qt_act_stats_mean(&st, x_mean);
+    qt_act_stats_free(&st);
+    const int64_t rows[1] = {R}, group[1] = {32};
+    const float *Ws[1] = {W};
+    qt_threadpool *tp = NULL;
+    CHECK_OK(qt_threadpool_create(3, &tp));
+    qt_awq_problem p = {.n_linears = 1, .W = Ws, .rows = rows, .group = group, .cols = C, .H = H, .x_mean = x_mean,
+                        .n_grid = 4, .duo = true, .quant = int4_fake_quant};
+    qt_awq_result r1, r3;
+    CHECK_OK(qt_awq_search(&p, s1, &r1));
+    p.pool = tp;
+    CHECK_OK(qt_awq_search(&p, s3, &r3));
+    CHECK(memcmp(s1, s3, sizeof s1) == 0 && r1.loss == r3.loss && r1.loss_rtn == r3.loss_rtn);
+    qt_threadpool_free(tp);
+    free(x), free(W), free(Q), free(H), free(x_mean);
+}
+
 static void test_scales(void) {
     const int64_t n = 6;
     const float x[6] = {0.5f, 2, 8, 1, 0, 3}, w[6] = {0.3f, 0.2f, 0.9f, 0.5f, 0.4f, 0.1f};
@@ -249,6 +280,7 @@ static void test_smoothquant(void) {
 
 int main(void) {
     QT_RUN(test_output_error);
+    QT_RUN(test_output_error_panels);
     QT_RUN(test_scales);
     QT_RUN(test_awq_beats_rtn);
     QT_RUN(test_awq_never_worse);
