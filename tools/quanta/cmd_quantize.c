@@ -61,7 +61,7 @@ static void help(void) {
            "                             measured KL divergence on the calibration tokens falls (default\n"
            "                             4 with --sensitivity measured, else 0)\n"
            "  --proxy-sample N|all       the proxy scores a tensor of more than N weights (default\n"
-           "                             4194304) on every k-th row, k = ceil(weights / N), its error\n"
+           "                             2097152) on every k-th row, k = ceil(weights / N), its error\n"
            "                             scaled to all rows; all: every row (the file has every row\n"
            "                             either way; docs/quantize.md \"Target size: time on the 1B\")\n"
            "  --candidates T,T,...       the types to choose from (default: iq1_s .. q8_0 and f16, those\n"
