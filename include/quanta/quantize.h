@@ -399,7 +399,7 @@ typedef struct qt_quantize_target {
 
 /* 2^21 weights: a 1B's 2048 x 2048 projections are scored on every 2nd row, its FFN matrices on every
  * 8th, its token embedding on every 126th; a 512 x 2048 one whole (docs/quantize.md "Target size:
- * time on the 1B": the 1B's scan 6.3x fewer weights, the costs' rank order kept on its layer shapes) */
+ * time on the 1B": the 1B's scan 6.1x fewer weights, the costs' rank order kept on its layer shapes) */
 #define QT_QUANTIZE_PROXY_SAMPLE_DEFAULT ((int64_t)1 << 21)
 
 /* The default candidates: the legacy, K- and i-quants llama.cpp reads on every
