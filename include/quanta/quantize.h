@@ -391,7 +391,16 @@ typedef struct qt_quantize_target {
     /* after the allocation, up to this many rounds of swaps measured on the tokens above
      * (lib/quantize/mix_refine.c); 0: none */
     int32_t refine_rounds;
+    /* the proxy scores a tensor larger than this many weights on an evenly spaced fixed subset of
+     * its rows (every k-th from row 0, k = ceil(weights / this)), the sums scaled to all rows;
+     * 0: QT_QUANTIZE_PROXY_SAMPLE_DEFAULT; < 0: every row. The file is of all rows either way. */
+    int64_t proxy_sample;
 } qt_quantize_target;
+
+/* 2^21 weights: a 1B's 2048 x 2048 projections are scored on every 2nd row, its FFN matrices on every
+ * 8th, its token embedding on every 126th; a 512 x 2048 one whole (docs/quantize.md "Target size:
+ * time on the 1B": the 1B's scan 6.1x fewer weights, the costs' rank order kept on its layer shapes) */
+#define QT_QUANTIZE_PROXY_SAMPLE_DEFAULT ((int64_t)1 << 21)
 
 /* The default candidates: the legacy, K- and i-quants llama.cpp reads on every
  * backend, and F16 (Q1_0/Q2_0/TQ* are left to --candidates). */

@@ -96,22 +96,32 @@ static uint8_t fold_signs8(const float *xb, const float *w, float *xval, bool ev
 
 /* ggml iq2/iq3_find_best_neighbour: the neighbour of off-lattice code u
  * closest to xval at this scale, error weighted by w (first one on ties).
- * Writes its levels to L and returns its index. DIMS is a constant at each
- * call site (4 or 8), so the coordinate loop unrolls; this is the
- * quantizers' hot loop. */
+ * Writes its levels to L and returns its index. ggml's error of a point p is
+ * sum_i w[i]*diff*diff with diff = scale*p[i] - xval[i], summed over i in
+ * order from 0; a coordinate takes one of kmaxq odd values, so the term of
+ * each (i, level) is formed once here — the same two products of the same
+ * operands — and a neighbour's error is the sum of its coordinates' terms in
+ * the same order: the same floats as ggml's, at a few loads and adds per
+ * neighbour. DIMS is a constant at each call site (4 or 8), so the
+ * coordinate loops unroll; this is the quantizers' hot loop. */
 static inline __attribute__((always_inline)) int best_neighbour_dims(const qt__iq_lattice *lat, uint32_t u,
                                                                      const float *xval, const float *w, float scale,
-                                                                     int8_t *L, const int DIMS) {
+                                                                     int kmaxq, int8_t *L, const int DIMS) {
     const uint16_t *nb = qt__iq_neighbours(lat, u);
+    const int bits = DIMS == 8 ? 2 : 3;
+    const uint32_t mask = (1u << bits) - 1;
+    float term[8][8]; /* [coordinate][level] */
+    for (int i = 0; i < DIMS; i++)
+        for (int l = 0; l < kmaxq; l++) {
+            const float diff = scale * (float)(2 * l + 1) - xval[i];
+            term[i][l] = w[i] * diff * diff;
+        }
     float best_d2 = FLT_MAX;
     int best = nb[1];
     for (int j = 1; j <= nb[0]; j++) {
-        const float *p = lat->posf + (size_t)nb[j] * DIMS;
+        const uint32_t code = lat->codes[nb[j]];
         float d2 = 0;
-        for (int i = 0; i < DIMS; i++) {
-            const float diff = scale * p[i] - xval[i];
-            d2 += w[i] * diff * diff;
-        }
+        for (int i = 0; i < DIMS; i++) d2 += term[i][(code >> (bits * i)) & mask];
         if (d2 < best_d2) {
             best_d2 = d2;
             best = nb[j];
@@ -123,9 +133,9 @@ static inline __attribute__((always_inline)) int best_neighbour_dims(const qt__i
 }
 
 static int best_neighbour(const qt__iq_lattice *lat, uint32_t u, const float *xval, const float *w, float scale,
-                          int8_t *L) {
-    return lat->dims == 8 ? best_neighbour_dims(lat, u, xval, w, scale, L, 8)
-                          : best_neighbour_dims(lat, u, xval, w, scale, L, 4);
+                          int kmaxq, int8_t *L) {
+    return lat->dims == 8 ? best_neighbour_dims(lat, u, xval, w, scale, kmaxq, L, 8)
+                          : best_neighbour_dims(lat, u, xval, w, scale, kmaxq, L, 4);
 }
 
 /* Levels of dims values at inverse scale id, clamped to 0..kmaxq-1, into L;
@@ -230,7 +240,7 @@ static float lattice_subblock(const lattice_search *p, const qt__iq_lattice *lat
         for (int k = 0; k < ng; k++) {
             const uint32_t u = round_levels(xval + dims * k, id, dims, bits, kmaxq, Laux + dims * k);
             on_aux[k] = lat->map[u] >= 0;
-            if (!on_aux[k]) best_neighbour(lat, u, xval + dims * k, waux + dims * k, this_scale, Laux + dims * k);
+            if (!on_aux[k]) best_neighbour(lat, u, xval + dims * k, waux + dims * k, this_scale, kmaxq, Laux + dims * k);
         }
         float sumqx, sumq2;
         level_sums(Laux, xval, w, n, &sumqx, &sumq2);
@@ -248,7 +258,7 @@ static float lattice_subblock(const lattice_search *p, const qt__iq_lattice *lat
         for (int k = 0; k < ng; k++) {
             if (p->refine == REFINE_OFF_GRID && on[k]) continue;
             const uint32_t u = round_levels(xval + dims * k, id, dims, bits, kmaxq, L + dims * k);
-            if (lat->map[u] < 0) best_neighbour(lat, u, xval + dims * k, waux + dims * k, scale, L + dims * k);
+            if (lat->map[u] < 0) best_neighbour(lat, u, xval + dims * k, waux + dims * k, scale, kmaxq, L + dims * k);
         }
         float sumqx, sumq2;
         level_sums(L, xval, w, n, &sumqx, &sumq2);
@@ -555,15 +565,18 @@ static void sort_by_value(const float *xb, int n, int *order) {
 static int iq1_best_neighbour(const qt__iq_lattice *lat, uint32_t u, const float *xb, const float *w, float scale,
                               const float *xx, int8_t *L) {
     const uint16_t *nb = qt__iq_neighbours(lat, u);
+    float term[8][4]; /* [coordinate][level]: ggml's w*diff*diff, formed once (best_neighbour_dims) */
+    for (int i = 0; i < 8; i++)
+        for (int l = 0; l < 3; l++) {
+            const float diff = scale * xx[l] - xb[i];
+            term[i][l] = w[i] * diff * diff;
+        }
     float best_d2 = FLT_MAX;
     int best = -1;
     for (int j = 1; j <= nb[0]; j++) {
-        const int8_t *p = lat->pos + (size_t)nb[j] * 8;
+        const uint32_t code = lat->codes[nb[j]];
         float d2 = 0;
-        for (int i = 0; i < 8; i++) {
-            const float diff = scale * xx[(p[i] - 1) / 2] - xb[i];
-            d2 += w[i] * diff * diff;
-        }
+        for (int i = 0; i < 8; i++) d2 += term[i][(code >> (2 * i)) & 3];
         if (d2 < best_d2) {
             best_d2 = d2;
             best = nb[j];
@@ -761,32 +774,48 @@ static bool iq1m_subblock(const qt__iq_lattice *lat, const float *xb, const floa
     if (max < EPS_IQ1_M) return false;
     int order[IQ1M_N];
     sort_by_value(xb, IQ1M_N, order);
+    /* ggml sums, for every split (i1, i2) and each combination k, w[i]*q*xb[i] and w[i]*q*q
+     * element by element in sorted order. The terms depend only on (sorted position j, level,
+     * k), so they are formed once (the same products: (w*q)*xb, (w*q)*q), and the partial sums
+     * that splits share are not redone: the level-0 prefix over j < i1 is the same for every i2,
+     * the level-1 run over [i1, i2) grows by one term per i2. Each split's sum still adds the
+     * same terms in the same order from 0, so the floats, and the chosen split, are ggml's. */
+    float term[IQ1M_N][3][8]; /* [j][level][k: sum w*q*x, 4 + k: sum w*q*q] */
+    for (int j = 0; j < IQ1M_N; j++) {
+        const int i = order[j], half = i < IQ1M_N / 2 ? 0 : 1;
+        for (int lv = 0; lv < 3; lv++)
+            for (int k = 0; k < 4; k++) {
+                const float q = iq1m_set(k, half)[lv];
+                term[j][lv][k] = w[i] * q * xb[i];
+                term[j][lv][4 + k] = w[i] * q * q;
+            }
+    }
     float best_score = -FLT_MAX, scale = max;
     int besti1 = -1, besti2 = -1, best_k = -1;
+    float lead[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* level 0 over j < i1 */
     for (int i1 = 0; i1 <= IQ1M_N; i1++) {
+        float mid[8]; /* lead, then level 1 over i1 <= j < i2 */
+        memcpy(mid, lead, sizeof mid);
         for (int i2 = i1; i2 <= IQ1M_N; i2++) {
-            /* ggml accumulates element by element in sorted order, each
-             * combination in its own sum */
-            float sumqx[4] = {0, 0, 0, 0}, sumq2[4] = {0, 0, 0, 0};
-            for (int j = 0; j < IQ1M_N; j++) {
-                const int i = order[j], lv = j < i1 ? 0 : j < i2 ? 1 : 2;
-                const int half = i < IQ1M_N / 2 ? 0 : 1;
-                for (int k = 0; k < 4; k++) {
-                    const float q = iq1m_set(k, half)[lv];
-                    sumqx[k] += w[i] * q * xb[i];
-                    sumq2[k] += w[i] * q * q;
-                }
-            }
+            float s[8];
+            memcpy(s, mid, sizeof s);
+            for (int j = i2; j < IQ1M_N; j++)
+                for (int m = 0; m < 8; m++) s[m] += term[j][2][m];
             for (int k = 0; k < 4; k++) {
-                if (sumq2[k] > 0 && sumqx[k] * sumqx[k] > best_score * sumq2[k]) {
-                    scale = sumqx[k] / sumq2[k];
-                    best_score = scale * sumqx[k];
+                const float sumqx = s[k], sumq2 = s[4 + k];
+                if (sumq2 > 0 && sumqx * sumqx > best_score * sumq2) {
+                    scale = sumqx / sumq2;
+                    best_score = scale * sumqx;
                     besti1 = i1;
                     besti2 = i2;
                     best_k = k;
                 }
             }
+            if (i2 < IQ1M_N)
+                for (int m = 0; m < 8; m++) mid[m] += term[i2][1][m];
         }
+        if (i1 < IQ1M_N)
+            for (int m = 0; m < 8; m++) lead[m] += term[i1][0][m];
     }
     if (besti1 < 0 || besti2 < 0 || best_k < 0) return false;
     int8_t L[IQ1M_N];

@@ -244,7 +244,10 @@ typedef struct qt__proxy_job {
     bool lookup, matmul_too;
     double cost;
     qt_status s;
+    int64_t row_step;     /* rows scored: 0, row_step, 2 row_step, ... (qt__proxy_job_sample) */
 } qt__proxy_job;
+/* Scores j on every k-th row when its tensor has more than max_elems weights (< 0: every row). */
+void qt__proxy_job_sample(qt__proxy_job *j, int64_t max_elems);
 void qt__proxy_job_init(const qt_model *m, qt__proxy_job *j, const qt_tensor *t, qt_type type, const float *qw,
                         const float *w);
 /* Every job on the thread pool (any thread count gives the same costs). */

@@ -82,5 +82,22 @@ expect "refined" 0 "" "$q" quantize "$stories" --target-size 300000B --imatrix "
 ok has out '"refine": {'
 ok grep -q '"kld_before": [0-9.e-]*[1-9]' "$tmp/out" # a measured, non-zero KL divergence
 
+# --proxy-sample: tiny256's tensors (262,144 weights at most) are under the default, so "all" is the
+# default's plan; scored on every 4th row or so (--proxy-sample 20000) the costs differ, and stay the
+# same at any thread count (jobs are taken one at a time, largest first, by whichever thread is free)
+expect "--proxy-sample alone" 2 "goes with --target-size" "$q" quantize "$tiny" "$tmp/x.gguf" --scheme q4_0 --proxy-sample all
+expect "bad --proxy-sample" 2 "expected a number of weights" "$q" quantize "$tiny" --target-bpw 4.5 --proxy-sample 0
+"$q" quantize "$tiny" --target-bpw 4.5 --dry-run --json -q >"$tmp/p_def.json" 2>/dev/null
+expect "--proxy-sample all" 0 "" "$q" quantize "$tiny" --target-bpw 4.5 --proxy-sample all --dry-run --json -q
+ok cmp -s <(grep '"cost"' "$tmp/out") <(grep '"cost"' "$tmp/p_def.json") # (the recorded command line differs)
+expect "sampled, 1 thread" 0 "" "$q" quantize "$tiny" --target-bpw 4.5 --proxy-sample 20000 --threads 1 --dry-run --json -q
+cp "$tmp/out" "$tmp/p_s1.json"
+expect "sampled, 3 threads" 0 "" "$q" quantize "$tiny" --target-bpw 4.5 --proxy-sample 20000 --threads 3 --dry-run --json -q
+ok cmp -s "$tmp/out" "$tmp/p_s1.json"
+ok test "$(grep -c '"cost"' "$tmp/p_s1.json")" -gt 20
+ok test -n "$(diff <(grep '"cost"' "$tmp/p_s1.json") <(grep '"cost"' "$tmp/p_def.json") | head -1)"
+bpw=$(sed -n 's/^  "bits_per_weight": \([0-9.]*\).*/\1/p' "$tmp/p_s1.json")
+ok awk -v b="$bpw" 'BEGIN { exit !(b <= 4.5 && b > 4.0) }'
+
 echo "quantize_target: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -37,6 +37,7 @@ rows=(
     "quantize|$model @OUT@.gguf --target-size 400KB --algo gptq --calib $text --nsamples 2 --seqlen 32 --force|"
     "quantize|$model @OUT@.gguf --budget-for-kv 256x2 --memory 640000B --util 1 --overhead 12000B --svg @OUT@.svg --force|"
     "quantize|$model --target-size 400KB --calib $text --nsamples 2 --seqlen 32 --sensitivity measured --sensitivity-cache @OUT@.table --dry-run|"
+    "quantize|$model --target-size 400KB --proxy-sample all --dry-run|"
     "plan|--model qwen2.5-7b --gpu t4|c kp"
     "estimate|--model qwen2.5-7b --scheme int8 --gpu t4|c kp"
     "hw|--gpu t4|"

@@ -60,6 +60,10 @@ static void help(void) {
            "                             down, within the budget), each kept only when the whole mix's\n"
            "                             measured KL divergence on the calibration tokens falls (default\n"
            "                             4 with --sensitivity measured, else 0)\n"
+           "  --proxy-sample N|all       the proxy scores a tensor of more than N weights (default\n"
+           "                             2097152) on every k-th row, k = ceil(weights / N), its error\n"
+           "                             scaled to all rows; all: every row (the file has every row\n"
+           "                             either way; docs/quantize.md \"Target size: time on the 1B\")\n"
            "  --candidates T,T,...       the types to choose from (default: iq1_s .. q8_0 and f16, those\n"
            "                             whose block divides each tensor's row length; the i-quants that\n"
            "                             need an imatrix only where it has the tensor)\n"
@@ -255,6 +259,13 @@ static int parse_value(args *a, const char *opt, const char *v) {
         if (*end || end == v || r < 0 || r > 64) return cli_usage(VERB, "--refine '%s': expected rounds, 0 to 64", v);
         a->refine = (int)r;
     }
+    else if (!strcmp(opt, "--proxy-sample")) {
+        char *end = NULL;
+        const long long r = strcmp(v, "all") ? strtoll(v, &end, 10) : -1;
+        if (r != -1 && (*end || end == v || r < 1))
+            return cli_usage(VERB, "--proxy-sample '%s': expected a number of weights (1 or more) or all", v);
+        a->target.proxy_sample = r;
+    }
     else if (!strcmp(opt, "--tensor-type")) return parse_override(a, v);
     else if (!strcmp(opt, "--keep")) {
         if (a->o.n_keep >= MAX_PATTERNS) return cli_usage(VERB, "at most %d --keep options", MAX_PATTERNS);
@@ -299,7 +310,7 @@ static int parse(int argc, char **argv, args *a) {
                                        "--token-embedding-type", "--threads", "--algo", "--alpha", "--group-size",
                                        "--kv-dtype", "--kv-calib", "--kv-scale-gran", "--max-shard-size",
                                        "--target-size", "--target-bpw", "--candidates", "--sensitivity",
-                                       "--sensitivity-cache", "--refine"};
+                                       "--sensitivity-cache", "--refine", "--proxy-sample"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         int j = cli_json_arg(VERB, s, &a->json);
@@ -345,6 +356,7 @@ static int parse(int argc, char **argv, args *a) {
     if (a->target.candidates && !target) return cli_usage(VERB, "--candidates goes with --target-size or --target-bpw");
     if (a->sensitivity_given && !target) return cli_usage(VERB, "--sensitivity goes with --target-size or --target-bpw");
     if (a->refine >= 0 && !target) return cli_usage(VERB, "--refine goes with --target-size or --target-bpw");
+    if (a->target.proxy_sample && !target) return cli_usage(VERB, "--proxy-sample goes with --target-size or --target-bpw");
     if (a->refine > 0 && !a->calib.file)
         return cli_usage(VERB, "--refine %d needs --calib FILE (the swaps are measured on its tokens)", a->refine);
     if (a->target.sensitivity_cache && !a->target.measured)
