@@ -391,6 +391,11 @@ typedef struct qt_quantize_target {
     /* after the allocation, up to this many rounds of swaps measured on the tokens above
      * (lib/quantize/mix_refine.c); 0: none */
     int32_t refine_rounds;
+    /* non-NULL (--algo gptq): the run GPTQs the decoder linears with these options (damping, block,
+     * act order, hessian_importance), so the measured costs, the additivity check and the
+     * refinement quantize those linears by GPTQ too, on the base model's Hessians of the
+     * calibration tokens above (lib/quantize/mix_gptq.c); NULL: round-to-nearest copies */
+    const struct qt_gptq_run_opts *gptq;
 } qt_quantize_target;
 
 /* The default candidates: the legacy, K- and i-quants llama.cpp reads on every
