@@ -395,6 +395,11 @@ typedef struct qt_quantize_target {
      * its rows (every k-th from row 0, k = ceil(weights / this)), the sums scaled to all rows;
      * 0: QT_QUANTIZE_PROXY_SAMPLE_DEFAULT; < 0: every row. The file is of all rows either way. */
     int64_t proxy_sample;
+    /* non-NULL (--algo gptq): the run GPTQs the decoder linears with these options (damping, block,
+     * act order, hessian_importance), so the measured costs, the additivity check and the
+     * refinement quantize those linears by GPTQ too, on the base model's Hessians of the
+     * calibration tokens above (lib/quantize/mix_gptq.c); NULL: round-to-nearest copies */
+    const struct qt_gptq_run_opts *gptq;
 } qt_quantize_target;
 
 /* 2^21 weights: a 1B's 2048 x 2048 projections are scored on every 2nd row, its FFN matrices on every

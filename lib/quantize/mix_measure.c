@@ -14,7 +14,8 @@
  * through the engine; the output projection needs no run: its logits move by
  * H (Wq - W)^T, H the final norm's output rows of that sequence. A tied token
  * embedding (also the output) is in no group (the engine cannot rebind it):
- * it keeps its proxy, scaled by the median measured/proxy ratio. */
+ * it keeps its proxy, scaled by the median measured/proxy ratio. With
+ * --algo gptq the decoder linears' copies are GPTQ's (lib/quantize/mix_gptq.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,7 @@ typedef struct measure_ctx {
     float *h0, *h;       /* (n_tok, n_embd) the output projection's input: base, and the run's */
     float *h_dst;
     int64_t h_at;
+    qt__mix_gptq *gq;    /* --algo gptq: the copies GPTQ makes (lib/quantize/mix_gptq.c); NULL: round to nearest */
 } measure_ctx;
 
 static void capture_output_input(void *user, int32_t layer, const char *linear, const float *x, int32_t n_tokens,
@@ -79,10 +81,19 @@ static double sum_kld(measure_ctx *c, const float *logits) {
     return total;
 }
 
-/* The tensor in type ty (data malloc'd into *buf), quantized as the run would (weights w). */
-static qt_status quantize_copy(const qt_tensor *t, qt_type ty, const float *w, qt_tensor *out, uint8_t **buf) {
+/* The tensor in type ty (data malloc'd into *buf), quantized as the run would (weights w; GPTQ's copy with --algo gptq). */
+static qt_status quantize_copy(const measure_ctx *c, const qt_tensor *t, qt_type ty, const float *w, qt_tensor *out,
+                               uint8_t **buf) {
     const int64_t ne0 = t->ne[0], rows = (int64_t)(t->nbytes / qt_row_size(t->type, ne0));
     const size_t row = qt_row_size(ty, ne0), src_row = qt_row_size(t->type, ne0);
+    *out = *t;
+    out->type = ty;
+    out->nbytes = (size_t)rows * row;
+    if (c->gq) {
+        qt_status s = qt__mix_gptq_copy(c->gq, t, ty, buf);
+        out->data = *buf;
+        return s;
+    }
     float *x = malloc((size_t)ne0 * sizeof *x);
     *buf = malloc((size_t)rows * row + 1);
     qt_status s = x && *buf ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
@@ -91,10 +102,7 @@ static qt_status quantize_copy(const qt_tensor *t, qt_type ty, const float *w, q
         if (s == QT_OK) s = qt_quantize_rows(ty, x, *buf + (size_t)r * row, 1, ne0, w);
     }
     free(x);
-    *out = *t;
-    out->type = ty;
     out->data = *buf;
-    out->nbytes = (size_t)rows * row;
     return s;
 }
 
@@ -230,6 +238,7 @@ static qt_status ctx_open(measure_ctx *c, const qt_model *m, const qt_quantize_t
     eo.n_threads = threads;
     eo.kv_type = QT_KV_TYPE_F32;
     qt_status s = qt_engine_new(m, &eo, &c->e);
+    if (s == QT_OK && tg->gptq) s = qt__mix_gptq_new(m, tg, threads, &c->gq);
     if (s != QT_OK) return s;
     c->n_vocab = qt_engine_n_vocab(c->e);
     const size_t lv = (size_t)c->n_tok * (size_t)c->n_vocab, le = (size_t)c->n_tok * (size_t)c->n_embd;
@@ -251,6 +260,7 @@ static void ctx_close(measure_ctx *c) {
     free(c->h0);
     free(c->h);
     if (c->e) qt_engine_free(c->e);
+    qt__mix_gptq_free(c->gq);
 }
 
 /* Every decoder linear bound to its own tensor, as a measurement binds it back (the same kernels from here on). */
@@ -279,7 +289,7 @@ static qt_status measure_group(measure_ctx *c, const qt_quantize_mix *mx, float 
         for (int32_t k = 0; s == QT_OK && k < G->n_types; k++)
             for (int32_t o = 0; s == QT_OK && o < mx->t[i].n_options; o++)
                 if (mx->t[i].types[o] == G->types[k])
-                    s = quantize_copy(mb[i].t, G->types[k], weights[i], &q[k * n + at], &buf[k * n + at]);
+                    s = quantize_copy(c, mb[i].t, G->types[k], weights[i], &q[k * n + at], &buf[k * n + at]);
         at++;
     }
     for (int32_t sq = 0; s == QT_OK && sq < c->tg->n_seq; sq++) {
@@ -330,7 +340,7 @@ qt_status qt__mix_measure_final(const qt_model *m, const qt_quantize_target *tg,
             mb[i] = (member){.i = i, .t = t, .kind = K_OUTPUT, .layer = -1};
             grp[i] = 0;
         }
-        if (grp[i] >= 0) s = quantize_copy(t, mx->t[i].types[mx->t[i].chosen], weights[i], &q[i], &buf[i]);
+        if (grp[i] >= 0) s = quantize_copy(&c, t, mx->t[i].types[mx->t[i].chosen], weights[i], &q[i], &buf[i]);
     }
     if (s == QT_OK) s = bind_base(&c, mb, grp, n);
     double sum = 0;

@@ -15,7 +15,10 @@
  * final norm's output rows the engine shows (logits = H Wq^T, in double), the
  * base model's logits the same way from its own weights, so base and mix share
  * one arithmetic. The weights are quantized by round to nearest with the run's
- * importance weights (GPTQ's own rounding is not measured: docs). Every run is
+ * importance weights; with --algo gptq the decoder linears by GPTQ, each on the
+ * base model's Hessian of its input (lib/quantize/mix_gptq.c: the run's own
+ * sequential order, each layer's Hessian after the earlier layers were
+ * quantized, would be a GPTQ run per trial). Every run is
  * the engine's, deterministic at any thread count; the swaps are tried in a
  * fixed order, so the result is too. */
 #include <math.h>
@@ -54,6 +57,7 @@ typedef struct refine_ctx {
     int64_t h_at;
     float *wout;                     /* (n_vocab, n_embd) the output projection, dequantized */
     double *row;                     /* (n_vocab) */
+    qt__mix_gptq *gq;                /* --algo gptq: GPTQ's copies (lib/quantize/mix_gptq.c); NULL: round to nearest */
 } refine_ctx;
 
 #define SLOT(c, i, k) (&(c)->slots[(size_t)(i) * (QT_QUANTIZE_MIX_N_DEFAULT + 12) + (size_t)(k)])
@@ -75,10 +79,10 @@ static qt_status tensor_in(refine_ctx *c, int32_t i, int32_t k, const qt_tensor 
         const int64_t ne0 = t->ne[0], n_rows = (int64_t)(t->nbytes / qt_row_size(t->type, ne0));
         const int64_t per = t->ne[1] > 0 ? t->ne[1] : 1, n_exp = t->ne[2] > 1 ? t->ne[2] : 1;
         const size_t row = qt_row_size(ty, ne0), src_row = qt_row_size(t->type, ne0);
-        float *x = malloc((size_t)ne0 * sizeof *x);
-        uint8_t *d = malloc((size_t)n_rows * row + 1);
-        qt_status st = x && d ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
-        for (int64_t r = 0; st == QT_OK && r < n_rows; r++) {
+        float *x = c->gq ? NULL : malloc((size_t)ne0 * sizeof *x);
+        uint8_t *d = c->gq ? NULL : malloc((size_t)n_rows * row + 1);
+        qt_status st = c->gq ? qt__mix_gptq_copy(c->gq, t, ty, &d) : x && d ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
+        for (int64_t r = 0; !c->gq && st == QT_OK && r < n_rows; r++) {
             const float *w = c->weights[i] ? c->weights[i] + (r / per % n_exp) * ne0 : NULL;
             st = qt_dequantize_rows(t->type, (const uint8_t *)t->data + (size_t)r * src_row, x, 1, ne0);
             if (st == QT_OK) st = qt_quantize_rows(ty, x, d + (size_t)r * row, 1, ne0, w);
@@ -270,7 +274,8 @@ qt_status qt__mix_refine(const qt_model *m, const qt_quantize_target *tg, int th
     eo.n_threads = threads;
     eo.kv_type = QT_KV_TYPE_F32;
     qt_status s = qt_engine_new(m, &eo, &c.e);
-    if (s != QT_OK) return s;
+    if (s == QT_OK && tg->gptq) s = qt__mix_gptq_new(m, tg, threads, &c.gq);
+    if (s != QT_OK) { if (c.e) qt_engine_free(c.e); return s; }
     c.n_vocab = qt_engine_n_vocab(c.e);
     /* the base distribution is kept whole: as many sequences as fit LOGP_CAP */
     while (c.n_seq > 1 && (int64_t)c.n_seq * c.n_tok * c.n_vocab > LOGP_CAP) c.n_seq--;
@@ -298,6 +303,7 @@ qt_status qt__mix_refine(const qt_model *m, const qt_quantize_target *tg, int th
                      qt_model_path(m), c.n_embd, c.n_vocab);
     if (s == QT_OK) s = refine(&c, tg->refine_rounds, budget, align);
     qt_engine_free(c.e);
+    qt__mix_gptq_free(c.gq);
     for (size_t k = 0; c.slots && k < (size_t)mx->n * (QT_QUANTIZE_MIX_N_DEFAULT + 12); k++) free(c.slots[k].data);
     free(c.src); free(c.layer); free(c.linear); free(c.slots);
     free(c.logp0); free(c.h); free(c.wout); free(c.row);

@@ -261,4 +261,13 @@ qt_status qt__mix_tensor_weights(const struct qt_imatrix *im, const qt_tensor *t
 qt_status qt__mix_refine(const qt_model *m, const qt_quantize_target *tg, int threads, struct qt_quantize_mix *mx,
                          const qt_quantize_plan *base, float *const *weights, uint64_t budget, uint32_t align);
 
+/* The copies --target-size --algo gptq measures (lib/quantize/mix_gptq.c): t in type ty as the GPTQ run
+ * makes it when t alone is quantized (a decoder linear with a grid: GPTQ on the base model's Hessian of its
+ * input over tg's tokens with tg->gptq's options; else round to nearest without weights). *bytes malloc'd
+ * (rows x row size of ty). Layers asked in increasing order cost one walk of the model. */
+typedef struct qt__mix_gptq qt__mix_gptq;
+qt_status qt__mix_gptq_new(const qt_model *m, const qt_quantize_target *tg, int threads, qt__mix_gptq **out);
+qt_status qt__mix_gptq_copy(qt__mix_gptq *c, const qt_tensor *t, qt_type ty, uint8_t **bytes);
+void qt__mix_gptq_free(qt__mix_gptq *c);
+
 #endif

@@ -260,6 +260,12 @@ static qt_status table_key(const target_ctx *c, qt__mix_table *k) {
     k->n_tok = tg->n_tok;
     snprintf(k->imatrix, sizeof k->imatrix, "%s", c->base->imatrix_sha256[0] ? c->base->imatrix_sha256 : "none");
     snprintf(k->numerics, sizeof k->numerics, "fast/%s", qt_cpu_level_name()); /* the engine's default float order */
+    if (tg->gptq) { /* GPTQ's copies (lib/quantize/mix_gptq.c): another table, keyed by the column loop's options */
+        const qt_gptq_run_opts *g = tg->gptq;
+        const size_t n = strlen(k->numerics);
+        snprintf(k->numerics + n, sizeof k->numerics - n, "/gptq-d%g-b%lld%s%s", g->gptq.damp_frac, (long long)g->gptq.block,
+                 g->gptq.act_order ? "-act" : "", g->hessian_importance ? "-hi" : "");
+    }
     at = 0;
     k->candidates[0] = '\0';
     for (int32_t j = 0; tg->candidates && j < tg->n_candidates && at + 16 < sizeof k->candidates; j++)

@@ -4,7 +4,8 @@
 # groups (a layer's attention, a layer's FFN, the output, the token embedding), the table cached (--sensitivity-cache: a second run with another
 # budget measures nothing and chooses what a fresh run chooses; a stale table is measured again with
 # a note, a corrupt one refused), the rank correlation of proxy and measured costs on stories260K and
-# on tiny256-random for K- and I-quant candidates, and the additivity check (the whole mix measured).
+# on tiny256-random for K- and I-quant candidates, the additivity check (the whole mix measured), and
+# with --algo gptq a table of GPTQ copies keyed by its options (the same at any --threads).
 # (heavy under sanitizers: a dozen measured scans, over 3 minutes on a loaded 2-core release build)
 source "$(dirname "$0")/lib/harness.sh"
 stories="$shared/models/stories260K.gguf"
@@ -93,6 +94,18 @@ cp "$table" "$tmp/pt.table"
 expect "groups vs per-tensor table" 0 "other groups or types; measuring again" "$q" quantize "$stories" \
     --target-size 300000B --imatrix "$im" --calib "$calib" --nsamples 4 --seqlen 64 --sensitivity measured-groups \
     --sensitivity-cache "$tmp/pt.table" --dry-run --json
+
+# --algo gptq: the costs are measured on GPTQ's copies (lib/quantize/mix_gptq.c), keyed by GPTQ's options,
+# the same table at any --threads; a table without them (round-to-nearest copies) is measured again
+g=(--algo gptq --calib "$calib" --nsamples 2 --seqlen 64 --sensitivity measured --dry-run --json -q)
+expect "gptq, 1 thread" 0 "" "$q" quantize "$stories" --target-size 330000B "${g[@]}" --threads 1 --sensitivity-cache "$tmp/g1.table"
+ok grep -q '^numerics fast/[a-z0-9]*/gptq-d0.01-b128-hi$' "$tmp/g1.table"
+expect "gptq, 3 threads" 0 "" "$q" quantize "$stories" --target-size 330000B "${g[@]}" --threads 3 --sensitivity-cache "$tmp/g3.table"
+ok cmp -s "$tmp/g1.table" "$tmp/g3.table"
+sed 's|^\(numerics fast/[a-z0-9]*\)/gptq.*|\1|' "$tmp/g1.table" >"$tmp/grtn.table"
+expect "gptq vs an rtn table" 0 "other numerics; measuring again" "$q" quantize "$stories" --target-size 330000B \
+    --algo gptq --calib "$calib" --nsamples 2 --seqlen 64 --sensitivity measured --sensitivity-cache "$tmp/grtn.table" --dry-run
+ok cmp -s "$tmp/g1.table" "$tmp/grtn.table"
 
 # a real run reports the additivity check in its text
 expect "real run" 0 "mix KLD  predicted" "$q" quantize "$stories" "$tmp/ms.gguf" --target-size 300000B --imatrix "$im" \

@@ -51,7 +51,8 @@ static void help(void) {
            "                             calibration tokens with only that tensor in that type;\n"
            "                             measured-groups, with only that group (a layer's attention,\n"
            "                             a layer's FFN) in it, split over its members by proxy share\n"
-           "                             (3.5x fewer runs, worse mixes on stories260K)\n"
+           "                             (3.5x fewer runs, worse mixes on stories260K); with --algo\n"
+           "                             gptq the linears' copies measured are GPTQ's\n"
            "  --sensitivity-cache FILE   with measured: read the measured table from FILE when it was\n"
            "                             made for this model, calibration tokens, imatrix, numerics and\n"
            "                             candidates (another budget then measures nothing), else\n"
@@ -164,6 +165,7 @@ typedef struct args {
     qt_gptq_memory mem;         /* --algo: the GPTQ driver's peak estimated before the run */
     uint64_t max_shard;         /* --max-shard-size; 0: the default */
     qt_quantize_target target;  /* --target-size / --target-bpw (file_bytes or bpw non-zero: on) */
+    qt_gptq_run_opts target_gptq; /* --algo gptq with a target: the options its costs are measured with */
     qt_type cand[64];           /* --candidates */
     qt_quantize_mix *mix;       /* the allocation's choice */
     bool sensitivity_given;     /* --sensitivity */
@@ -760,6 +762,8 @@ static int run_gguf(args *a, qt_model *m) {
     a->target.n_tok = a->qc.set.seq_len;
     /* refinement by default only where the user asked for measurement: a proxy run stays one cheap scan */
     a->target.refine_rounds = a->refine >= 0 ? a->refine : a->qc.set.tokens && a->target.measured ? 4 : 0;
+    /* plain GPTQ: the measured costs and the refinement quantize the linears by GPTQ as the run will */
+    if (target && a->algo && !strcmp(a->algo, "gptq")) a->target_gptq = gptq_opts(a), a->target.gptq = &a->target_gptq;
     qt_status st = target ? qt_quantize_plan_target(m, &a->o, &a->target, &p, &a->mix) : qt_quantize_plan_make(m, &a->o, &p);
     if (target && st == QT_OK) a->o.scheme = p->ftype->name;
     if (st == QT_OK && a->tg.svg) { /* before the computed imatrix goes: the presets quantize with it */
