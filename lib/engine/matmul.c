@@ -335,8 +335,14 @@ static bool matmul_small(int32_t B, const qt__mat *m) {
     return (int64_t)B * m->n_out * m->n_in < 32768;
 }
 
+/* A calibration's weight-only rows bound for sgemm (qt__layerwise_set_blas): their activations
+ * are the f32 input itself (bound with act_quant off). */
+static bool matmul_blas_path(const qt_engine_ctx *e, int32_t B, const qt__mat *m) {
+    return m->blas && e->blas_w && B >= 2 && !e->gemm_rows;
+}
+
 static void matmul_run(qt_engine_ctx *e, float *out, const void *act, int32_t B, const qt__mat *m) {
-    if (m->blas && e->blas_w && B >= 2 && !e->gemm_rows) { /* a calibration's f32 values: act is the f32 input itself */
+    if (matmul_blas_path(e, B, m)) {
         qt__matmul_blas(e, out, act, B, m, matmul_small(B, m));
         return;
     }
@@ -377,10 +383,16 @@ static int64_t mat_units(const qt__mat *m) { return (m->n_out + MATMUL_ROW_UNIT 
  * qt__matmul's), and each such run is one job over the pool (multi_units). */
 void qt__matmul_shared(qt_engine_ctx *e, const float *in, int32_t B, int n, float *const outs[], const qt__mat *const ms[]) {
     for (int i = 0; i < n;) {
+        if (matmul_blas_path(e, B, ms[i])) { /* q/k/v, gate/up of a calibration: sgemm, as qt__matmul */
+            matmul_run(e, outs[i], in, B, ms[i]);
+            i++;
+            continue;
+        }
         multi_job mj = {.n = 0};
         bool small = true;
         int k = i;
-        for (; k < n && k - i < QT__MATMUL_SHARED_MAX && (k == i || same_act(ms[k], ms[k - 1])); k++) {
+        for (; k < n && k - i < QT__MATMUL_SHARED_MAX && (k == i || (same_act(ms[k], ms[k - 1]) && !matmul_blas_path(e, B, ms[k])));
+             k++) {
             mj.j[k - i] = (matmul_job){e, ms[k], outs[k], NULL, B};
             mj.first[k - i + 1] = mj.first[k - i] + mat_units(ms[k]);
             small = small && matmul_small(B, ms[k]);
