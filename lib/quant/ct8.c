@@ -39,7 +39,7 @@ void qt__ct8_pack(qt_type type, qt_ct_dtype dt, const int8_t *q, const float *sc
 }
 
 /* Elements i0..i1-1 of a row, decoded (one group parameter lookup per group). */
-static void decode(qt_type t, const void *row, int64_t n, int64_t i0, int64_t i1, float *out) {
+void qt__ct8_decode(qt_type t, const void *row, int64_t n, int64_t i0, int64_t i1, float *out) {
     const int8_t *q = qt__ct8_codes(t, row, n);
     const qt_ct_dtype dt = (qt_ct_dtype)qt__ct8_dtype(row);
     int64_t g = -1;
@@ -63,13 +63,13 @@ static float dot_ref(qt_type t, const void *x, const float *y, int64_t n) {
     const int64_t np = n & ~(int64_t)63;
     float acc[4][16] = {{0}}, w[64];
     for (int64_t i = 0; i < np; i += 64) {
-        decode(t, x, n, i, i + 64, w);
+        qt__ct8_decode(t, x, n, i, i + 64, w);
         for (int j = 0; j < 4; j++)
             for (int l = 0; l < 16; l++) acc[j][l] = fmaf(w[16 * j + l], y[i + 16 * j + l], acc[j][l]);
     }
     for (int l = 0; l < 16; l++) acc[0][l] = (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]);
     const float sum = reduce16(acc[0]);
-    decode(t, x, n, np, n, w);
+    qt__ct8_decode(t, x, n, np, n, w);
     return qt__dot_f32_tail(sum, w, y + np, 0, n - np);
 }
 
@@ -77,14 +77,14 @@ static float gemm_ref(qt_type t, const void *x, const float *y, int64_t n) {
     if (n % 16 != 0) return dot_ref(t, x, y, n);
     float acc[16] = {0}, w[16];
     for (int64_t i = 0; i < n; i += 16) {
-        decode(t, x, n, i, i + 16, w);
+        qt__ct8_decode(t, x, n, i, i + 16, w);
         for (int l = 0; l < 16; l++) acc[l] = fmaf(w[l], y[i + l], acc[l]);
     }
     return reduce16(acc);
 }
 
 #define QT__CT8_DEFS(t, T)                                                                                            \
-    void qt__ct8_##t##_to_float(const void *row, float *y, int64_t n) { decode(QT_TYPE_CT_##T, row, n, 0, n, y); }  \
+    void qt__ct8_##t##_to_float(const void *row, float *y, int64_t n) { qt__ct8_decode(QT_TYPE_CT_##T, row, n, 0, n, y); }  \
     float qt__dot_ct8_##t##_ref(const void *x, const void *y, int64_t n) { return dot_ref(QT_TYPE_CT_##T, x, y, n); } \
     float qt__gemm_ct8_##t##_ref(const void *x, const void *y, int64_t n) { return gemm_ref(QT_TYPE_CT_##T, x, y, n); }
 QT__CT8_DEFS(g128, W8_G128)

@@ -58,6 +58,8 @@ static inline const int8_t *qt__ct8_codes(qt_type t, const void *row, int64_t n)
 }
 
 size_t qt__ct8_row_size(qt_type t, int64_t n);
+/* Elements i0..i1-1 of a row of n, decoded one by one (the scalar reference; the SIMD files' tails). */
+void qt__ct8_decode(qt_type t, const void *row, int64_t n, int64_t i0, int64_t i1, float *out);
 size_t qt__ct8_g128_row_size(int64_t n);
 size_t qt__ct8_ch_row_size(int64_t n);
 

@@ -59,17 +59,6 @@ ALWAYS_INLINE __m256 dec8(const decoder *d, int64_t i, uint32_t dt) {
     return round_dtype(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, d->zp)), d->s), dt);
 }
 
-/* Elements i0..i1-1 one by one (ct8.c's decode). */
-static void decode_tail(qt_type t, const void *row, int64_t n, int64_t i0, int64_t i1, float *out) {
-    const int8_t *q = qt__ct8_codes(t, row, n);
-    const qt_ct_dtype dt = (qt_ct_dtype)qt__ct8_dtype(row);
-    for (int64_t i = i0; i < i1; i++) {
-        float s;
-        int zp;
-        qt__ct8_param(row, qt__ct8_group_of(t, i), &s, &zp);
-        out[i - i0] = qt_ct_round_dtype((float)(q[i] - zp) * s, dt);
-    }
-}
 
 /* dot_avx2.c's reduce16 of lanes 0-7 (lo) and 8-15 (hi) */
 ALWAYS_INLINE float reduce16(__m256 lo, __m256 hi) { return qt__hsum8_avx(_mm256_add_ps(hi, lo)); }
@@ -89,7 +78,7 @@ ALWAYS_INLINE float dot_dt(qt_type t, const void *x, const float *y, int64_t n, 
     const float sum = reduce16(lo, hi);
     if (np == n) return sum;
     float w[64];
-    decode_tail(t, x, n, np, n, w);
+    qt__ct8_decode(t, x, n, np, n, w);
     return qt__dot_f32_tail(sum, w, y + np, 0, n - np);
 }
 
@@ -114,38 +103,8 @@ ALWAYS_INLINE void to_float_dt(qt_type t, const void *x, float *y, int64_t n, ui
         at(&d, i);
         _mm256_storeu_ps(y + i, dec8(&d, i, dt));
     }
-    decode_tail(t, x, n, i, n, y + i);
+    qt__ct8_decode(t, x, n, i, n, y + i);
 }
 
-static float dot(qt_type t, const void *x, const float *y, int64_t n) {
-    switch (qt__ct8_dtype(x)) {
-    case QT_CT_BF16: return dot_dt(t, x, y, n, QT_CT_BF16);
-    case QT_CT_F16: return dot_dt(t, x, y, n, QT_CT_F16);
-    default: return dot_dt(t, x, y, n, QT_CT_F32);
-    }
-}
-
-static float gemm(qt_type t, const void *x, const float *y, int64_t n) {
-    if (n % 16 != 0) return dot(t, x, y, n);
-    switch (qt__ct8_dtype(x)) {
-    case QT_CT_BF16: return gemm_dt(t, x, y, n, QT_CT_BF16);
-    case QT_CT_F16: return gemm_dt(t, x, y, n, QT_CT_F16);
-    default: return gemm_dt(t, x, y, n, QT_CT_F32);
-    }
-}
-
-static void to_float(qt_type t, const void *x, float *y, int64_t n) {
-    switch (qt__ct8_dtype(x)) {
-    case QT_CT_BF16: to_float_dt(t, x, y, n, QT_CT_BF16); break;
-    case QT_CT_F16: to_float_dt(t, x, y, n, QT_CT_F16); break;
-    default: to_float_dt(t, x, y, n, QT_CT_F32); break;
-    }
-}
-
-#define QT__CT8_AVX2(t, T)                                                                                         \
-    void qt__ct8_##t##_to_float_avx2(const void *row, float *y, int64_t n) { to_float(QT_TYPE_CT_##T, row, y, n); } \
-    float qt__dot_ct8_##t##_avx2(const void *x, const void *y, int64_t n) { return dot(QT_TYPE_CT_##T, x, y, n); }   \
-    float qt__gemm_ct8_##t##_avx2(const void *x, const void *y, int64_t n) { return gemm(QT_TYPE_CT_##T, x, y, n); }
-QT__CT8_AVX2(g128, W8_G128)
-QT__CT8_AVX2(ch, W8_CH)
-#undef QT__CT8_AVX2
+#define CT8_ISA avx2
+#include "ct8_x86.h"

@@ -54,16 +54,6 @@ ALWAYS_INLINE __m512 dec16(const decoder *d, int64_t i, uint32_t dt) {
     return round_dtype(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(v, d->zp)), d->s), dt);
 }
 
-static void decode_tail(qt_type t, const void *row, int64_t n, int64_t i0, int64_t i1, float *out) {
-    const int8_t *q = qt__ct8_codes(t, row, n);
-    const qt_ct_dtype dt = (qt_ct_dtype)qt__ct8_dtype(row);
-    for (int64_t i = i0; i < i1; i++) {
-        float s;
-        int zp;
-        qt__ct8_param(row, qt__ct8_group_of(t, i), &s, &zp);
-        out[i - i0] = qt_ct_round_dtype((float)(q[i] - zp) * s, dt);
-    }
-}
 
 /* _mm512_reduce_add_ps's order, written out: lanes i and i+8, then the hsum8 order */
 ALWAYS_INLINE float reduce16(__m512 z) {
@@ -82,7 +72,7 @@ ALWAYS_INLINE float dot_dt(qt_type t, const void *x, const float *y, int64_t n, 
     const float sum = reduce16(_mm512_add_ps(_mm512_add_ps(z[0], z[2]), _mm512_add_ps(z[1], z[3])));
     if (np == n) return sum;
     float w[64];
-    decode_tail(t, x, n, np, n, w);
+    qt__ct8_decode(t, x, n, np, n, w);
     return qt__dot_f32_tail(sum, w, y + np, 0, n - np);
 }
 
@@ -104,38 +94,8 @@ ALWAYS_INLINE void to_float_dt(qt_type t, const void *x, float *y, int64_t n, ui
         at(&d, i);
         _mm512_storeu_ps(y + i, dec16(&d, i, dt));
     }
-    decode_tail(t, x, n, i, n, y + i);
+    qt__ct8_decode(t, x, n, i, n, y + i);
 }
 
-static float dot(qt_type t, const void *x, const float *y, int64_t n) {
-    switch (qt__ct8_dtype(x)) {
-    case QT_CT_BF16: return dot_dt(t, x, y, n, QT_CT_BF16);
-    case QT_CT_F16: return dot_dt(t, x, y, n, QT_CT_F16);
-    default: return dot_dt(t, x, y, n, QT_CT_F32);
-    }
-}
-
-static float gemm(qt_type t, const void *x, const float *y, int64_t n) {
-    if (n % 16 != 0) return dot(t, x, y, n);
-    switch (qt__ct8_dtype(x)) {
-    case QT_CT_BF16: return gemm_dt(t, x, y, n, QT_CT_BF16);
-    case QT_CT_F16: return gemm_dt(t, x, y, n, QT_CT_F16);
-    default: return gemm_dt(t, x, y, n, QT_CT_F32);
-    }
-}
-
-static void to_float(qt_type t, const void *x, float *y, int64_t n) {
-    switch (qt__ct8_dtype(x)) {
-    case QT_CT_BF16: to_float_dt(t, x, y, n, QT_CT_BF16); break;
-    case QT_CT_F16: to_float_dt(t, x, y, n, QT_CT_F16); break;
-    default: to_float_dt(t, x, y, n, QT_CT_F32); break;
-    }
-}
-
-#define QT__CT8_AVX512(t, T)                                                                                         \
-    void qt__ct8_##t##_to_float_avx512(const void *row, float *y, int64_t n) { to_float(QT_TYPE_CT_##T, row, y, n); } \
-    float qt__dot_ct8_##t##_avx512(const void *x, const void *y, int64_t n) { return dot(QT_TYPE_CT_##T, x, y, n); }   \
-    float qt__gemm_ct8_##t##_avx512(const void *x, const void *y, int64_t n) { return gemm(QT_TYPE_CT_##T, x, y, n); }
-QT__CT8_AVX512(g128, W8_G128)
-QT__CT8_AVX512(ch, W8_CH)
-#undef QT__CT8_AVX512
+#define CT8_ISA avx512
+#include "ct8_x86.h"
