@@ -16,20 +16,10 @@ typedef struct {
     __m256 l0, l1; /* code book entries 0..7 and 8..15 */
 } lut8;
 
+#include "ct_round_x86.h"
+
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* qt_ct_round_dtype on 8 lanes: bf16 round to nearest even on the bits (qt_f32_to_bf16; the
- * values here are finite), f16 through F16C's round-to-nearest-even conversion */
-ALWAYS_INLINE __m256 round_dtype(__m256 v, uint32_t dt) {
-    if (dt == QT_CT_BF16) {
-        const __m256i u = _mm256_castps_si256(v);
-        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-        const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
-        return _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u)));
-    }
-    if (dt == QT_CT_F16) return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    return v;
-}
 
 /* The code book of ct4.h's qt__ct4_lut, in vector registers (the same products, the same rounding). */
 ALWAYS_INLINE lut8 make_lut(const void *row, const qt__ct4_form *f, int64_t g) {
@@ -43,8 +33,8 @@ ALWAYS_INLINE lut8 make_lut(const void *row, const qt__ct4_form *f, int64_t g) {
         const __m256i off = _mm256_set1_epi32(8 + (int8_t)p[4]);
         const __m256i i0 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), i1 = _mm256_add_epi32(i0, _mm256_set1_epi32(8));
         const __m256 sv = _mm256_set1_ps(s);
-        r.l0 = round_dtype(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(i0, off)), sv), dt);
-        r.l1 = round_dtype(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(i1, off)), sv), dt);
+        r.l0 = qt__ct_round_dtype8(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(i0, off)), sv), dt);
+        r.l1 = qt__ct_round_dtype8(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(i1, off)), sv), dt);
     } else {
         const __m256 s = _mm256_set1_ps(qt__ct4_fp4_scale(row, f, g));
         r.l0 = _mm256_mul_ps(_mm256_loadu_ps(qt__e2m1_values), s);

@@ -11,19 +11,10 @@
 #include "dot.h"
 #include "dot_x86.h"
 
+#include "ct_round_x86.h"
+
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* qt_ct_round_dtype on 16 lanes (see ct4_avx2.c) */
-ALWAYS_INLINE __m512 round_dtype(__m512 v, uint32_t dt) {
-    if (dt == QT_CT_BF16) {
-        const __m512i u = _mm512_castps_si512(v);
-        const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-        const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-        return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
-    }
-    if (dt == QT_CT_F16) return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    return v;
-}
 
 /* The code book of ct4.h's qt__ct4_lut in one register (the same products, the same rounding). */
 ALWAYS_INLINE __m512 make_lut(const void *row, const qt__ct4_form *f, int64_t g) {
@@ -35,7 +26,7 @@ ALWAYS_INLINE __m512 make_lut(const void *row, const qt__ct4_form *f, int64_t g)
         memcpy(&s, p, 4);
         const __m512i c = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
         const __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(c, _mm512_set1_epi32(8 + (int8_t)p[4])));
-        return round_dtype(_mm512_mul_ps(v, _mm512_set1_ps(s)), dt);
+        return qt__ct_round_dtype16(_mm512_mul_ps(v, _mm512_set1_ps(s)), dt);
     }
     return _mm512_mul_ps(_mm512_loadu_ps(qt__e2m1_values), _mm512_set1_ps(qt__ct4_fp4_scale(row, f, g)));
 }

@@ -12,20 +12,10 @@
 #include "dot.h"
 #include "dot_x86.h"
 
+#include "ct_round_x86.h"
+
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* qt_ct_round_dtype on 8 lanes: bf16 round to nearest even on the bits (qt_f32_to_bf16; the values
- * here are finite), f16 through F16C's round-to-nearest-even conversion (ct4_avx2.c's) */
-ALWAYS_INLINE __m256 round_dtype(__m256 v, uint32_t dt) {
-    if (dt == QT_CT_BF16) {
-        const __m256i u = _mm256_castps_si256(v);
-        const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-        const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
-        return _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u)));
-    }
-    if (dt == QT_CT_F16) return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    return v;
-}
 
 typedef struct {
     const void *row;
@@ -56,7 +46,7 @@ ALWAYS_INLINE void at(decoder *d, int64_t i) {
 /* Elements i..i+7 (one group). */
 ALWAYS_INLINE __m256 dec8(const decoder *d, int64_t i, uint32_t dt) {
     const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(d->q + i)));
-    return round_dtype(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, d->zp)), d->s), dt);
+    return qt__ct_round_dtype8(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, d->zp)), d->s), dt);
 }
 
 

@@ -9,19 +9,10 @@
 #include "dot.h"
 #include "dot_x86.h"
 
+#include "ct_round_x86.h"
+
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* qt_ct_round_dtype on 16 lanes (see ct8_avx2.c) */
-ALWAYS_INLINE __m512 round_dtype(__m512 v, uint32_t dt) {
-    if (dt == QT_CT_BF16) {
-        const __m512i u = _mm512_castps_si512(v);
-        const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-        const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-        return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
-    }
-    if (dt == QT_CT_F16) return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    return v;
-}
 
 typedef struct {
     const void *row;
@@ -51,7 +42,7 @@ ALWAYS_INLINE void at(decoder *d, int64_t i) {
 /* Elements i..i+15 (one group). */
 ALWAYS_INLINE __m512 dec16(const decoder *d, int64_t i, uint32_t dt) {
     const __m512i v = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(d->q + i)));
-    return round_dtype(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(v, d->zp)), d->s), dt);
+    return qt__ct_round_dtype16(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(v, d->zp)), d->s), dt);
 }
 
 
