@@ -368,6 +368,7 @@ void qt__engine_logits(qt_engine_ctx *e, const float *x, int32_t n, float *logit
     for (int32_t b = 0; b < n; b++)
         rmsnorm(e->xb + (size_t)b * n_embd, x + (size_t)b * n_embd, e->out_norm, n_embd, e->hp.rms_eps);
     if (e->observe_output) observe(e, -1, "output", e->xb, n, n_embd);
+    if (!logits) return; /* observed only (qt_layerwise_logits_observed) */
     qt__matmul(e, logits, e->xb, n, &e->output);
 }
 

@@ -182,7 +182,7 @@ qt_status qt_layerwise_logits_observed(qt_layerwise *lw, qt_linear_observer obse
     e->observer_user = user;
     e->observe_output = true;
     for (int32_t s = 0; s < lw->n_seq; s++)
-        qt__engine_logits(e, lw->hidden + s * seq_floats, lw->n_tok, logits + (size_t)s * lw->n_tok * e->hp.n_vocab);
+        qt__engine_logits(e, lw->hidden + s * seq_floats, lw->n_tok, logits ? logits + (size_t)s * lw->n_tok * e->hp.n_vocab : NULL);
     e->observer = NULL;
     e->observer_user = NULL;
     e->observe_output = false;
