@@ -85,7 +85,7 @@ phases=()
 weights=()
 if [ "$NSAMPLES" != 0 ]; then
     phases+=("$(timed imatrix imatrix -m "$model" --calib "$CALIB" --nsamples "$NSAMPLES" --seqlen "$SEQLEN" \
-        -o "$WORK/imatrix.gguf" -q)")
+        --threads "$THREADS" -o "$WORK/imatrix.gguf" -q)")
     weights=(--imatrix "$WORK/imatrix.gguf")
 fi
 [ "${PLAN:-1}" = 0 ] || phases+=("$(timed plan quantize "$model" --target-size "$TARGET" "${weights[@]}" --threads "$THREADS" --dry-run \
