@@ -104,6 +104,13 @@ QT_API void qt_threadpool_free(qt_threadpool *tp);
 QT_API int qt_threadpool_size(const qt_threadpool *tp);
 /* tp may be NULL: runs inline on the caller. */
 QT_API void qt_parallel_for(qt_threadpool *tp, int64_t n, qt_range_fn fn, void *ctx);
+/* The same chunks, claimed `grain` indices at a time (grain <= 0: 1): each thread takes its
+ * own chunk's grains in order, then whatever is left of the others', so a thread that starts
+ * late (asleep, preempted) holds the call up until it runs, not for its whole chunk. fn may run several times per thread, on any whole grains
+ * (the chunk's last one shorter), and which thread runs which range differs between calls: for
+ * work whose results do not depend on which thread runs a range (per-thread scratch indexed by
+ * thread_index is fine) or on where [0, n) is cut. */
+QT_API void qt_parallel_for_balanced(qt_threadpool *tp, int64_t n, int64_t grain, qt_range_fn fn, void *ctx);
 QT_API int qt_default_threads(void);
 
 /* ---- progress ------------------------------------------------------------ */

@@ -4,6 +4,12 @@
  * counter and takes chunk 0 itself while the workers take chunks 1..T-1.
  * Chunks are contiguous ranges so each thread streams its own rows (the
  * engine splits matmuls by output rows). No allocation per call.
+ * qt_parallel_for_balanced keeps those shares but hands them out in grains,
+ * so a thread that finished its share takes the rest of a late one's
+ * (run_balanced): on a shared machine one of the two threads is often off
+ * its core for milliseconds, and with fixed chunks every job then waited for
+ * it to run its half. Which thread runs a grain then varies from run to run,
+ * so it is only for work whose results do not depend on the split.
  *
  * Waiting is spin-then-sleep: a worker that finished polls the generation,
  * and the caller the count of workers still running, for up to
@@ -52,6 +58,14 @@ struct qt_threadpool {
     qt_range_fn fn;
     void *ctx;
     int64_t n;
+    int64_t grain;            /* qt_parallel_for_balanced: units per claim; 0: one chunk per thread */
+    struct pool_cursor *cursor; /* (n_threads): each thread's next unclaimed unit (balanced jobs) */
+};
+
+/* A thread's share of a balanced job: the next unit anyone may claim from it, alone on its
+ * cache line so the owner's claims do not bounce the others' lines (64 bytes: x86's line). */
+struct pool_cursor {
+    _Alignas(64) _Atomic int64_t next;
 };
 
 static int64_t now_ns(void) {
@@ -107,8 +121,31 @@ static int64_t spin_setting(void) {
 
 typedef struct { qt_threadpool *tp; int index; } worker_arg;
 
+/* A balanced job: thread `index` claims grains from the front of its own share first (so it
+ * streams that share in order, as with one chunk), then from the others' shares in turn. A
+ * claim is one fetch-add on the share's cursor; claims past the share's end are void, so
+ * every unit runs exactly once. A thread the OS has not yet run (asleep, preempted on a busy
+ * machine) thus costs the job only its start-up latency: the others take its share grain
+ * by grain, and it finds nothing left (the caller still waits for it, as the job's context
+ * lives on the caller's stack). */
+static void run_balanced(qt_threadpool *tp, int index, int64_t per) {
+    for (int k = 0; k < tp->n_threads; k++) {
+        const int v = (index + k) % tp->n_threads;
+        const int64_t end = per * (v + 1) < tp->n ? per * (v + 1) : tp->n;
+        for (;;) {
+            const int64_t b = atomic_fetch_add_explicit(&tp->cursor[v].next, tp->grain, memory_order_relaxed);
+            if (b >= end) break;
+            tp->fn(tp->ctx, b, b + tp->grain < end ? b + tp->grain : end, index);
+        }
+    }
+}
+
 static void run_chunk(qt_threadpool *tp, int index) {
     int64_t per = (tp->n + tp->n_threads - 1) / tp->n_threads;
+    if (tp->grain > 0) {
+        run_balanced(tp, index, per);
+        return;
+    }
     int64_t begin = per * index, end = begin + per;
     if (end > tp->n) end = tp->n;
     if (begin < end) tp->fn(tp->ctx, begin, end, index);
@@ -157,7 +194,13 @@ qt_status qt_threadpool_create(int n_threads, qt_threadpool **out) {
     pthread_cond_init(&tp->start_cv, NULL);
     pthread_cond_init(&tp->done_cv, NULL);
     tp->workers = calloc((size_t)n_threads, sizeof *tp->workers);
-    if (!tp->workers) { free(tp); return qt_error(QT_ERR_NOMEM, "thread pool: out of memory"); }
+    tp->cursor = aligned_alloc(64, (size_t)n_threads * sizeof *tp->cursor);
+    if (!tp->workers || !tp->cursor) {
+        free(tp->workers);
+        free(tp->cursor);
+        free(tp);
+        return qt_error(QT_ERR_NOMEM, "thread pool: out of memory");
+    }
     for (int i = 1; i < n_threads; i++) {
         worker_arg *a = malloc(sizeof *a);
         if (!a || (a->tp = tp, a->index = i, pthread_create(&tp->workers[i - 1], NULL, worker_main, a) != 0)) {
@@ -182,21 +225,22 @@ void qt_threadpool_free(qt_threadpool *tp) {
     pthread_cond_destroy(&tp->start_cv);
     pthread_cond_destroy(&tp->done_cv);
     free(tp->workers);
+    free(tp->cursor);
     free(tp);
 }
 
 int qt_threadpool_size(const qt_threadpool *tp) { return tp ? tp->n_threads : 1; }
 
-void qt_parallel_for(qt_threadpool *tp, int64_t n, qt_range_fn fn, void *ctx) {
-    if (n <= 0) return;
-    if (!tp || tp->n_threads == 1 || n == 1) {
-        fn(ctx, 0, n, 0);
-        return;
-    }
+static void run_job(qt_threadpool *tp, int64_t n, int64_t grain, qt_range_fn fn, void *ctx) {
     /* no worker reads these until it sees the new generation (release / acquire) */
     tp->fn = fn;
     tp->ctx = ctx;
     tp->n = n;
+    tp->grain = grain;
+    if (grain > 0) {
+        const int64_t per = (n + tp->n_threads - 1) / tp->n_threads;
+        for (int i = 0; i < tp->n_threads; i++) atomic_store_explicit(&tp->cursor[i].next, per * i, memory_order_relaxed);
+    }
     atomic_store_explicit(&tp->pending, tp->n_threads - 1, memory_order_relaxed);
     /* the store and the broadcast under the mutex: a worker that checked the generation under it
      * and found it unchanged is already waiting, so it is woken */
@@ -209,4 +253,22 @@ void qt_parallel_for(qt_threadpool *tp, int64_t n, qt_range_fn fn, void *ctx) {
     pthread_mutex_lock(&tp->mu);
     while (!all_done(tp, 0)) pthread_cond_wait(&tp->done_cv, &tp->mu);
     pthread_mutex_unlock(&tp->mu);
+}
+
+void qt_parallel_for(qt_threadpool *tp, int64_t n, qt_range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    if (!tp || tp->n_threads == 1 || n == 1) {
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    run_job(tp, n, 0, fn, ctx);
+}
+
+void qt_parallel_for_balanced(qt_threadpool *tp, int64_t n, int64_t grain, qt_range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    if (!tp || tp->n_threads == 1 || n == 1) {
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    run_job(tp, n, grain > 0 ? grain : 1, fn, ctx);
 }

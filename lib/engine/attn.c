@@ -296,7 +296,7 @@ void qt__attn_fast(qt_engine_ctx *e, int il, int32_t B) {
     const int32_t hkv = e->hp.n_head_kv;
     int64_t *prefix = e->attn_prefix;
     for (int32_t b0 = 0, b1; b0 < B; b0 = b1) {
-        int64_t total = 0, keys = 0;
+        int64_t total = 0, keys = 0, merge_blocks = 0;
         bool merge = false;
         for (b1 = b0; b1 < B; b1++) {
             const int64_t nb = row_blocks(e->row_pos[b1] + 1);
@@ -305,12 +305,16 @@ void qt__attn_fast(qt_engine_ctx *e, int il, int32_t B) {
             total += hkv * nb;
             keys += e->row_pos[b1] + 1;
             merge |= nb > 1;
+            merge_blocks += nb > 1 ? nb : 0;
         }
         prefix[b1 - b0] = total;
         fast_job j = {e, il, b0, prefix, b1 - b0};
         /* small work runs inline: waking the pool costs more than it saves */
         qt_threadpool *pool = keys * e->hp.n_head * e->hp.head_dim < 32768 ? NULL : e->pool;
         qt_parallel_for(pool, total, fast_items, &j);
-        if (merge) qt_parallel_for(pool, (int64_t)(b1 - b0) * e->hp.n_head, merge_items, &j);
+        /* a decode row's merge (32 heads x up to 16 blocks x 64 floats below 512 keys) is a few
+         * microseconds: inline, one pool hand-off per layer less (each item's code is the same) */
+        qt_threadpool *mpool = merge_blocks * e->hp.n_head * e->hp.head_dim < 32768 ? NULL : pool;
+        if (merge) qt_parallel_for(mpool, (int64_t)(b1 - b0) * e->hp.n_head, merge_items, &j);
     }
 }

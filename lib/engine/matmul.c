@@ -35,9 +35,10 @@
  * batches of f32 values it binds through sgemm (m->blas, matmul_blas.c).
  *
  * Work is split across threads by fixed units of MATMUL_ROW_UNIT output rows
- * (qt_parallel_for hands each thread a contiguous range of units); every
- * output element is computed by the same code whatever the split, so results
- * do not depend on the thread count.
+ * (qt_parallel_for_balanced hands each thread a contiguous range of units,
+ * claimed a few at a time, and a thread that is done takes what a late one
+ * has not begun); every output element is computed by the same code whatever
+ * the split, so results do not depend on the thread count or on who ran what.
  *
  * Like llama.cpp, the float order depends on the batch: llamafile_sgemm
  * (tinyBLAS) takes f32/f16 products with two or more activation rows when the
@@ -341,14 +342,22 @@ static bool matmul_blas_path(const qt_engine_ctx *e, int32_t B, const qt__mat *m
     return m->blas && e->blas_w && B >= 2 && !e->gemm_rows;
 }
 
+/* Units per claim of a job of n units: a sixteenth of a thread's share, so a thread that is done
+ * early takes small pieces of a late one's, between 1 and 16 units (256 rows: a 2048-wide Q4_0
+ * matrix's 288 KB, long streams for the prefetchers; one claim is one atomic add). */
+static int64_t matmul_grain(const qt_engine_ctx *e, int64_t n) {
+    const int64_t g = n / ((int64_t)qt_threadpool_size(e->pool) * 16);
+    return g < 1 ? 1 : g > 16 ? 16 : g;
+}
+
 static void matmul_run(qt_engine_ctx *e, float *out, const void *act, int32_t B, const qt__mat *m) {
     if (matmul_blas_path(e, B, m)) {
         qt__matmul_blas(e, out, act, B, m, matmul_small(B, m));
         return;
     }
     matmul_job j = {e, m, out, act, B};
-    qt_parallel_for(matmul_small(B, m) ? NULL : e->pool, (m->n_out + MATMUL_ROW_UNIT - 1) / MATMUL_ROW_UNIT,
-                    matmul_units, &j);
+    const int64_t n = (m->n_out + MATMUL_ROW_UNIT - 1) / MATMUL_ROW_UNIT;
+    qt_parallel_for_balanced(matmul_small(B, m) ? NULL : e->pool, n, matmul_grain(e, n), matmul_units, &j);
 }
 
 void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m) {
@@ -400,7 +409,7 @@ void qt__matmul_shared(qt_engine_ctx *e, const float *in, int32_t B, int n, floa
         mj.n = k - i;
         const void *act = matmul_act(e, in, B, ms[i], matmul_small(B, ms[i]));
         for (int t = 0; t < mj.n; t++) mj.j[t].act = act;
-        qt_parallel_for(small ? NULL : e->pool, mj.first[mj.n], multi_units, &mj);
+        qt_parallel_for_balanced(small ? NULL : e->pool, mj.first[mj.n], matmul_grain(e, mj.first[mj.n]), multi_units, &mj);
         i = k;
     }
 }
