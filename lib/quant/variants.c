@@ -157,6 +157,8 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_Q5_1, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q5_1_amx, .gemm_x16_ref = qt__gemm_x16_q5_1_ref},
     {QT_TYPE_IQ4_NL, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_iq4_nl_amx, .gemm_x16_ref = qt__gemm_x16_iq4_nl_ref},
     {QT_TYPE_Q8_0, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q8_0_amx, .gemm_x16_ref = qt__gemm_x16_q8_0_ref},
+    /* AMX-BF16 (gemm_f16_amx.c): --numerics fast F16 on the a32 rows, each f16 split into two exact bf16 */
+    {QT_TYPE_F16, QT__CPU_AMX, .gemm_fast_a32 = qt__gemm_fast_f16_a32_amx, .gemm_fast_a32_ref = qt__gemm_f16_a32_amx_ref},
 #endif
     {.type = QT_TYPE_COUNT, .level = QT__CPU_LEVEL_COUNT}, /* end */
 };
