@@ -29,9 +29,11 @@
  * three planes), all 16 rows x 64 bytes. The float steps of super-block b run
  * after the tile work of b + 1 is issued (two sums buffers), so the tile unit
  * works while the vector unit scales. The planes of one group's K chunk
- * (K16_AMX_KC super-blocks, 24-32 KiB) stay in L1 while every 16 batch rows
- * of a K16_AMX_PANEL-row panel use them, so the unpacking is paid once per
- * panel. The tile configuration is loaded at the start of every call on the
+ * (k16_amx_kc super-blocks, 24-32 KiB) stay in L1 while every 16 batch rows
+ * of a panel use them, so the unpacking is paid once per panel; a panel is as
+ * many 16-row tiles as keep its activations within K16_AMX_L2 (512 KiB of L2:
+ * bench_gemm q4_K ffn_down, batch 512, one thread, CPU s: 1 MiB 0.038, 512 KiB
+ * 0.033-0.035, 256 KiB 0.044; a fixed 256 rows 0.047). The tile configuration is loaded at the start of every call on the
  * calling thread and released at its end (as gemm_x16_amx.c).
  *
  * Batches below 16 rows and the last nc % 16 batch rows go to the VNNI kernel
@@ -47,7 +49,7 @@
 #define K16_INLINE static inline __attribute__((always_inline))
 #define AMX_M 16            /* batch rows per tile */
 #define K16_AMX_BUF 32768   /* bytes of one group's unpacked K chunk: stays in L1 */
-#define K16_AMX_PANEL 256   /* batch rows whose activations stay in L2 while the weights stream */
+#define K16_AMX_L2 (1 << 19) /* bytes of a panel's activation rows, which stay in L2 while the weights stream */
 #define PLANE_BYTES 4096    /* one plane of one super-block: 4 K steps x 16 B-tile rows x 64 bytes */
 
 typedef struct {
@@ -227,10 +229,13 @@ K16_INLINE void k16_amx(int kind, const void *wp, int64_t nr, const uint8_t *A, 
     const uint8_t *W = wp;
     const int64_t nb = n / QK_K, ng = (nr + QT_X16_ROWS - 1) / QT_X16_ROWS, kc = k16_amx_kc(kind);
     const size_t tile = k16_tile_bytes(kind), gbytes = (size_t)nb * tile, sbb = (size_t)k16_planes(kind) * PLANE_BYTES;
+    /* batch rows per panel: as many 16-row tiles as fit K16_AMX_L2, at least one, at most 16 */
+    int64_t panel = (int64_t)(K16_AMX_L2 / (lda * AMX_M)) * AMX_M;
+    panel = panel < AMX_M ? AMX_M : panel > 16 * AMX_M ? 16 * AMX_M : panel;
     alignas(64) uint8_t buf[K16_AMX_BUF];
     amx_configure();
-    for (int64_t p0 = 0; p0 < nc; p0 += K16_AMX_PANEL) {
-        const int64_t p1 = p0 + K16_AMX_PANEL < nc ? p0 + K16_AMX_PANEL : nc;
+    for (int64_t p0 = 0; p0 < nc; p0 += panel) {
+        const int64_t p1 = p0 + panel < nc ? p0 + panel : nc;
         for (int64_t gi = 0; gi < ng; gi++) {
             const int64_t rows = nr - gi * QT_X16_ROWS < QT_X16_ROWS ? nr - gi * QT_X16_ROWS : QT_X16_ROWS;
             const __mmask16 m = (__mmask16)((1u << rows) - 1u);
