@@ -91,6 +91,7 @@ qt__gemm_x16_fn qt__gemm_k16_kernel(qt_type t);
     void qt__gemm_k16_q6_K_##SUFFIX(const void *, int64_t, const void *, size_t, int64_t, int64_t, float *, int64_t);
 QT_K16_DECLARE(ref)
 #ifdef QT_ARCH_X86
+QT_K16_DECLARE(amx) /* gemm_k16_amx.c: AMX tiles from 16 batch rows, the AVX-512 kernel for the rest */
 QT_K16_DECLARE(avx512)
 void qt__gemm_k16_q4_K_avx2(const void *, int64_t, const void *, size_t, int64_t, int64_t, float *, int64_t);
 void qt__gemm_k16_q5_K_avx2(const void *, int64_t, const void *, size_t, int64_t, int64_t, float *, int64_t);

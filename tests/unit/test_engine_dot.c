@@ -1075,6 +1075,79 @@ static void test_x16_amx_tile_edges(void) {
     qt_threadpool_free(tp);
 }
 
+/* The AMX k16 kernels at their tiling's edges: K chunks of 2 (Q4_K, Q5_K) and
+ * 4 (Q6_K) super-blocks (n = 256, 768, 1280 and 4352: 1, 3, 5, 17 of them),
+ * panels of 512 KiB of activations (n = 4352: 96 batch rows, else up to 256),
+ * batch 15..17, 33, 96, 97, 130 and 257 (16-row tiles, the VNNI rest),
+ * partial groups; against the AVX-512 kernel on the packed rows and the fast K
+ * order's reference on the plain ones, bit for bit, and run from 3 pool
+ * workers (each loads its own tile configuration), the same bits. */
+static void test_k16_amx_tile_edges(void) {
+    if (qt__cpu_level_get() < QT__CPU_AMX) {
+        fprintf(stderr, "  SKIPPED AMX k16 edges: level %s (%s)\n", qt_cpu_level_name(), qt_cpu_level_detail());
+        return;
+    }
+    const int64_t lens[] = {256, 768, 1280, 4352}, rows[] = {1, 17, 47}, batch[] = {15, 16, 17, 33, 96, 97, 130, 257};
+    const int64_t max_n = 4352, max_nr = 47, max_nc = 257, ldo = max_nr + 1;
+    qt_threadpool *tp = NULL;
+    CHECK_OK(qt_threadpool_create(3, &tp));
+    long bad = 0, checked = 0;
+    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+        if (v->level != QT__CPU_AMX || !v->gemm_k16) continue;
+        qt__gemm_x16_fn vnni = NULL;
+        for (const qt__kernel_variant *u = qt__variants; u->level != QT__CPU_LEVEL_COUNT; u++)
+            if (u->type == v->type && u->level == QT__CPU_AVX512 && u->gemm_k16) vnni = u->gemm_k16;
+        CHECK_MSG(vnni != NULL, "%s: an AMX k16 kernel without an AVX-512 one", qt_type_get(v->type)->name);
+        if (!vnni) continue;
+        const qt_type t = v->type;
+        const qt_vec_dot_fn dot = k16_order_ref(t);
+        const size_t lda_max = qt_row_size(QT_TYPE_Q8_K, max_n);
+        uint8_t *w = malloc(qt_row_size(t, max_n) * max_nr), *a = malloc(lda_max * max_nc);
+        uint8_t *wp = malloc(qt__k16_bytes(t, max_nr, max_n));
+        float *y = malloc(max_n * sizeof *y), *o1 = malloc((size_t)(ldo * max_nc) * sizeof(float));
+        float *o2 = malloc((size_t)(ldo * max_nc) * sizeof(float)), *o3 = malloc((size_t)(ldo * max_nc) * sizeof(float));
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const int64_t n = lens[li];
+            const size_t ldw = qt_row_size(t, n), lda = qt_row_size(QT_TYPE_Q8_K, n);
+            random_rows(t, w, max_nr, n);
+            for (int64_t c = 0; c < max_nc; c++) {
+                fill(y, n, c % 11 == 0 ? 1000.0f : 0.25f + (float)(c % 7)); /* some rows of +-127 codes */
+                CHECK(qt__act_quantize(QT_TYPE_Q8_K, y, a + (size_t)c * lda, n));
+            }
+            for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+                const int64_t nr = rows[ri];
+                qt__k16_pack(t, w, ldw, nr, n, wp);
+                for (size_t bi = 0; bi < sizeof batch / sizeof batch[0]; bi++) {
+                    const int64_t nc = batch[bi];
+                    for (int64_t i = 0; i < ldo * nc; i++) o1[i] = o2[i] = o3[i] = -1234.5f;
+                    v->gemm_k16(wp, nr, a, lda, nc, n, o1, ldo);
+                    vnni(wp, nr, a, lda, nc, n, o2, ldo);
+                    amx_job j = {v->gemm_k16, wp, qt__k16_group_bytes(t, n), a, lda, nr, nc, n, ldo, o3};
+                    qt_parallel_for(tp, (nr + QT_X16_ROWS - 1) / QT_X16_ROWS, amx_share, &j);
+                    for (int64_t c = 0; c < nc; c++)
+                        for (int64_t r = 0; r < ldo; r++) {
+                            const size_t i = (size_t)(c * ldo + r);
+                            checked++;
+                            bool ok = !memcmp(&o1[i], &o2[i], sizeof(float)) && !memcmp(&o1[i], &o3[i], sizeof(float));
+                            if (ok && r < nr && (c % 16 == 0 || c == nc - 1)) {
+                                const float want = dot(w + (size_t)r * ldw, a + (size_t)c * lda, n);
+                                ok = !memcmp(&o1[i], &want, sizeof want);
+                            }
+                            if (!ok && bad++ < 5)
+                                CHECK_MSG(0, "%s k16 amx n=%lld rows %lld batch %lld: out[%lld][%lld] = %.9g, avx512 %.9g, "
+                                          "3 threads %.9g", qt_type_get(t)->name, (long long)n, (long long)nr, (long long)nc,
+                                          (long long)c, (long long)r, (double)o1[i], (double)o2[i], (double)o3[i]);
+                        }
+                }
+            }
+        }
+        free(w); free(a); free(wp); free(y); free(o1); free(o2); free(o3);
+    }
+    CHECK_MSG(bad == 0, "k16 amx: %ld of %ld elements differ", bad, checked);
+    CHECK(checked > 0);
+    qt_threadpool_free(tp);
+}
+
 /* MXFP4 blocks of random bytes (every E8M0 exponent, 0 and 1 giving f32-subnormal scales, 255
  * the largest): each vec_dot variant gives the reference's bits (check_random_blocks covers the
  * types with f16 scales only). */
@@ -1116,6 +1189,7 @@ int main(void) {
     QT_RUN(test_act_q8_K_variants_equal_reference);
     QT_RUN(test_k16_variants_equal_reference);
     QT_RUN(test_x16_amx_tile_edges);
+    QT_RUN(test_k16_amx_tile_edges);
     QT_RUN(test_vec_dot_types_are_llama_cpp_pairs);
     QT_RUN(test_every_kernel_matches_dequantized_dot);
     QT_RUN(test_act_q8_0_definition);
