@@ -20,10 +20,11 @@
  *
  * Determinism: OpenBLAS is pinned to one thread (openblas_set_num_threads(1))
  * in every call; the Hessian's panels, the inverse Cholesky factor's tiles
- * and the lazy updates' row panels are split over the caller's pool
- * (qt_gptq_hessian.pool, qt_gptq_opts.pool) in fixed units, each one BLAS call whose result does not depend on which thread
- * runs it, and the rest of the column loop is sequential, so results do not
- * depend on any thread count. Across CPUs OpenBLAS may pick other kernels (its own run-time
+ * and the column loop's row panels (64 rows, or the grid's row_block; rows are
+ * independent in GPTQ's loop) are split over the caller's pool
+ * (qt_gptq_hessian.pool, qt_gptq_opts.pool) in fixed units whose result does
+ * not depend on which thread runs them, so results do not depend on any
+ * thread count. Across CPUs OpenBLAS may pick other kernels (its own run-time
  * dispatch), so the last bits of H and U, and rarely a rounding decision,
  * can differ between CPU models (docs/gptq.md).
  */
@@ -47,10 +48,17 @@ extern "C" {
 typedef struct qt_gptq_grid {
     int64_t group;        /* columns per scale group; divides cols */
     void *ctx;
-    /* wg: (rows, group) the group's current values, row-major */
-    qt_status (*begin_group)(void *ctx, const float *wg, int64_t rows, int64_t g);
-    /* w: (rows) column c's current values; q: (rows) out, their grid values */
-    void (*quantize_col)(void *ctx, const float *w, int64_t rows, int64_t c, float *q);
+    /* wg: (rows, group) the group's current values of rows r0..r0+rows-1, row-major */
+    qt_status (*begin_group)(void *ctx, const float *wg, int64_t r0, int64_t rows, int64_t g);
+    /* w: (rows) column c's current values of rows r0..r0+rows-1; q: (rows) out, their grid values
+     * (each row on its own: the column loop may call it on any range of rows) */
+    void (*quantize_col)(void *ctx, const float *w, int64_t r0, int64_t rows, int64_t c, float *q);
+    /* Rows whose scales begin_group must see together, the ranges it gets starting at a multiple of it:
+     * 1 when every row has its own scales, 128 for FP8_BLOCK's 128-row blocks, 0 when a group's scales
+     * need every row (FP8_TENSOR). GPTQ's column loop splits the rows into panels of such ranges over
+     * its threads (rows are independent in the loop); a grid of one group per row (group == cols) is
+     * begun on all rows before the loop, so it splits whatever this says. */
+    int64_t row_block;
 } qt_gptq_grid;
 
 /* compressed-tensors integer groups (llm-compressor's minmax observer per
@@ -142,7 +150,7 @@ typedef struct qt_gptq_hessian {
     int64_t n;               /* columns (in features) */
     double *s;               /* (n, n) sum of x x^T, upper triangle filled */
     int64_t n_rows;          /* calibration rows added */
-    qt_threadpool *pool;     /* set after init, or NULL: the threads that add rows (the work is split the
+    qt_threadpool *pool;     /* set after init, or NULL: the threads that add rows and copy H out (split the
                                 same way at any thread count, so S has the same bits) */
 } qt_gptq_hessian;
 
@@ -159,7 +167,7 @@ typedef struct qt_gptq_opts {
     int64_t block;           /* 128: columns per lazy-update block */
     bool act_order;          /* columns by decreasing H_ii (groups stay contiguous: no g_idx) */
     int max_retries;         /* 6: damping x10 per retry */
-    qt_threadpool *pool;     /* or NULL: the threads of the inverse Cholesky factor and the lazy updates
+    qt_threadpool *pool;     /* or NULL: the threads of the inverse Cholesky factor and the column loop
                                 (fixed tiles: the same bits at any thread count) */
 } qt_gptq_opts;
 

@@ -104,12 +104,37 @@ qt_status qt_gptq_hessian_add(qt_gptq_hessian *h, const float *x, int64_t n_rows
     return QT_OK;
 }
 
+#define GET_TILE 64 /* the mirror copy in square tiles: 64 x 64 doubles read (32 KiB) are written transposed
+                      * within a tile, not one 8-byte store per row of `out` (n x 8 bytes apart: 64 KiB for 8192) */
+
+typedef struct get_job { const qt_gptq_hessian *h; double *out, f; int64_t n_tiles; } get_job;
+
+static int64_t tile_end_get(int64_t t0, int64_t n) { return t0 + GET_TILE < n ? t0 + GET_TILE : n; }
+
+/* Tile row t: rows t*GET_TILE.. of the upper triangle, mirrored. */
+static void get_tile_row(const get_job *j, int64_t t) {
+    const int64_t n = j->h->n, i0 = t * GET_TILE, i1 = tile_end_get(i0, n);
+    for (int64_t j0 = i0; j0 < n; j0 += GET_TILE) {
+        const int64_t j1 = tile_end_get(j0, n);
+        for (int64_t i = i0; i < i1; i++)
+            for (int64_t c = j0 > i ? j0 : i; c < j1; c++) j->out[i * n + c] = j->out[c * n + i] = j->f * j->h->s[i * n + c];
+    }
+}
+
+/* Unit u: tile rows u and n_tiles-1-u (a long and a short one). A copy: any split gives the same bits. */
+static void get_units(void *ctx, int64_t begin, int64_t end, int thread) {
+    const get_job *j = ctx;
+    (void)thread;
+    for (int64_t u = begin; u < end; u++) {
+        get_tile_row(j, u);
+        if (j->n_tiles - 1 - u != u) get_tile_row(j, j->n_tiles - 1 - u);
+    }
+}
+
 qt_status qt_gptq_hessian_get(const qt_gptq_hessian *h, double *out) {
     if (h->n_rows < 1) return qt_error(QT_ERR_ARG, "gptq: no calibration rows were added to the Hessian");
-    const int64_t n = h->n;
-    const double f = 2.0 / (double)h->n_rows;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = i; j < n; j++) out[i * n + j] = out[j * n + i] = f * h->s[i * n + j];
+    get_job j = {h, out, 2.0 / (double)h->n_rows, (h->n + GET_TILE - 1) / GET_TILE};
+    qt_parallel_for(h->pool, (j.n_tiles + 1) / 2, get_units, &j);
     return QT_OK;
 }
 
@@ -300,89 +325,159 @@ bool qt__gptq_inverse_factor(const double *H, int64_t n, double damp, float *U, 
 
 typedef struct gptq_run {
     float *W;                 /* (rows, cols) in processing order */
-    int64_t rows, cols;
+    int64_t rows, cols, block;
     const float *U;           /* (cols, cols) */
     const int64_t *perm;      /* processing position -> original column */
     const int64_t *pos;       /* original column -> processing position */
+    const int64_t *first;     /* (cols / group) the position at which group g begins, -1: begun before the loop */
     const qt_gptq_grid *grid;
-    bool *started;            /* (cols / group) */
-    float *err;               /* (rows, block) errors of the current block */
-    float *wb;                /* (rows, block) the current block's columns of W, contiguous per row: the
-                               * column loop walks them 128 columns wide instead of one row (C floats) apart */
-    float *wg, *col, *q;      /* (rows, group), (rows), (rows) */
-    qt_threadpool *pool;      /* the lazy updates' threads, or NULL */
+    int64_t panel;            /* rows per panel: a unit of work, a multiple of LAZY_ROWS and of the grid's row_block */
+    float *scratch;           /* (threads, scratch_floats) each thread's buffers of one panel (panel_bufs) */
+    int64_t scratch_floats;
+    double *loss;             /* (panels) each panel's sum of err^2 */
+    qt_status *status;        /* (panels) */
+    qt_threadpool *pool;      /* the panels' threads, or NULL */
 } gptq_run;
 
-/* Group g's current values: columns at or after the current block's start i1
- * still owe the lazy update of the block's columns i1..j-1 (only with act
- * order can such a column lie beyond the block). */
-static qt_status begin_group(gptq_run *r, int64_t g, int64_t i1, int64_t i2, int64_t j) {
-    const int64_t G = r->grid->group, C = r->cols;
+/* One panel's buffers: the block's columns of W contiguous per row (the loop
+ * walks them 128 columns wide instead of one row, C floats, apart), their
+ * errors, a group's current values, one column and its grid values. */
+typedef struct panel_bufs { float *wb, *err, *wg, *col, *q; } panel_bufs;
+
+static int64_t panel_floats(int64_t panel, int64_t block, int64_t group) {
+    return panel * (2 * block + group + 2);
+}
+
+static panel_bufs panel_bufs_of(const gptq_run *r, int thread) {
+    float *p = r->scratch + (size_t)thread * (size_t)r->scratch_floats;
+    const int64_t P = r->panel, B = r->block;
+    return (panel_bufs){p, p + P * B, p + 2 * P * B, p + P * (2 * B + r->grid->group), p + P * (2 * B + r->grid->group + 1)};
+}
+
+/* Group g's current values in rows a..a+m-1: columns at or after the current
+ * block's start i1 still owe the lazy update of the block's columns i1..j-1
+ * (only with act order can such a column lie beyond the block). */
+static qt_status begin_group(const gptq_run *r, const panel_bufs *b, int64_t a, int64_t m, int64_t g, int64_t i1,
+                             int64_t i2, int64_t j) {
+    const int64_t G = r->grid->group, C = r->cols, nb = i2 - i1;
     for (int64_t k = 0; k < G; k++) {
         const int64_t p = r->pos[g * G + k];
-        for (int64_t row = 0; row < r->rows; row++) {
-            float v = p >= i1 && p < i2 ? r->wb[row * (i2 - i1) + (p - i1)] : r->W[row * C + p];
+        for (int64_t row = 0; row < m; row++) {
+            float v = p >= i1 && p < i2 ? b->wb[row * nb + (p - i1)] : r->W[(a + row) * C + p];
             if (p >= i2)
-                for (int64_t t = i1; t < j; t++) v -= r->err[row * (i2 - i1) + (t - i1)] * r->U[t * C + p];
-            r->wg[row * G + k] = v;
+                for (int64_t t = i1; t < j; t++) v -= b->err[row * nb + (t - i1)] * r->U[t * C + p];
+            b->wg[row * G + k] = v;
         }
     }
-    r->started[g] = true;
-    return r->grid->begin_group(r->grid->ctx, r->wg, r->rows, g);
+    return r->grid->begin_group(r->grid->ctx, b->wg, a, m, g);
 }
 
-#define LAZY_ROWS 64 /* rows of W per unit of the lazy update: a fixed split (the same bits at any thread count) */
+#define LAZY_ROWS 64 /* rows of W per lazy-update sgemm, and per panel where the grid allows: a fixed split */
 
-typedef struct lazy_job { gptq_run *r; int64_t i1, i2; } lazy_job;
-
-/* W[rows, i2:] -= err[rows, :] U[i1:i2, i2:] for the units' rows: the block's
- * lazy update of the columns after it, one sgemm per unit. */
-static void lazy_units(void *ctx, int64_t begin, int64_t end, int thread) {
-    const lazy_job *j = ctx;
-    const gptq_run *r = j->r;
-    const int64_t C = r->cols, nb = j->i2 - j->i1, r0 = begin * LAZY_ROWS;
-    const int64_t r1 = end * LAZY_ROWS < r->rows ? end * LAZY_ROWS : r->rows;
-    (void)thread;
-    for (int64_t a = r0; a < r1; a += LAZY_ROWS) {
-        const int64_t m = r1 - a < LAZY_ROWS ? r1 - a : LAZY_ROWS;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)(C - j->i2), (int)nb, -1.0f,
-                    r->err + a * nb, (int)nb, r->U + j->i1 * C + j->i2, (int)C, 1.0f, r->W + a * C + j->i2, (int)C);
+/* W[a:a+m, i2:] -= err[0:m, :] U[i1:i2, i2:]: the block's lazy update of the
+ * columns after it, one sgemm per LAZY_ROWS rows (the same calls at any
+ * panel size, so the same bits). */
+static void lazy_update(const gptq_run *r, const panel_bufs *b, int64_t a, int64_t m, int64_t i1, int64_t i2) {
+    const int64_t C = r->cols, nb = i2 - i1;
+    for (int64_t o = 0; o < m; o += LAZY_ROWS) {
+        const int64_t k = m - o < LAZY_ROWS ? m - o : LAZY_ROWS;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)k, (int)(C - i2), (int)nb, -1.0f, b->err + o * nb,
+                    (int)nb, r->U + i1 * C + i2, (int)C, 1.0f, r->W + (a + o) * C + i2, (int)C);
     }
 }
 
-static qt_status column_loop(gptq_run *r, int64_t block, double *loss) {
-    const int64_t R = r->rows, C = r->cols;
+/* The whole column loop for rows a..a+m-1: in GPTQ's loop a row's values
+ * depend only on that row (and on U), so a panel needs no other panel's
+ * results and the panels run without a barrier. Per row the operations are
+ * those of a loop over all rows at once, in the same order. */
+static qt_status panel_loop(const gptq_run *r, const panel_bufs *b, int64_t a, int64_t m, double *loss) {
+    const int64_t C = r->cols;
     double l2 = 0;
-    for (int64_t i1 = 0; i1 < C; i1 += block) {
-        const int64_t i2 = i1 + block < C ? i1 + block : C, nb = i2 - i1;
-        for (int64_t row = 0; row < R; row++) memcpy(r->wb + row * nb, r->W + row * C + i1, (size_t)nb * sizeof *r->wb);
+    for (int64_t i1 = 0; i1 < C; i1 += r->block) {
+        const int64_t i2 = i1 + r->block < C ? i1 + r->block : C, nb = i2 - i1;
+        for (int64_t row = 0; row < m; row++)
+            memcpy(b->wb + row * nb, r->W + (a + row) * C + i1, (size_t)nb * sizeof *b->wb);
         for (int64_t j = i1; j < i2; j++) {
             const int64_t c = r->perm[j], g = c / r->grid->group;
-            if (!r->started[g]) {
-                qt_status s = begin_group(r, g, i1, i2, j);
+            if (r->first[g] == j) {
+                qt_status s = begin_group(r, b, a, m, g, i1, i2, j);
                 if (s != QT_OK) return s;
             }
-            for (int64_t row = 0; row < R; row++) r->col[row] = r->wb[row * nb + (j - i1)];
-            r->grid->quantize_col(r->grid->ctx, r->col, R, c, r->q);
+            for (int64_t row = 0; row < m; row++) b->col[row] = b->wb[row * nb + (j - i1)];
+            r->grid->quantize_col(r->grid->ctx, b->col, a, m, c, b->q);
             const float d = r->U[j * C + j];
             const float *u = r->U + j * C;
-            for (int64_t row = 0; row < R; row++) {
-                const float e = (r->col[row] - r->q[row]) / d;
-                float *w = r->wb + row * nb - i1; /* w[k]: column k of the row */
-                w[j] = r->q[row];
+            for (int64_t row = 0; row < m; row++) {
+                const float e = (b->col[row] - b->q[row]) / d;
+                float *w = b->wb + row * nb - i1; /* w[k]: column k of the row */
+                w[j] = b->q[row];
                 for (int64_t k = j + 1; k < i2; k++) w[k] -= e * u[k];
-                r->err[row * nb + (j - i1)] = e;
+                b->err[row * nb + (j - i1)] = e;
                 l2 += (double)e * e;
             }
         }
-        for (int64_t row = 0; row < R; row++) memcpy(r->W + row * C + i1, r->wb + row * nb, (size_t)nb * sizeof *r->wb);
-        if (i2 < C) {
-            lazy_job j = {r, i1, i2};
-            qt_parallel_for(r->pool, (R + LAZY_ROWS - 1) / LAZY_ROWS, lazy_units, &j);
-        }
+        for (int64_t row = 0; row < m; row++)
+            memcpy(r->W + (a + row) * C + i1, b->wb + row * nb, (size_t)nb * sizeof *b->wb);
+        if (i2 < C) lazy_update(r, b, a, m, i1, i2);
     }
     *loss = l2;
     return QT_OK;
+}
+
+static void row_panel_units(void *ctx, int64_t begin, int64_t end, int thread) {
+    const gptq_run *r = ctx;
+    const panel_bufs b = panel_bufs_of(r, thread);
+    for (int64_t p = begin; p < end; p++) {
+        const int64_t a = p * r->panel, m = r->rows - a < r->panel ? r->rows - a : r->panel;
+        r->status[p] = panel_loop(r, &b, a, m, &r->loss[p]);
+    }
+}
+
+/* Rows per panel: LAZY_ROWS where the grid's scales are per row (or all
+ * begun before the loop), a multiple of its row_block otherwise, all rows
+ * when a group needs every row. Depends on the grid and the shape only. */
+static int64_t panel_rows(const qt_gptq_grid *grid, int64_t rows, int64_t cols) {
+    const int64_t rb = grid->group == cols ? 1 : grid->row_block;
+    if (rb < 1) return rows;
+    return rb <= LAZY_ROWS && LAZY_ROWS % rb == 0 ? LAZY_ROWS : rb % LAZY_ROWS == 0 ? rb : rows;
+}
+
+static qt_status column_loop(gptq_run *r, double *loss) {
+    const int64_t R = r->rows, G = r->grid->group, ng = r->cols / G;
+    int64_t *first = malloc((size_t)ng * sizeof *first);
+    r->panel = panel_rows(r->grid, R, r->cols);
+    const int64_t n_panels = (R + r->panel - 1) / r->panel;
+    r->scratch_floats = panel_floats(r->panel, r->block, G);
+    r->scratch = malloc((size_t)qt_threadpool_size(r->pool) * (size_t)r->scratch_floats * sizeof *r->scratch);
+    r->loss = calloc((size_t)n_panels, sizeof *r->loss);
+    r->status = malloc((size_t)n_panels * sizeof *r->status);
+    qt_status s = first && r->scratch && r->loss && r->status ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory");
+    for (int64_t g = 0; s == QT_OK && g < ng; g++) { /* the first position of each group's columns */
+        first[g] = r->pos[g * G];
+        for (int64_t k = 1; k < G; k++) first[g] = r->pos[g * G + k] < first[g] ? r->pos[g * G + k] : first[g];
+    }
+    if (s == QT_OK && G == r->cols) { /* one group per row, begun at position 0 on W as given: for all rows now */
+        float *wg = malloc((size_t)(R * G) * sizeof *wg);
+        if (!wg) s = qt_error(QT_ERR_NOMEM, "gptq: out of memory");
+        for (int64_t row = 0; s == QT_OK && row < R; row++)
+            for (int64_t k = 0; k < G; k++) wg[row * G + k] = r->W[row * G + r->pos[k]];
+        if (s == QT_OK) s = r->grid->begin_group(r->grid->ctx, wg, 0, R, 0);
+        free(wg);
+        first[0] = -1;
+    }
+    r->first = first;
+    if (s == QT_OK) qt_parallel_for(r->pool, n_panels, row_panel_units, r);
+    double l2 = 0;
+    for (int64_t p = 0; s == QT_OK && p < n_panels; p++) { /* the first failing panel's error, in panel order */
+        s = r->status[p];
+        l2 += r->loss[p];
+    }
+    *loss = l2;
+    free(first);
+    free(r->scratch);
+    free(r->loss);
+    free(r->status);
+    return s;
 }
 
 typedef struct diag_key { double h; int64_t i; } diag_key;
@@ -436,14 +531,8 @@ qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H
     float *Wp = o.act_order ? malloc((size_t)(rows * cols) * sizeof *Wp) : NULL;
     int64_t *perm = malloc((size_t)n * sizeof *perm), *pos = malloc((size_t)n * sizeof *pos);
     int *bad = malloc((size_t)((n + CHOL_NB - 1) / CHOL_NB) * sizeof *bad); /* the factor's units: non-finite rows */
-    gptq_run r = {.rows = rows, .cols = cols, .grid = grid, .pool = o.pool};
-    r.started = calloc((size_t)(cols / grid->group), sizeof *r.started);
-    r.err = malloc((size_t)(rows * block) * sizeof *r.err);
-    r.wb = malloc((size_t)(rows * block) * sizeof *r.wb);
-    r.wg = malloc((size_t)(rows * grid->group) * sizeof *r.wg);
-    r.col = malloc((size_t)rows * sizeof *r.col);
-    r.q = malloc((size_t)rows * sizeof *r.q);
-    if (!diag || !A || !U || (o.act_order && !Wp) || !perm || !pos || !bad || !r.started || !r.err || !r.wb || !r.wg || !r.col || !r.q) {
+    gptq_run r = {.rows = rows, .cols = cols, .block = block, .grid = grid, .pool = o.pool};
+    if (!diag || !A || !U || (o.act_order && !Wp) || !perm || !pos || !bad) {
         s = qt_error(QT_ERR_NOMEM, "gptq: out of memory for a %lld x %lld linear", (long long)rows, (long long)cols);
         goto done;
     }
@@ -485,7 +574,7 @@ qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H
     r.U = U;
     r.perm = perm;
     r.pos = pos;
-    s = column_loop(&r, block, &st.loss);
+    s = column_loop(&r, &st.loss);
     if (s == QT_OK && Wp)
         for (int64_t row = 0; row < rows; row++)
             for (int64_t j = 0; j < n; j++) W[row * n + perm[j]] = Wp[row * n + j];
@@ -497,12 +586,6 @@ done:
     free(perm);
     free(pos);
     free(bad);
-    free(r.started);
-    free(r.err);
-    free(r.wb);
-    free(r.wg);
-    free(r.col);
-    free(r.q);
     if (stats) *stats = st;
     return s;
 }
@@ -516,10 +599,10 @@ qt_status qt_gptq_rtn(float *W, int64_t rows, int64_t cols, const qt_gptq_grid *
     qt_status s = wg && col && q ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory");
     for (int64_t g = 0; s == QT_OK && g < cols / G; g++) {
         for (int64_t row = 0; row < rows; row++) memcpy(wg + row * G, W + row * cols + g * G, (size_t)G * sizeof *wg);
-        s = grid->begin_group(grid->ctx, wg, rows, g);
+        s = grid->begin_group(grid->ctx, wg, 0, rows, g);
         for (int64_t c = g * G; s == QT_OK && c < (g + 1) * G; c++) {
             for (int64_t row = 0; row < rows; row++) col[row] = W[row * cols + c];
-            grid->quantize_col(grid->ctx, col, rows, c, q);
+            grid->quantize_col(grid->ctx, col, 0, rows, c, q);
             for (int64_t row = 0; row < rows; row++) W[row * cols + c] = q[row];
         }
     }

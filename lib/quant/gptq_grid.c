@@ -43,7 +43,7 @@ qt_status qt_gptq_ct_int_init(qt_gptq_ct_int *g, int bits, bool symmetric, int d
     return QT_OK;
 }
 
-static qt_status ct_int_begin(void *ctx, const float *wg, int64_t rows, int64_t g) {
+static qt_status ct_int_begin(void *ctx, const float *wg, int64_t r0, int64_t rows, int64_t g) {
     qt_gptq_ct_int *c = ctx;
     const int64_t G = c->group, ng = c->cols / G;
     for (int64_t r = 0; r < rows; r++) {
@@ -54,31 +54,31 @@ static qt_status ct_int_begin(void *ctx, const float *wg, int64_t rows, int64_t 
             if (x > mx) mx = x;
         }
         int8_t zp;
-        qt_ct_int_qparams(mn, mx, c->bits, c->symmetric, (qt_ct_dtype)c->dtype, &c->scales[r * ng + g], &zp);
-        if (!c->symmetric) c->zero_points[r * ng + g] = zp;
+        qt_ct_int_qparams(mn, mx, c->bits, c->symmetric, (qt_ct_dtype)c->dtype, &c->scales[(r0 + r) * ng + g], &zp);
+        if (!c->symmetric) c->zero_points[(r0 + r) * ng + g] = zp;
     }
     return QT_OK;
 }
 
 /* compressed-tensors' _quantize / _dequantize for one element (ct_int.c's arithmetic). */
-static void ct_int_col(void *ctx, const float *w, int64_t rows, int64_t col, float *q) {
+static void ct_int_col(void *ctx, const float *w, int64_t r0, int64_t rows, int64_t col, float *q) {
     qt_gptq_ct_int *c = ctx;
     const qt_ct_dtype dt = (qt_ct_dtype)c->dtype;
     const int64_t ng = c->cols / c->group, g = col / c->group;
     const float qmin = -(float)(1 << (c->bits - 1)), qmax = (float)((1 << (c->bits - 1)) - 1);
     for (int64_t r = 0; r < rows; r++) {
-        const float s = c->scales[r * ng + g];
-        const int zp = c->symmetric ? 0 : c->zero_points[r * ng + g];
+        const float s = c->scales[(r0 + r) * ng + g];
+        const int zp = c->symmetric ? 0 : c->zero_points[(r0 + r) * ng + g];
         float t = qt_ct_round_dtype(qt_ct_round_dtype(w[r], dt) / s, dt);
         if (!c->symmetric) t = qt_ct_round_dtype(t + (float)zp, dt);
         t = fminf(fmaxf(t, qmin), qmax);
         const int8_t code = (int8_t)nearbyintf(t);
-        c->q[r * c->cols + col] = code;
+        c->q[(r0 + r) * c->cols + col] = code;
         q[r] = qt_ct_round_dtype((float)(code - zp) * s, dt);
     }
 }
 
-qt_gptq_grid qt_gptq_ct_int_grid(qt_gptq_ct_int *g) { return (qt_gptq_grid){g->group, g, ct_int_begin, ct_int_col}; }
+qt_gptq_grid qt_gptq_ct_int_grid(qt_gptq_ct_int *g) { return (qt_gptq_grid){g->group, g, ct_int_begin, ct_int_col, 1}; }
 
 void qt_gptq_ct_int_free(qt_gptq_ct_int *g) {
     free(g->q);
@@ -141,7 +141,7 @@ static float fp8_scale(float amax, qt_ct_dtype dt) {
     return sc == 0.0f ? qt_ct_dtype_eps(dt) : sc;
 }
 
-static qt_status ct_float_begin(void *ctx, const float *wg, int64_t rows, int64_t g) {
+static qt_status ct_float_begin(void *ctx, const float *wg, int64_t r0, int64_t rows, int64_t g) {
     qt_gptq_ct_float *c = ctx;
     const qt_ct_dtype dt = (qt_ct_dtype)c->dtype;
     const int64_t G = c->group, ng = c->cols / G;
@@ -150,12 +150,12 @@ static qt_status ct_float_begin(void *ctx, const float *wg, int64_t rows, int64_
         c->scales[0] = c->shared > 0.0f ? c->shared : fp8_scale(amax_of(wg, rows * G, dt), dt);
         break;
     case QT_GPTQ_FP8_CHANNEL:
-        for (int64_t r = 0; r < rows; r++) c->scales[r] = fp8_scale(amax_of(wg + r * G, G, dt), dt);
+        for (int64_t r = 0; r < rows; r++) c->scales[r0 + r] = fp8_scale(amax_of(wg + r * G, G, dt), dt);
         break;
     case QT_GPTQ_FP8_BLOCK:
-        for (int64_t r0 = 0; r0 < rows; r0 += FP8_BLOCK) {
-            const int64_t n = rows - r0 < FP8_BLOCK ? rows - r0 : FP8_BLOCK;
-            c->scales[r0 / FP8_BLOCK * ng + g] = fp8_scale(amax_of(wg + r0 * G, n * G, dt), dt);
+        for (int64_t b = 0; b < rows; b += FP8_BLOCK) { /* r0 is a multiple of FP8_BLOCK (row_block) */
+            const int64_t n = rows - b < FP8_BLOCK ? rows - b : FP8_BLOCK;
+            c->scales[(r0 + b) / FP8_BLOCK * ng + g] = fp8_scale(amax_of(wg + b * G, n * G, dt), dt);
         }
         break;
     case QT_GPTQ_NVFP4:
@@ -163,15 +163,15 @@ static qt_status ct_float_begin(void *ctx, const float *wg, int64_t rows, int64_
             const float local = qt_ct_round_dtype(amax_of(wg + r * G, G, dt) / fp4_max, dt);
             float sc = qt_e4m3_to_f32(qt_f32_to_e4m3_sat(c->shared * local));
             if (sc == 0.0f) sc = 0.125f;
-            c->scale_codes[r * ng + g] = qt_f32_to_e4m3_sat(sc);
-            c->eff[r * ng + g] = sc / c->shared;
+            c->scale_codes[(r0 + r) * ng + g] = qt_f32_to_e4m3_sat(sc);
+            c->eff[(r0 + r) * ng + g] = sc / c->shared;
         }
         break;
     case QT_GPTQ_MXFP4:
         for (int64_t r = 0; r < rows; r++) {
             const uint8_t e = qt_ct_mxfp4_scale_exponent(amax_of(wg + r * G, G, QT_CT_BF16));
-            c->scale_codes[r * ng + g] = e;
-            c->eff[r * ng + g] = qt_e8m0_to_f32(e);
+            c->scale_codes[(r0 + r) * ng + g] = e;
+            c->eff[(r0 + r) * ng + g] = qt_e8m0_to_f32(e);
         }
         break;
     }
@@ -179,31 +179,34 @@ static qt_status ct_float_begin(void *ctx, const float *wg, int64_t rows, int64_
 }
 
 /* One element through the codec's _quantize and the dequantizer's product. */
-static void ct_float_col(void *ctx, const float *w, int64_t rows, int64_t col, float *q) {
+static void ct_float_col(void *ctx, const float *w, int64_t r0, int64_t rows, int64_t col, float *q) {
     qt_gptq_ct_float *c = ctx;
     const qt_ct_dtype dt = (qt_ct_dtype)c->dtype;
     const int64_t ng = c->cols / c->group, g = col / c->group;
-    for (int64_t r = 0; r < rows; r++) {
+    for (int64_t i = 0; i < rows; i++) {
+        const int64_t r = r0 + i; /* w, q are indexed by i, the grid's own arrays by r */
         uint8_t *code = &c->q[r * c->cols + col];
         if (c->kind <= QT_GPTQ_FP8_BLOCK) {
             const float sc = c->kind == QT_GPTQ_FP8_TENSOR    ? c->scales[0]
                              : c->kind == QT_GPTQ_FP8_CHANNEL ? c->scales[r]
                                                               : c->scales[r / FP8_BLOCK * ng + g];
-            *code = qt_f32_to_e4m3_sat(qt_ct_round_dtype(qt_ct_round_dtype(w[r], dt) / sc, dt));
-            q[r] = qt_ct_round_dtype(qt_e4m3_to_f32(*code) * sc, dt);
+            *code = qt_f32_to_e4m3_sat(qt_ct_round_dtype(qt_ct_round_dtype(w[i], dt) / sc, dt));
+            q[i] = qt_ct_round_dtype(qt_e4m3_to_f32(*code) * sc, dt);
         } else {
             const float eff = c->eff[r * ng + g];
             const float t = c->kind == QT_GPTQ_NVFP4
-                                ? qt_ct_round_dtype(w[r], dt) / eff
-                                : qt_ct_round_dtype(qt_ct_round_dtype(w[r], QT_CT_BF16) / eff, QT_CT_BF16);
+                                ? qt_ct_round_dtype(w[i], dt) / eff
+                                : qt_ct_round_dtype(qt_ct_round_dtype(w[i], QT_CT_BF16) / eff, QT_CT_BF16);
             *code = qt_f32_to_e2m1(fminf(fmaxf(t, -fp4_max), fp4_max));
-            q[r] = qt_e2m1_to_f32(*code) * eff;
+            q[i] = qt_e2m1_to_f32(*code) * eff;
         }
     }
 }
 
 qt_gptq_grid qt_gptq_ct_float_grid(qt_gptq_ct_float *g) {
-    return (qt_gptq_grid){g->group, g, ct_float_begin, ct_float_col};
+    /* FP8_TENSOR's one scale needs every row; FP8_BLOCK's scales cover 128 rows; the rest are per row */
+    const int64_t row_block = g->kind == QT_GPTQ_FP8_TENSOR ? 0 : g->kind == QT_GPTQ_FP8_BLOCK ? FP8_BLOCK : 1;
+    return (qt_gptq_grid){g->group, g, ct_float_begin, ct_float_col, row_block};
 }
 
 void qt_gptq_ct_float_free(qt_gptq_ct_float *g) {
@@ -378,7 +381,7 @@ qt_status qt_gptq_gguf_init(qt_gptq_gguf *g, qt_type t, int64_t rows, int64_t co
 }
 
 /* The block's scales from its current values, then b (all codes qmin... 0) and a. */
-static qt_status gguf_begin(void *ctx, const float *wg, int64_t rows, int64_t g) {
+static qt_status gguf_begin(void *ctx, const float *wg, int64_t r0, int64_t rows, int64_t g) {
     qt_gptq_gguf *x = ctx;
     const code_layout *L = x->layout;
     const int64_t G = x->tr->block_elems;
@@ -386,11 +389,12 @@ static qt_status gguf_begin(void *ctx, const float *wg, int64_t rows, int64_t g)
     uint8_t probe[512];
     float v0[QK_K], v1[QK_K];
     if (bb > sizeof probe || G > QK_K) return qt_error(QT_ERR_INTERNAL, "gptq: %s block too large", x->tr->name);
-    for (int64_t r = 0; r < rows; r++) {
+    for (int64_t k = 0; k < rows; k++) {
+        const int64_t r = r0 + k; /* wg is indexed by k, the grid's own arrays by r */
         uint8_t *blk = x->bytes + (size_t)r * x->row_bytes + (size_t)g * bb;
-        x->tr->from_float(wg + r * G, blk, G, x->importance ? x->importance + g * G : NULL);
+        x->tr->from_float(wg + k * G, blk, G, x->importance ? x->importance + g * G : NULL);
         for (int64_t i = 0; i < G; i++) {
-            x->seen[r * x->cols + g * G + i] = wg[r * G + i];
+            x->seen[r * x->cols + g * G + i] = wg[k * G + i];
             x->code[r * x->cols + g * G + i] = (int16_t)L->get(blk, i);
         }
         memcpy(probe, blk, bb);
@@ -436,21 +440,22 @@ static int nearest_code(const code_layout *L, float a, float b, float w) {
     return best;
 }
 
-static void gguf_col(void *ctx, const float *w, int64_t rows, int64_t col, float *q) {
+static void gguf_col(void *ctx, const float *w, int64_t r0, int64_t rows, int64_t col, float *q) {
     qt_gptq_gguf *x = ctx;
     const code_layout *L = x->layout;
     const int64_t G = x->tr->block_elems, g = col / G;
-    for (int64_t r = 0; r < rows; r++) {
+    for (int64_t i = 0; i < rows; i++) {
+        const int64_t r = r0 + i; /* w, q are indexed by i, the grid's own arrays by r */
         const float a = x->a[r * x->cols + col], b = x->b[r * x->cols + col];
         int code = x->code[r * x->cols + col];
-        if (w[r] != x->seen[r * x->cols + col] && a != 0.0f) code = nearest_code(L, a, b, w[r]);
+        if (w[i] != x->seen[r * x->cols + col] && a != 0.0f) code = nearest_code(L, a, b, w[i]);
         L->set(x->bytes + (size_t)r * x->row_bytes + (size_t)g * x->tr->block_bytes, col % G, code);
-        q[r] = b + a * level_of(L, code);
+        q[i] = b + a * level_of(L, code);
     }
 }
 
 qt_gptq_grid qt_gptq_gguf_grid(qt_gptq_gguf *g) {
-    return (qt_gptq_grid){g->tr ? g->tr->block_elems : 0, g, gguf_begin, gguf_col};
+    return (qt_gptq_grid){g->tr ? g->tr->block_elems : 0, g, gguf_begin, gguf_col, 1}; /* blocks lie along a row */
 }
 
 void qt_gptq_gguf_free(qt_gptq_gguf *g) {

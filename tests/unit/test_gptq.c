@@ -2,7 +2,8 @@
  * on small matrices: H = I is round-to-nearest exactly, the grids' RTN is the
  * codecs' own, GPTQ beats RTN on correlated inputs (held-out rows), dead
  * columns, the Cholesky retry, act order, run-to-run determinism, and the
- * inverse factor over several tiles (LAPACK's within rounding; any thread count). */
+ * inverse factor over several tiles (LAPACK's within rounding; any thread count), and the
+ * column loop's row panels (the same bits as all rows at once, at any thread count). */
 #include <lapacke.h>
 #undef I /* <complex.h>'s, through lapacke.h: the tests name identity matrices I */
 #include <math.h>
@@ -472,6 +473,20 @@ static void test_factor_tiles(void) {
     CHECK_OK(qt_threadpool_create(3, &pools[2]));
     float *U[3], *w[3];
     uint8_t *codes[3];
+    double *Hk = malloc((size_t)(n * n) * sizeof *Hk);
+    for (int k = 1; k < 3; k++) { /* the Hessian's panels and its mirrored copy's tiles on a pool: the same H */
+        qt_gptq_hessian h;
+        CHECK_OK(qt_gptq_hessian_init(&h, n));
+        h.pool = pools[k];
+        CHECK_OK(qt_gptq_hessian_add(&h, p.xc, 200));
+        CHECK_OK(qt_gptq_hessian_add(&h, p.xc + 200 * n, p.n_cal - 200));
+        CHECK_OK(qt_gptq_hessian_get(&h, Hk));
+        CHECK(memcmp(Hk, p.H, (size_t)(n * n) * sizeof *Hk) == 0);
+        qt_gptq_hessian_free(&h);
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < n; j++) CHECK(p.H[i * n + j] == p.H[j * n + i]);
+    free(Hk);
     for (int k = 0; k < 3; k++) {
         U[k] = malloc((size_t)(n * n) * sizeof *U[k]);
         CHECK(qt__gptq_inverse_factor(p.H, n, damp, U[k], pools[k]));
@@ -505,6 +520,77 @@ static void test_factor_tiles(void) {
     free_problem(&p);
 }
 
+/* The grids of test_row_panels: a GGUF K-quant, integer groups (asym, and
+ * per channel: begun before the loop), FP8 blocks (128-row panels), NVFP4,
+ * and FP8 per tensor (a scale from every row: begun before the loop). */
+enum { PG_Q4_K, PG_INT4_G32, PG_INT8_CHANNEL, PG_FP8_BLOCK, PG_NVFP4, PG_FP8_TENSOR, N_PG };
+typedef struct panel_grid { qt_gptq_gguf gg; qt_gptq_ct_int ci; qt_gptq_ct_float cf; } panel_grid;
+
+static qt_gptq_grid panel_grid_init(panel_grid *a, int kind, int64_t rows, int64_t cols, float nvfp4_scale) {
+    *a = (panel_grid){0};
+    switch (kind) {
+    case PG_Q4_K: CHECK_OK(qt_gptq_gguf_init(&a->gg, QT_TYPE_Q4_K, rows, cols, NULL)); return qt_gptq_gguf_grid(&a->gg);
+    case PG_INT4_G32: CHECK_OK(qt_gptq_ct_int_init(&a->ci, 4, false, QT_CT_BF16, rows, cols, 32)); break;
+    case PG_INT8_CHANNEL: CHECK_OK(qt_gptq_ct_int_init(&a->ci, 8, true, QT_CT_BF16, rows, cols, cols)); break;
+    case PG_FP8_BLOCK: CHECK_OK(qt_gptq_ct_float_init(&a->cf, QT_GPTQ_FP8_BLOCK, QT_CT_BF16, rows, cols, 0.0f)); break;
+    case PG_NVFP4: CHECK_OK(qt_gptq_ct_float_init(&a->cf, QT_GPTQ_NVFP4, QT_CT_BF16, rows, cols, nvfp4_scale)); break;
+    default: CHECK_OK(qt_gptq_ct_float_init(&a->cf, QT_GPTQ_FP8_TENSOR, QT_CT_BF16, rows, cols, 0.0f)); break;
+    }
+    return kind == PG_INT4_G32 || kind == PG_INT8_CHANNEL ? qt_gptq_ct_int_grid(&a->ci) : qt_gptq_ct_float_grid(&a->cf);
+}
+
+static void panel_grid_free(panel_grid *a) {
+    qt_gptq_gguf_free(&a->gg);
+    qt_gptq_ct_int_free(&a->ci);
+    qt_gptq_ct_float_free(&a->cf);
+}
+
+/* GPTQ's column loop runs over panels of rows on the pool (64 rows, 128 for
+ * FP8 blocks; gptq.c panel_rows): rows are independent in the loop, so on 300
+ * rows (panels ending on 44 rows) every grid gives the same bits with no pool
+ * and pools of 2 and 3, and, where a row's scales are its own, each panel's
+ * rows are those of the panel quantized as a matrix of its own: the loop over
+ * all rows at once (the split is exact, not just within rounding). */
+static void test_row_panels(void) {
+    const int64_t R = 300, C = 256;
+    problem p = make_problem(R, C);
+    const float gs = nvfp4_gs(p.W, R * C);
+    qt_threadpool *pools[3] = {NULL, NULL, NULL};
+    CHECK_OK(qt_threadpool_create(2, &pools[1]));
+    CHECK_OK(qt_threadpool_create(3, &pools[2]));
+    for (int kind = 0; kind < N_PG; kind++)
+        for (int ao = 0; ao < 2; ao++) {
+            qt_gptq_opts o = qt_gptq_opts_default();
+            o.act_order = ao;
+            o.block = 64; /* four lazy blocks */
+            float *w[3];
+            for (int k = 0; k < 3; k++) {
+                panel_grid a;
+                qt_gptq_grid grid = panel_grid_init(&a, kind, R, C, gs);
+                o.pool = pools[k];
+                w[k] = copy(p.W, R * C);
+                CHECK_OK(qt_gptq_quantize(w[k], R, C, p.H, &grid, &o, NULL));
+                panel_grid_free(&a);
+                if (k) CHECK_MSG(memcmp(w[0], w[k], (size_t)(R * C) * sizeof *w[0]) == 0, "grid %d, act order %d, %d threads", kind, ao, k + 1);
+            }
+            const int64_t P = kind == PG_FP8_BLOCK ? 128 : 64;
+            for (int64_t a0 = 0; kind != PG_FP8_TENSOR && a0 < R; a0 += P) { /* FP8_TENSOR's scale is every row's */
+                const int64_t m = R - a0 < P ? R - a0 : P;
+                panel_grid a;
+                qt_gptq_grid grid = panel_grid_init(&a, kind, m, C, gs);
+                o.pool = NULL;
+                float *sub = copy(p.W + a0 * C, m * C);
+                CHECK_OK(qt_gptq_quantize(sub, m, C, p.H, &grid, &o, NULL));
+                CHECK_MSG(memcmp(sub, w[0] + a0 * C, (size_t)(m * C) * sizeof *sub) == 0, "grid %d, act order %d, rows %lld..",
+                          kind, ao, (long long)a0);
+                free(sub);
+                panel_grid_free(&a);
+            }
+            for (int k = 0; k < 3; k++) free(w[k]);
+        }
+    for (int k = 0; k < 3; k++) qt_threadpool_free(pools[k]);
+    free_problem(&p);
+}
 
 int main(void) {
     QT_RUN(test_hessian);
@@ -517,5 +603,6 @@ int main(void) {
     QT_RUN(test_cholesky_retry);
     QT_RUN(test_deterministic);
     QT_RUN(test_factor_tiles);
+    QT_RUN(test_row_panels);
     return qt_test_finish("gptq");
 }
