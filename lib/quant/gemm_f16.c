@@ -63,39 +63,3 @@ float qt__gemm_f16_a32_ref(const void *vw, const void *va, int64_t n) {
         for (int l = 0; l < 16; l++) acc[l] = fmaf(qt_fp16_to_f32(w[i + l]), a[i + l], acc[l]);
     return reduce16(acc);
 }
-
-/* v rounded to bf16, nearest even (a NaN stays a NaN), as vcvtneps2bf16 */
-static float bf16_round(float v) {
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    if (isnan(v)) u |= 0x00400000u;
-    else u += 0x7FFFu + ((u >> 16) & 1u);
-    u &= 0xFFFF0000u;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* The AMX-BF16 order (gemm_f16_amx.c): per 32-element step (zeros past n) three tile products
- * ahi.whi, ahi.wlo, alo.whi, each adding (E + O) to acc, E and O the even and odd elements'
- * exact products summed in order from 0 */
-float qt__gemm_f16_a32_amx_ref(const void *vw, const void *va, int64_t n) {
-    const uint16_t *w = vw;
-    const float *a = va;
-    float acc = 0.0f;
-    for (int64_t i0 = 0; i0 < n; i0 += 32) {
-        float e[3] = {0}, o[3] = {0};
-        for (int64_t i = i0; i < i0 + 32; i++) {
-            const float wv = i < n ? qt_fp16_to_f32(w[i]) : 0.0f, av = i < n ? a[i] : 0.0f;
-            const float wh = bf16_round(wv), ah = bf16_round(av);
-            const float wl = isfinite(wv) ? wv - wh : 0.0f, al = isfinite(av) ? av - ah : 0.0f;
-            const float p[3] = {ah * wh, ah * wl, al * wh}; /* exact: 8 x 8 significant bits at most */
-            for (int t = 0; t < 3; t++) {
-                if ((i - i0) % 2 == 0) e[t] += p[t];
-                else o[t] += p[t];
-            }
-        }
-        for (int t = 0; t < 3; t++) acc += e[t] + o[t];
-    }
-    return acc;
-}

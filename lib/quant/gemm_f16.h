@@ -42,9 +42,6 @@ typedef void (*qt__act_row_fn)(const float *x, void *y, int64_t n);
  * tile). A row length that is not a multiple of 16 takes qt__gemm_f16_ref per
  * element on the rows converted back. */
 float qt__gemm_f16_a32_ref(const void *w, const void *a, int64_t n); /* one element */
-/* The a32 rows' order at level amx (gemm_f16_amx.c: each f16 value split exactly into two bf16,
- * AMX-BF16 tile products, f32 sums): another order than the one above, within fast's KL bound */
-float qt__gemm_f16_a32_amx_ref(const void *w, const void *a, int64_t n); /* one element */
 /* This CPU level's a32 kernel for row type t (F16 only; NULL: none, the engine keeps gemm_fast) */
 qt__gemm_fn qt__gemm_kernel_fast_a32(qt_type t);
 
@@ -55,9 +52,6 @@ void qt__gemm_fast_f16_a32_avx2(const void *w, size_t ldw, int64_t nr, const voi
                                 float *out, int64_t ldo);
 void qt__gemm_fast_f16_a32_avx512(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc,
                                   int64_t n, float *out, int64_t ldo);
-/* gemm_f16_amx.c: AMX-BF16 tiles (any n, any batch) */
-void qt__gemm_fast_f16_a32_amx(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
-                               float *out, int64_t ldo);
 /* gemm_f16_avx2.c: 16 lanes as two ymm registers, tiles of 2 x 3 */
 void qt__gemm_fast_f16_avx2(const void *w, size_t ldw, int64_t nr, const void *a, size_t lda, int64_t nc, int64_t n,
                             float *out, int64_t ldo);

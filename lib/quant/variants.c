@@ -157,8 +157,6 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_Q5_1, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q5_1_amx, .gemm_x16_ref = qt__gemm_x16_q5_1_ref},
     {QT_TYPE_IQ4_NL, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_iq4_nl_amx, .gemm_x16_ref = qt__gemm_x16_iq4_nl_ref},
     {QT_TYPE_Q8_0, QT__CPU_AMX, .gemm_x16 = qt__gemm_x16_q8_0_amx, .gemm_x16_ref = qt__gemm_x16_q8_0_ref},
-    /* AMX-BF16 (gemm_f16_amx.c): --numerics fast F16 on the a32 rows, each f16 split into two exact bf16 */
-    {QT_TYPE_F16, QT__CPU_AMX, .gemm_fast_a32 = qt__gemm_fast_f16_a32_amx, .gemm_fast_a32_ref = qt__gemm_f16_a32_amx_ref},
     /* AMX-INT8 (gemm_k16_amx.c): --numerics fast on k16-packed K-quant rows, the scales in two int8 digit
        planes of the B tiles, from 16 batch rows; the AVX-512 k16 kernel's bits */
     {QT_TYPE_Q4_K, QT__CPU_AMX, .gemm_k16 = qt__gemm_k16_q4_K_amx, .gemm_k16_ref = qt__gemm_k16_q4_K_ref},

@@ -321,7 +321,7 @@ static void fast_vs_llama(const char *path, const int32_t *tok, int32_t n_vocab_
 }
 
 /* --numerics fast against llama: within the KL bound on stories260K (llama.cpp's
- * Q8_0 and Q4_0 files) and tiny256 (quantized here to Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, F16). */
+ * Q8_0 and Q4_0 files) and tiny256 (quantized here to Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K). */
 static void test_numerics_fast_within_kl_bound(void) {
     char *txt = qt_test_read(qt_test_shared("reference/llamacpp/logits-tokens-128.txt"), NULL);
     int32_t tok[128];
@@ -330,7 +330,7 @@ static void test_numerics_fast_within_kl_bound(void) {
     free(txt);
     fast_vs_llama(model_path("stories260K-Q8_0.gguf"), tok, 512);
     fast_vs_llama(model_path("stories260K-Q4_0.gguf"), tok, 512);
-    const char *schemes[] = {"q8_0", "q4_0", "q4_k_m", "q5_k_m", "q6_k", "f16"};
+    const char *schemes[] = {"q8_0", "q4_0", "q4_k_m", "q5_k_m", "q6_k"};
     for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) fast_vs_llama(tiny256_as(schemes[i]), tok, 512);
 }
 

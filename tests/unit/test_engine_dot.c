@@ -727,10 +727,7 @@ static void test_gemm_fast_a32_variants_equal_reference(void) {
     for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
         if (!v->gemm_fast_a32) continue;
         const char *level = qt__cpu_level_str(v->level);
-        /* amx's own order (two exact bf16 per f16) has its own reference; the others are tinyBLAS's */
-        const bool tiny = v->gemm_fast_a32_ref == qt__gemm_f16_a32_ref;
-        CHECK_MSG(v->type == QT_TYPE_F16 && (tiny || v->gemm_fast_a32_ref == qt__gemm_f16_a32_amx_ref),
-                  "gemm_fast_a32 %s: row", level);
+        CHECK_MSG(v->type == QT_TYPE_F16 && v->gemm_fast_a32_ref == qt__gemm_f16_a32_ref, "gemm_fast_a32 %s: row", level);
         if (v->level > qt__cpu_level_get()) {
             fprintf(stderr, "  SKIPPED gemm_fast_a32 %s: this CPU (or QUANTA_CPU) lacks it\n", level);
             continue;
@@ -752,8 +749,8 @@ static void test_gemm_fast_a32_variants_equal_reference(void) {
                     for (int64_t c = 0; c < nc; c++)
                         for (int64_t r = 0; r < LDO; r++) {
                             const float got = out[c * LDO + r];
-                            const float own = r < nr ? v->gemm_fast_a32_ref(w + r * n, a32 + c * n, n) : -1234.5f;
-                            const float want = r >= nr ? -1234.5f : tiny ? qt__gemm_f16_ref(w + r * n, a16 + c * n, n) : own;
+                            const float want = r < nr ? qt__gemm_f16_ref(w + r * n, a16 + c * n, n) : -1234.5f;
+                            const float own = r < nr ? qt__gemm_f16_a32_ref(w + r * n, a32 + c * n, n) : -1234.5f;
                             checked++;
                             if ((memcmp(&got, &want, sizeof got) || memcmp(&own, &want, sizeof own)) && mismatches++ < 5)
                                 CHECK_MSG(0, "gemm_fast_a32 %s n=%lld rows %lld batch %lld: out[%lld][%lld] = %.9g, "
