@@ -8,6 +8,7 @@
 # with SmoothQuant and SmoothQuant+GPTQ within 1 % of F32's perplexity as deployed (the engine runs
 # w8a8-int8 as W8A8, docs/w8a8.md); w4a16 with groups of 64 on stories260K, AWQ below RTN; the usage
 # errors and refusals.
+# (heavy under sanitizers: a minute of calibration in release; test_awq checks the numeric core under ASan.)
 source "$(dirname "$0")/lib/harness.sh"
 stories="$shared/models/stories260K.gguf"
 tiny="$shared/models/tiny256-random.gguf"

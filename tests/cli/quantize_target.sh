@@ -3,6 +3,8 @@
 # (docs/quantize.md "Target size"): the whole file within the budget (the dry run's size is the
 # written file's), every tensor a candidate whose block fits its row, the choice in --json and in
 # the file's quanta.mix.* keys, the same bytes at any thread count, and the refusals.
+# (heavy under sanitizers: about 2 CPU-minutes of searches in release; test_mix and test_mix_table
+# check the search under ASan.)
 source "$(dirname "$0")/lib/harness.sh"
 stories="$shared/models/stories260K.gguf"
 tiny="$shared/models/tiny256-random.gguf"
