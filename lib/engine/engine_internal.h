@@ -130,7 +130,9 @@ struct qt_engine_ctx {
     int64_t *attn_prefix;       /* (n_rows + 1) first item of each row of a wave */
     float *attn_scores;         /* (n_threads, QT_ATTN_BLOCK) one block's scores, then weights */
 
-    /* activations of one batch (B <= n_rows rows) */
+    /* activations of one batch (B <= n_rows rows): x holds the whole batch, the others one
+     * chunk of it (qt__engine_chunk_rows: at most QT__CHUNK_ROWS + 1 rows but for observers and
+     * on-the-fly KV scales, hence sized n_rows; a chunk touches only its rows' pages) */
     float *x;                   /* (n_rows, n_embd) residual stream */
     float *xb;                  /* (n_rows, n_embd) normed input of a sub-layer */
     float *xb2;                 /* (n_rows, n_embd) sub-layer output */
@@ -141,6 +143,7 @@ struct qt_engine_ctx {
     void *act;                  /* (n_rows, act_row_cap) activations converted for vec_dot */
     size_t act_row_cap;         /* bytes of one act row: the largest act_row_bytes, at least n_in f32 */
     /* where each row of the batch belongs (qt__engine_rows_single, or batch.c for several sequences) */
+    /* (during qt__engine_layer row_pos, row_seq and gemm_rows point at the current chunk's rows) */
     int32_t *row_pos;           /* (n_rows) the row's position in its sequence */
     int32_t *row_seq;           /* (n_rows) the row's KV slot */
     uint8_t *row_gemm;          /* (n_rows) batch.c: 1 when the row's sequence has 2+ rows in the batch */
@@ -223,6 +226,10 @@ qt_status qt__engine_forward(qt_engine_ctx *e, const int32_t *tokens, int32_t B,
  * decoder layer il on e->x (rows placed by row_pos/row_seq), and logits of rows of x. */
 void qt__engine_embed(qt_engine_ctx *e, const int32_t *tokens, int32_t B);
 void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B);
+/* Rows per chunk a layer takes a batch of B rows in (forward.c): QT__CHUNK_ROWS, or B
+ * where the whole batch must be seen at once (observers, scales computed on the fly). */
+#define QT__CHUNK_ROWS 64
+int32_t qt__engine_chunk_rows(const qt_engine_ctx *e, int32_t B);
 /* Rows [0, B) are one sequence in slot 0 at positions n_past.. (the single-sequence API). */
 void qt__engine_rows_single(qt_engine_ctx *e, int32_t B);
 void qt__engine_logits(qt_engine_ctx *e, const float *x, int32_t n, float *logits);

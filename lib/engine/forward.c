@@ -273,78 +273,97 @@ static void observe(const qt_engine_ctx *e, int il, const char *linear, const fl
     if (e->observer) e->observer(e->observer_user, il, linear, x, B, n_in);
 }
 
-/* Rows per feed-forward chunk: the F16 and x16 kernels' 64-row activation panel, so
- * each weight is streamed as often as in one batch. */
-#define FFN_ROWS 64
-
-/* gate/up, SwiGLU, down and the residual for rows b0 .. b0 + n of e->xb (already
- * normed); hb / hb2 hold the chunk from row 0. True: observe_only stopped it. */
-static bool ffn_rows(qt_engine_ctx *e, const qt__layer *L, int il, int32_t b0, int32_t n) {
+/* gate/up, SwiGLU, down and the residual for the n rows of x (the chunk's rows of
+ * e->x), their normed input in e->xb. True: observe_only stopped it. */
+static bool ffn_rows(qt_engine_ctx *e, const qt__layer *L, int il, float *x, int32_t n) {
     const int32_t n_embd = e->hp.n_embd;
-    const float *xb = e->xb + (size_t)b0 * n_embd;
-    qt__matmul_shared(e, xb, n, 2, (float *const[]){e->hb, e->hb2}, (const qt__mat *const[]){&L->w_gate, &L->w_up});
+    for (int32_t b = 0; b < n; b++)
+        rmsnorm(e->xb + (size_t)b * n_embd, x + (size_t)b * n_embd, L->ffn_norm, n_embd, e->hp.rms_eps);
+    observe(e, il, "ffn_gate", e->xb, n, n_embd);
+    observe(e, il, "ffn_up", e->xb, n, n_embd);
+    qt__matmul_shared(e, e->xb, n, 2, (float *const[]){e->hb, e->hb2}, (const qt__mat *const[]){&L->w_gate, &L->w_up});
     add_bias(e->hb, L->b_gate, n, e->hp.n_ff);
     add_bias(e->hb2, L->b_up, n, e->hp.n_ff);
     swiglu(e, e->hb, e->hb2, n, e->hp.n_ff);
     observe(e, il, "ffn_down", e->hb, n, e->hp.n_ff);
     if (e->observe_only) return true; /* e->x is not this layer's output: nobody reads it */
-    float *out = e->xb2 + (size_t)b0 * n_embd;
-    qt__matmul(e, out, e->hb, n, &L->w_down);
-    add_bias(out, L->b_down, n, n_embd);
-    residual_add(e->x + (size_t)b0 * n_embd, out, (int64_t)n * n_embd);
+    qt__matmul(e, e->xb2, e->hb, n, &L->w_down);
+    add_bias(e->xb2, L->b_down, n, n_embd);
+    residual_add(x, e->xb2, (int64_t)n * n_embd);
     return false;
+}
+
+/* The attention half for the n rows of x: their q, k, v, rope, the cache store
+ * (rows placed by row_pos / row_seq, already pointing at the chunk), attention
+ * over everything the cache holds up to each row, Wo and the residual. */
+static void attn_rows(qt_engine_ctx *e, const qt__layer *L, int il, float *x, int32_t n) {
+    const int32_t n_embd = e->hp.n_embd;
+    for (int32_t b = 0; b < n; b++)
+        rmsnorm(e->xb + (size_t)b * n_embd, x + (size_t)b * n_embd, L->attn_norm, n_embd, e->hp.rms_eps);
+    observe(e, il, "attn_q", e->xb, n, n_embd);
+    observe(e, il, "attn_k", e->xb, n, n_embd);
+    observe(e, il, "attn_v", e->xb, n, n_embd);
+    qt__matmul_shared(e, e->xb, n, 3, (float *const[]){e->q, e->k, e->v}, (const qt__mat *const[]){&L->wq, &L->wk, &L->wv});
+    add_bias(e->q, L->bq, n, e->n_q);
+    add_bias(e->k, L->bk, n, e->n_kv);
+    add_bias(e->v, L->bv, n, e->n_kv);
+    head_norm(e, e->q, n, e->hp.n_head, L->q_norm);
+    head_norm(e, e->k, n, e->hp.n_head_kv, L->k_norm);
+    rope(e, e->q, n, e->hp.n_head);
+    rope(e, e->k, n, e->hp.n_head_kv);
+    qt__engine_kv_store(e, il, n);
+    qt__engine_attention(e, il, n);
+    observe(e, il, "attn_output", e->att, n, e->n_q);
+    qt__matmul(e, e->xb2, e->att, n, &L->wo);
+    add_bias(e->xb2, L->bo, n, n_embd);
+    residual_add(x, e->xb2, (int64_t)n * n_embd);
+}
+
+int32_t qt__engine_chunk_rows(const qt_engine_ctx *e, int32_t B) {
+    /* an observer sees a linear's whole batch at once; the KV observer and scales computed
+     * on the fly (absmax of the first batch) need every row's K and V of the layer together */
+    if (e->observer || e->kv_observer || !e->scales_ready) return B;
+    return B < QT__CHUNK_ROWS ? B : QT__CHUNK_ROWS;
 }
 
 void qt__engine_layer(qt_engine_ctx *e, int il, int32_t B) {
     const qt__layer *L = &e->layers[il];
     const int32_t n_embd = e->hp.n_embd;
-    const float eps = e->hp.rms_eps;
-
-    /* attention */
-    for (int32_t b = 0; b < B; b++) rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)b * n_embd, L->attn_norm, n_embd, eps);
-    observe(e, il, "attn_q", e->xb, B, n_embd);
-    observe(e, il, "attn_k", e->xb, B, n_embd);
-    observe(e, il, "attn_v", e->xb, B, n_embd);
-    qt__matmul_shared(e, e->xb, B, 3, (float *const[]){e->q, e->k, e->v}, (const qt__mat *const[]){&L->wq, &L->wk, &L->wv});
-    add_bias(e->q, L->bq, B, e->n_q);
-    add_bias(e->k, L->bk, B, e->n_kv);
-    add_bias(e->v, L->bv, B, e->n_kv);
-    head_norm(e, e->q, B, e->hp.n_head, L->q_norm);
-    head_norm(e, e->k, B, e->hp.n_head_kv, L->k_norm);
-    rope(e, e->q, B, e->hp.n_head);
-    rope(e, e->k, B, e->hp.n_head_kv);
-    qt__engine_kv_store(e, il, B);
-    qt__engine_attention(e, il, B);
-    observe(e, il, "attn_output", e->att, B, e->n_q);
-    qt__matmul(e, e->xb2, e->att, B, &L->wo);
-    add_bias(e->xb2, L->bo, B, n_embd);
-    residual_add(e->x, e->xb2, (int64_t)B * n_embd);
-
-    /* feed-forward (SwiGLU) */
-    for (int32_t b = 0; b < B; b++) rmsnorm(e->xb + (size_t)b * n_embd, e->x + (size_t)b * n_embd, L->ffn_norm, n_embd, eps);
-    observe(e, il, "ffn_gate", e->xb, B, n_embd);
-    observe(e, il, "ffn_up", e->xb, B, n_embd);
-    /* Rows are independent here, so a long batch runs in chunks of FFN_ROWS and
-     * only that many rows of hb / hb2 (2 x n_ff floats a row: 64 KiB at n_ff 8192)
-     * and of the activation buffer are ever touched: calloc's pages stay
-     * unmapped, and a 512-token prompt's peak RSS drops by ~29 MB on a
-     * Llama-3.2-1B shape. An observer sees the whole batch at once as before. */
-    const int32_t chunk = e->observer ? B : FFN_ROWS;
-    const uint8_t *rows_kernel = e->gemm_rows;
+    /* Rows of a long batch go through the layer in chunks of QT__CHUNK_ROWS (the F16 and
+     * x16 kernels' 64-row activation panel, so no weight is streamed more often than in
+     * one batch): a chunk's K and V reach the cache before its attention, which reads the
+     * earlier chunks' there, so each row sees exactly the keys it sees in one batch, and
+     * every kernel's bits for a row are independent of the rows beside it (a chunk is
+     * never one row, whose F16 llama order would be decode's). Only e->x holds the whole
+     * batch; every other buffer holds one chunk, so a 512-token prompt touches 64 rows of
+     * them (calloc's untouched pages stay unmapped; docs/performance.md, the table of
+     * buffers). row_pos / row_seq / gemm_rows point at the chunk's rows meanwhile. */
+    const int32_t chunk = qt__engine_chunk_rows(e, B);
+    int32_t *const pos = e->row_pos, *const seq = e->row_seq;
+    const uint8_t *const rows_kernel = e->gemm_rows;
     for (int32_t b0 = 0; b0 < B;) {
         int32_t n = B - b0 <= chunk ? B - b0 : chunk;
-        if (B - b0 - n == 1) n++; /* never a last chunk of one row: its kernel would be decode's */
+        if (B - b0 - n == 1) n++; /* never a last chunk of one row */
+        e->row_pos = pos + b0;
+        e->row_seq = seq + b0;
         if (rows_kernel) e->gemm_rows = rows_kernel + b0;
-        if (ffn_rows(e, L, il, b0, n)) break;
+        float *x = e->x + (size_t)b0 * n_embd;
+        attn_rows(e, L, il, x, n);
+        const bool stop = ffn_rows(e, L, il, x, n);
         b0 += n;
+        if (stop) break;
     }
+    e->row_pos = pos;
+    e->row_seq = seq;
     e->gemm_rows = rows_kernel;
 }
 
 /* Fault-around: a read fault on a file mapping maps the page-cache pages of
- * the aligned 64 KiB around it (Linux's default fault_around_bytes), so a
- * lookup's row brings up to 16 pages into RSS, not one. */
-#define EMBED_DROP_WINDOW ((size_t)64 << 10)
+ * the aligned 64 KiB around it (Linux's default fault_around_bytes), and where the
+ * file's page cache holds large folios (ext4 on Linux 6.18 here) a whole folio, up
+ * to a 2 MiB PMD: dropping only 64 KiB left 11 MiB of a Q6_K embedding resident
+ * after a 512-token prompt, the aligned 2 MiB leaves none (pagemap at peak RSS). */
+#define EMBED_DROP_WINDOW ((size_t)2 << 20)
 
 void qt__engine_embed(qt_engine_ctx *e, const int32_t *tokens, int32_t B) {
     const int32_t n_embd = e->hp.n_embd;
