@@ -136,7 +136,7 @@ static void ct4_call(const ct4_run *c, int64_t rows, const float *a, int64_t B, 
     }
 }
 
-static void bench_ct4(qt_type t, const shape *sh, const int64_t *batches, int nbatch, int reps, int *first) {
+static void bench_ct4(qt_type t, const shape *sh, const int64_t *batches, int nbatch, int reps, int small_pages, int *first) {
     const qt_type_traits *tr = qt_type_get(t);
     qt__ct4_form f;
     qt__ct4_form_of(t, &f);
@@ -144,7 +144,8 @@ static void bench_ct4(qt_type t, const shape *sh, const int64_t *batches, int nb
     for (int i = 0; i < nbatch; i++) maxb = batches[i] > maxb ? batches[i] : maxb;
     const int64_t rows = sh->rows, cols = sh->cols;
     const size_t ldw = qt_row_size(t, cols);
-    uint8_t *w = xmalloc(ldw * (size_t)rows), *codes = xmalloc((size_t)cols);
+    /* the packed rows where the engine holds them (converted at load into core/bigalloc.h's buffers) */
+    uint8_t *w = packed_alloc(ldw * (size_t)rows, small_pages), *codes = xmalloc((size_t)cols);
     float *wf = xmalloc((size_t)(rows * cols) * 4), *a = xmalloc((size_t)(maxb * cols) * 4);
     float *out = xmalloc((size_t)(rows * maxb) * 4), *scratch = xmalloc((size_t)cols * 4);
     uint8_t *q8 = xmalloc(qt__ct4_q8_row_size(cols) * (size_t)maxb);
@@ -207,7 +208,9 @@ static void bench_ct4(qt_type t, const shape *sh, const int64_t *batches, int nb
         }
         fflush(stdout);
     }
-    free(w); free(codes); free(wf); free(a); free(out); free(scratch); free(q8);
+    if (small_pages) free(w);
+    else qt__weights_free(w);
+    free(codes); free(wf); free(a); free(out); free(scratch); free(q8);
 }
 
 /* Whether a shape runs: every shape not named_only by default (the output matrix too with --output), else
@@ -346,9 +349,9 @@ int main(int argc, char **argv) {
                         double cpu;
                         time_x16(v->gemm_x16, wp, sh->rows, xs, lds, B, sh->cols, out, reps, &cpu, &wall);
                         printf("%s\n    {\"type\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, \"kernel\": \"x16 %s\", "
-                               "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f",
+                               "\"cpu_s\": %.6f, \"wall_s\": %.6f, \"gflops\": %.3f, \"weight_gbps\": %.2f",
                                first ? "" : ",", tr->name, sh->name, (long long)B, qt__cpu_level_str(v->level), cpu, wall,
-                               flop / cpu / 1e9);
+                               flop / cpu / 1e9, (double)xb / cpu / 1e9);
                         first = 0;
                         if (!x16_only) printf(", \"vs_dots\": %.2f", dots_cpu / cpu);
                         if (B == 1 && !x16_only) printf(", \"vs_ref\": %.2f", ref_cpu / cpu);
@@ -390,7 +393,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < ntypes; k++) want |= !strcmp(types[k], qt_type_get(ct4[ti])->name);
         if (!want || x16_only) continue;
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-            if (shape_picked(&shapes[si], shape_names, nshapes, with_output)) bench_ct4(ct4[ti], &shapes[si], batches, nbatch, reps, &first);
+            if (shape_picked(&shapes[si], shape_names, nshapes, with_output)) bench_ct4(ct4[ti], &shapes[si], batches, nbatch, reps, small_pages, &first);
         fprintf(stderr, "bench_gemm: %s done\n", qt_type_get(ct4[ti])->name);
     }
     printf("\n  ]\n}\n");

@@ -76,6 +76,8 @@ typedef struct qt_bench_result {
     double decode_tps_cpu;               /* median decode tokens per process CPU-second (all threads'
                                             CPU time over the decode steps): the cost per token on a
                                             shared machine, where wall time counts others' turns too */
+    double prefill_tps_cpu;              /* median prompt tokens per process CPU-second of the prompt's
+                                            one batch (all threads, as decode_tps_cpu) */
     double ttft_ms;                      /* median prompt time */
     double itl_p50_ms, itl_p99_ms;       /* over every decode step of every rep */
     uint64_t peak_rss_bytes;             /* VmHWM after the runs */

@@ -42,9 +42,10 @@ static double process_cpu_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* qt_bench_engine_run, and the process CPU seconds of its decode steps in *decode_cpu_s. */
+/* qt_bench_engine_run, and the process CPU seconds of its prompt in *prefill_cpu_s and of its
+ * decode steps in *decode_cpu_s. */
 static qt_status engine_run(qt_engine_ctx *e, const int32_t *prompt, int32_t n_prompt, int32_t n_gen, double *prefill_s,
-                            double *itl_s, double *decode_cpu_s) {
+                            double *itl_s, double *prefill_cpu_s, double *decode_cpu_s) {
     if (n_prompt < 1 || n_gen < 0) return qt_error(QT_ERR_ARG, "bench: %d prompt tokens, %d generated", n_prompt, n_gen);
     const int32_t n_vocab = qt_engine_n_vocab(e);
     float *row = malloc(sizeof(float) * (size_t)n_vocab);
@@ -53,9 +54,10 @@ static qt_status engine_run(qt_engine_ctx *e, const int32_t *prompt, int32_t n_p
     qt_status s = row ? qt_sampler_new(&so, n_vocab, &greedy) : qt_error(QT_ERR_NOMEM, "bench: out of memory");
     if (s == QT_OK) {
         qt_engine_reset(e);
-        double t0 = qt__now_s();
+        double t0 = qt__now_s(), c0 = process_cpu_s();
         s = qt_engine_eval(e, prompt, n_prompt, n_prompt - 1, row);
         *prefill_s = qt__now_s() - t0;
+        *prefill_cpu_s = process_cpu_s() - c0;
     }
     *decode_cpu_s = 0;
     for (int32_t i = 0; i < n_gen && s == QT_OK; i++) {
@@ -73,8 +75,8 @@ static qt_status engine_run(qt_engine_ctx *e, const int32_t *prompt, int32_t n_p
 
 qt_status qt_bench_engine_run(qt_engine_ctx *e, const int32_t *prompt, int32_t n_prompt, int32_t n_gen,
                               double *prefill_s, double *itl_s) {
-    double cpu;
-    return engine_run(e, prompt, n_prompt, n_gen, prefill_s, itl_s, &cpu);
+    double pcpu, cpu;
+    return engine_run(e, prompt, n_prompt, n_gen, prefill_s, itl_s, &pcpu, &cpu);
 }
 
 static double sd(const double *v, int n) {
@@ -114,21 +116,22 @@ static void describe(const qt_model *m, qt_bench_result *r) {
 typedef struct bench_bufs {
     int32_t *prompt;
     double *itl;      /* (reps + 1) x n_gen: the warm-up row first */
-    double *pp, *tg, *ttft, *tg_cpu;
+    double *pp, *tg, *ttft, *tg_cpu, *pp_cpu;
 } bench_bufs;
 
 static qt_status timed_reps(qt_engine_ctx *e, const qt_bench_opts *o, bench_bufs *b, qt_bench_result *r) {
     qt_status s = QT_OK;
     for (int32_t k = 0; k <= o->reps && s == QT_OK; k++) { /* k == 0: warm-up (weights paged in), not counted */
         qt_progress_report(&o->progress, "bench", k, o->reps + 1);
-        double pre = 0, dec = 0, cpu = 0, *itl = b->itl + (size_t)k * (size_t)o->n_gen;
-        s = engine_run(e, b->prompt, o->n_prompt, o->n_gen, &pre, itl, &cpu);
+        double pre = 0, dec = 0, pcpu = 0, cpu = 0, *itl = b->itl + (size_t)k * (size_t)o->n_gen;
+        s = engine_run(e, b->prompt, o->n_prompt, o->n_gen, &pre, itl, &pcpu, &cpu);
         for (int32_t i = 0; i < o->n_gen; i++) dec += itl[i];
         if (k == 0) continue;
         b->pp[k - 1] = o->n_prompt / fmax(pre, 1e-12);
         b->tg[k - 1] = o->n_gen > 0 ? o->n_gen / fmax(dec, 1e-12) : NAN;
         b->ttft[k - 1] = pre * 1e3;
         b->tg_cpu[k - 1] = o->n_gen > 0 ? o->n_gen / fmax(cpu, 1e-12) : NAN;
+        b->pp_cpu[k - 1] = o->n_prompt / fmax(pcpu, 1e-12);
     }
     if (s != QT_OK) return s;
     qt_progress_report(&o->progress, "bench", o->reps + 1, o->reps + 1);
@@ -137,6 +140,7 @@ static qt_status timed_reps(qt_engine_ctx *e, const qt_bench_opts *o, bench_bufs
     r->prefill_tps = qt__median(b->pp, o->reps);
     r->decode_tps = qt__median(b->tg, o->reps);
     r->decode_tps_cpu = qt__median(b->tg_cpu, o->reps);
+    r->prefill_tps_cpu = qt__median(b->pp_cpu, o->reps);
     r->ttft_ms = qt__median(b->ttft, o->reps);
     const int64_t n_itl = (int64_t)o->reps * o->n_gen;
     double *itl = b->itl + o->n_gen;
@@ -165,12 +169,13 @@ qt_status qt_bench_model(const qt_model *m, const qt_bench_opts *opts, qt_bench_
     bench_bufs b = {0};
     b.prompt = malloc(sizeof *b.prompt * (size_t)o.n_prompt);
     b.itl = malloc(sizeof *b.itl * (size_t)(o.reps + 1) * (size_t)(o.n_gen ? o.n_gen : 1));
-    b.pp = malloc(sizeof(double) * 4 * (size_t)o.reps);
+    b.pp = malloc(sizeof(double) * 5 * (size_t)o.reps);
     if (!b.prompt || !b.itl || !b.pp) s = qt_error(QT_ERR_NOMEM, "bench: out of memory");
     else {
         b.tg = b.pp + o.reps;
         b.ttft = b.tg + o.reps;
         b.tg_cpu = b.ttft + o.reps;
+        b.pp_cpu = b.tg_cpu + o.reps;
         uint64_t x = o.seed; /* splitmix64: uniform token ids, as llama-bench's random prompt */
         const int32_t n_vocab = qt_engine_n_vocab(e);
         for (int32_t i = 0; i < o.n_prompt; i++) {

@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "ct4.h"
+#include "decode_pf.h"
 #include "dot.h"
 #include "dot_x86.h"
 
@@ -167,6 +168,11 @@ ALWAYS_INLINE void fast_rows(const uint8_t *w, size_t ldw, const uint8_t *a, int
     }
     for (int64_t g = 0; g < ng; g++) {
         const int8_t *ag = q + 128 * g;
+        /* this group's codes (and at g = 0 the parameters) QT_CT4_PF_ROWS rows on (decode_pf.h) */
+        for (int r = 0; r < R; r++) {
+            _mm_prefetch((const char *)(c[r] + (size_t)QT_CT4_PF_ROWS * ldw + 64 * g), _MM_HINT_T0);
+            if (g == 0) _mm_prefetch((const char *)(p[r] + (size_t)QT_CT4_PF_ROWS * ldw), _MM_HINT_T0);
+        }
         for (int r = 0; r < R; r++) {
             const uint8_t *cg = c[r] + 64 * g;
             const __m256i l0 = fast_lanes(_mm256_loadu_si256((const __m256i *)cg), ag, ag + 64);

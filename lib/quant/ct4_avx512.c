@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "ct4.h"
+#include "decode_pf.h"
 #include "dot.h"
 #include "dot_x86.h"
 
@@ -197,6 +198,11 @@ ALWAYS_INLINE void fast_tile(const uint8_t *w, size_t ldw, const uint8_t *a, siz
     for (int64_t g = 0; g < ng; g++) {
         const __m128 d = _mm_load_ps(hd->d[g]), sum = _mm_load_ps(hd->sum[g]);
         __m512i lo[4], hi[4];
+        if (C == 1) /* decode: this group's codes (and at g = 0 the parameters) QT_CT4_PF_ROWS rows on (decode_pf.h) */
+            for (int r = 0; r < R; r++) {
+                _mm_prefetch((const char *)(c[r] + (size_t)QT_CT4_PF_ROWS * ldw + 64 * g), _MM_HINT_T0);
+                if (g == 0) _mm_prefetch((const char *)(p[r] + (size_t)QT_CT4_PF_ROWS * ldw), _MM_HINT_T0);
+            }
         for (int r = 0; r < R; r++) {
             const __m512i b = _mm512_loadu_si512((const void *)(c[r] + 64 * g));
             lo[r] = _mm512_and_si512(b, low);

@@ -24,6 +24,15 @@ enum { GF_F16, GF_BF16 };
 
 /* Activation rows per column panel: 64 rows of 2048 halves are 256 KB (L2). */
 #define GF_PANEL 64
+/* f32 activation rows (GF_A32): at most 512 KB of them per panel, in whole tiles of TC rows when
+ * that cap binds. 64 rows of 2048 f32 are 512 KB; ffn_down's 8192-wide rows at 64 a panel were
+ * 2 MB, past L2: bench_gemm --type f16 --batch 64 on 2048 x 8192, 61-64 -> 69-71 GFLOP per CPU s
+ * (2026-12-03, loaded AMX Xeon, interleaved). The tiling changes no element's order, so not the bits. */
+static inline int64_t gf_panel_a32(int TC, int64_t n) {
+    const int64_t p = (512 * 1024) / (n * 4);
+    if (p >= GF_PANEL) return GF_PANEL;
+    return p - p % TC < TC ? TC : p - p % TC;
+}
 
 #if QT_GEMM_F_512
 typedef __m512 gf_vec; /* 16 f32 lanes */
@@ -125,8 +134,9 @@ GF_INLINE void gf_gemm(int kind, int akind, int TR, int TC, const void *vw, size
     const uint16_t *W = vw;
     const uint8_t *A = va;
     const size_t ldw = ldw_b / 2, lda = lda_b / (akind == GF_A32 ? 4 : 2);
-    for (int64_t c0 = 0; c0 < nc; c0 += GF_PANEL) {
-        const int64_t c1 = c0 + GF_PANEL < nc ? c0 + GF_PANEL : nc;
+    const int64_t panel = akind == GF_A32 ? gf_panel_a32(TC, n) : GF_PANEL;
+    for (int64_t c0 = 0; c0 < nc; c0 += panel) {
+        const int64_t c1 = c0 + panel < nc ? c0 + panel : nc;
         int64_t r = 0;
         for (; r + TR <= nr; r += TR) {
             int64_t c = c0;

@@ -20,6 +20,7 @@
 
 #include "blocks.h"
 #include "gemm.h"
+#include "decode_pf.h"
 #include "gemm_x16.h"
 #include "quanta/num.h"
 
@@ -55,6 +56,9 @@ X16_INLINE void x16_half(int kind, int C, const uint8_t *g, int h, int64_t nb, c
     for (int c = 0; c < C; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *t = g + (size_t)b * tile;
+        if (C == 1 && h == 0) /* decode: the block QT_X16_PF_BYTES on (decode_pf.h); half 1 finds the group in L2 */
+#pragma GCC unroll 9
+            for (size_t o = 0; o < tile; o += 64) _mm_prefetch((const char *)(t + QT_X16_PF_BYTES + o), _MM_HINT_T0);
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(t + 16 * h)));
         const __m256 mw = x16_has_m(kind) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(t + x16_m_off(kind) + 16 * h)))
                                           : _mm256_setzero_ps();

@@ -14,6 +14,7 @@
 
 #include "blocks.h"
 #include "gemm.h"
+#include "decode_pf.h"
 #include "gemm_x16.h"
 
 #define X16_INLINE static inline __attribute__((always_inline))
@@ -43,6 +44,9 @@ X16_INLINE void x16_tile(int kind, int C, const uint8_t *g, int64_t nb, const ui
     for (int c = 0; c < C; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *t = g + (size_t)b * tile;
+        if (C == 1) /* decode: the block QT_X16_PF_BYTES on (decode_pf.h) */
+#pragma GCC unroll 9
+            for (size_t o = 0; o < tile; o += 64) _mm_prefetch((const char *)(t + QT_X16_PF_BYTES + o), _MM_HINT_T0);
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)t));
         const __m512 mw = x16_has_m(kind) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(t + x16_m_off(kind))))
                                           : _mm512_setzero_ps();

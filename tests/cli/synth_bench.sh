@@ -47,13 +47,13 @@ expect "synth config inspect" 0 "out:rope base 500000" "$q" inspect "$tmp/cfg.gg
 
 # bench: JSON structure and sanity (positive values, counts), never a time threshold
 expect "bench --json" 0 "" "$q" bench -m "$model" -m "$tmp/a.gguf" -p 16 -n 4 -r 2 -t 2 --bw-size 64MiB --json -q
-for k in '"machine"' '"read_gbps"' '"threads": 2' '"cpu_level"' '"models"' '"model":' '"file_type": "Q4_0"' '"file_type": null' '"prefill_tps"' '"decode_tps"' '"decode_tps_cpu"' '"read_gb_per_cpu_s"' \
+for k in '"machine"' '"read_gbps"' '"threads": 2' '"cpu_level"' '"models"' '"model":' '"file_type": "Q4_0"' '"file_type": null' '"prefill_tps"' '"prefill_tps_cpu"' '"decode_tps"' '"decode_tps_cpu"' '"read_gb_per_cpu_s"' \
          '"ttft_ms"' '"itl_p50_ms"' '"itl_p99_ms"' '"peak_rss_bytes"' '"peak_rss_is_model"' '"weight_bytes"' '"bandwidth_ratio"' '"n_prompt": 16' \
          '"n_gen": 4' '"reps": 2'; do
     ok has out "$k"
 done
 ok test "$(grep -c '"prefill_tps":' "$tmp/out")" = 2
-ok bash -c "! grep -qE '\"(prefill_tps|decode_tps|decode_tps_cpu|ttft_ms|itl_p50_ms|read_gbps|read_gb_per_cpu_s|bandwidth_ratio)\": (null|0\\.0*,|-)' '$tmp/out'"
+ok bash -c "! grep -qE '\"(prefill_tps|prefill_tps_cpu|decode_tps|decode_tps_cpu|ttft_ms|itl_p50_ms|read_gbps|read_gb_per_cpu_s|bandwidth_ratio)\": (null|0\\.0*,|-)' '$tmp/out'"
 # stories260K (untied) reads every weight each token but one row of the embedding
 ok has out "\"weight_bytes\": $((1171200 - 512 * 64 * 4 + 64 * 4))"
 expect "bench tables" 0 "out:| model | file type | params | prefill tok/s" "$q" bench -m "$model" -p 8 -n 2 -r 1 --bw-size 16MiB

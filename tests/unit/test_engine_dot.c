@@ -715,11 +715,12 @@ static void test_act_f16_variants_equal_reference(void) {
  * and bit for bit, the F16 fast order's reference (qt__gemm_f16_ref) on the same values as f16
  * rows, and its own reference; awkward shapes as check_gemm's, plus lengths that are not a
  * multiple of 16 or 32 (the prefetch step), or of 64 (784), rows past two 16-row work units
- * (33) and batches beside the tile widths and the 64-row panel. */
+ * (33) and batches beside the tile widths and the 64-row panel; 8192 (ffn_down's rows) takes the
+ * narrower panel of 512 KB of activations (gf_panel_a32: 12 rows at AVX-512, 15 at AVX2). */
 static void test_gemm_fast_a32_variants_equal_reference(void) {
     const int64_t rows[] = {1, 2, 3, 4, 5, 7, 8, 9, 17, 33}, batch[] = {1, 2, 3, 5, 6, 7, 12, 13, 31, 33, 63, 64, 65, 129};
-    const int64_t lens[] = {16, 48, 40, 784, 2048};
-    enum { MAX_NR = 33, MAX_NC = 129, MAX_N = 2048, LDO = MAX_NR + 3 };
+    const int64_t lens[] = {16, 48, 40, 784, 2048, 8192};
+    enum { MAX_NR = 33, MAX_NC = 129, MAX_N = 8192, LDO = MAX_NR + 3 };
     uint16_t *w = malloc(sizeof *w * MAX_NR * MAX_N), *a16 = malloc(sizeof *a16 * MAX_NC * MAX_N);
     float *a32 = malloc(sizeof *a32 * MAX_NC * MAX_N), *y = malloc(sizeof *y * MAX_N);
     float *out = malloc(sizeof *out * LDO * MAX_NC);

@@ -146,6 +146,7 @@ static int emit_json(const bench_args *a, const qt_bandwidth *bw, const qt_bench
         json_object_set_new(o, "threads", json_integer(r[i].threads));
         json_object_set_new(o, "prefill_tps", jnum(r[i].prefill_tps));
         json_object_set_new(o, "prefill_tps_sd", jnum(r[i].prefill_tps_sd));
+        json_object_set_new(o, "prefill_tps_cpu", jnum(r[i].prefill_tps_cpu));
         json_object_set_new(o, "decode_tps", jnum(r[i].decode_tps));
         json_object_set_new(o, "decode_tps_sd", jnum(r[i].decode_tps_sd));
         json_object_set_new(o, "decode_tps_cpu", jnum(r[i].decode_tps_cpu));
