@@ -334,7 +334,7 @@ static void test_batching_and_threads_do_not_change_bits(void) {
  * (rows not a multiple of the 16-row work unit: n_vocab 301): for q8_0, q4_0,
  * q2_K..q6_K, f16 and bf16, and q4_1, q5_0, q5_1, iq4_nl (x16-packed in fast
  * mode), and both float orders, prefill on 1, 2 and 3 threads in
- * batches of 129, 7 and 1 tokens gives the same bits (129 rows: the feed-forward's
+ * batches of 129, 7 and 1 tokens gives the same bits (129 rows: the layer's
  * chunks of 64, 65 rows, forward.c). With --numerics llama
  * each element is vec_dot's; fast differs from it by rounding (and its consequences). */
 static void test_gemm_kernels_threads_batches_numerics(void) {
