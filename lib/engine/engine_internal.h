@@ -15,7 +15,8 @@
 typedef struct qt__mat {
     const qt_tensor *t;
     const qt_type_traits *tr;   /* the stored type's row of the traits table */
-    const uint8_t *data;        /* (n_out, row_bytes) */
+    const uint8_t *data;        /* (n_out, row_bytes): the tensor's, or own_data */
+    uint8_t *own_data;          /* F16/BF16 rows copied into huge pages at load (matmul.c), owned; or NULL */
     int64_t n_in, n_out;
     size_t row_bytes;
     /* How rows meet activations (decided once at qt_engine_new):

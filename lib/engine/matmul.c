@@ -129,6 +129,34 @@ static qt_status mat_pack(qt__mat *m, qt_threadpool *pool, const qt_model *drop_
     return QT_OK;
 }
 
+/* Bytes copied between page drops: whole huge pages, few enough that the copy never sits
+ * beside much of the source. */
+#define COPY_SLICE_BYTES ((size_t)8 << 20)
+
+/* F16 / BF16 rows the kernels stream as stored: copied once into a huge-page buffer
+ * (lib/core/bigalloc.h), the file's pages dropped slice by slice as they are copied, so
+ * decode streams 2 MiB pages, not the file mapping's 4 KiB ones (docs/performance.md,
+ * "F16 rows in huge pages"). Only for tensors in a file mapping of drop_from (peak RSS stays
+ * the weights' plus one slice); QUANTA_WEIGHTS_COPY=0 keeps the mapping. */
+static qt_status mat_copy_rows(qt__mat *m, const qt_model *drop_from) {
+    const size_t n = (size_t)m->n_out * m->row_bytes;
+    const qt_type t = m->t->type;
+    if ((t != QT_TYPE_F16 && t != QT_TYPE_BF16) || !drop_from || n < QT__WEIGHTS_HUGE_MIN ||
+        !qt__model_in_map(drop_from, m->data, n))
+        return QT_OK;
+    const char *env = getenv("QUANTA_WEIGHTS_COPY");
+    if (env && strcmp(env, "0") == 0) return QT_OK;
+    m->own_data = qt__weights_alloc(n);
+    if (!m->own_data) return qt_error(QT_ERR_NOMEM, "tensor '%s': out of memory copying %zu bytes of rows", m->t->name, n);
+    for (size_t o = 0; o < n; o += COPY_SLICE_BYTES) {
+        const size_t k = n - o < COPY_SLICE_BYTES ? n - o : COPY_SLICE_BYTES;
+        memcpy(m->own_data + o, m->data + o, k);
+        qt__model_drop_pages(drop_from, m->data + o, k);
+    }
+    m->data = m->own_data;
+    return QT_OK;
+}
+
 qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics) {
     return qt__mat_init_pool(m, t, act_quant, numerics, NULL, NULL);
 }
@@ -155,6 +183,8 @@ qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_n
     if (m->tr->engine_only && m->n_in > QT_CT_ROW_MAX_N)
         return qt_error(QT_ERR_SHAPE, "tensor '%s': rows of %lld elements; W8A8 rows are exact up to %d", t->name,
                         (long long)m->n_in, QT_CT_ROW_MAX_N);
+    qt_status cs = mat_copy_rows(m, drop_from);
+    if (cs != QT_OK) return cs;
     /* fp8-static: every row of a CT_F8 weight carries the checkpoint's input_scale (0: dynamic) */
     if (t->type == QT_TYPE_CT_F8 && m->n_out > 0) m->act_static_scale = qt__ct_hdr(m->data, 1);
     const qt_type vt = m->tr->vec_dot_type;
@@ -227,6 +257,7 @@ qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_n
 
 void qt__mat_free(qt__mat *m) {
     qt__weights_free(m->x16_data);
+    qt__weights_free(m->own_data);
     memset(m, 0, sizeof *m);
 }
 
