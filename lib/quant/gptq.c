@@ -88,9 +88,13 @@ static void hess_units(void *ctx, int64_t begin, int64_t end, int thread) {
     }
 }
 
+int64_t qt_gptq_hessian_scratch_floats(const qt_gptq_hessian *h) {
+    return (int64_t)qt_threadpool_size(h->pool) * HESS_PANEL * h->n;
+}
+
 qt_status qt_gptq_hessian_add(qt_gptq_hessian *h, const float *x, int64_t n_rows) {
     const int64_t n = h->n;
-    float *part = malloc((size_t)qt_threadpool_size(h->pool) * HESS_PANEL * (size_t)n * sizeof *part);
+    float *part = h->scratch ? h->scratch : malloc((size_t)qt_gptq_hessian_scratch_floats(h) * sizeof *part);
     if (!part) return qt_error(QT_ERR_NOMEM, "gptq: out of memory for the Hessian's partial sums");
     blas_pin();
     hess_job j = {.h = h, .part = part, .n_panel = (n + HESS_PANEL - 1) / HESS_PANEL};
@@ -99,7 +103,7 @@ qt_status qt_gptq_hessian_add(qt_gptq_hessian *h, const float *x, int64_t n_rows
         j.x = x + r0 * n;
         qt_parallel_for(h->pool, (j.n_panel + 1) / 2, hess_units, &j);
     }
-    free(part);
+    if (part != h->scratch) free(part);
     h->n_rows += n_rows;
     return QT_OK;
 }

@@ -76,6 +76,7 @@ typedef struct observer_ctx {
     qt_act_stats act[QT__N_INPUTS]; /* smoothing only: channel statistics of each input */
     bool smoothing;
     qt_threadpool *pool;      /* the Hessians' and the column loops' threads (a fixed split: the same bits at any count) */
+    qt__hess_scratch scratch; /* the Hessians' partial sums, for the observe pass */
     layer_profile *prof;      /* or NULL */
     qt_status err;
 } observer_ctx;
@@ -92,7 +93,7 @@ static void observe(void *user, int32_t layer, const char *linear, const float *
         h->pool = c->pool;
         if (h->n != n_in) { c->err = qt_error(QT_ERR_SHAPE, "gptq: %s: %d inputs, then %lld", linear, n_in, (long long)h->n); return; }
         const double c0 = c->prof ? cpu_now() : 0;
-        c->err = qt_gptq_hessian_add(h, x, n_tokens);
+        c->err = qt__hessian_add_scratch(h, &c->scratch, x, n_tokens);
         if (c->prof) c->prof->hessian += cpu_now() - c0;
         qt_act_stats *a = &c->act[qt__layer_linears[k].input];
         if (c->err == QT_OK && c->smoothing && !a->abs_sum) c->err = qt_act_stats_init(a, n_in);
@@ -100,6 +101,26 @@ static void observe(void *user, int32_t layer, const char *linear, const float *
         return;
     }
     c->err = qt_error(QT_ERR_UNSUPPORTED, "gptq: the engine ran a linear '%s' quanta has no Hessian for", linear);
+}
+
+qt_status qt__hessian_add_scratch(qt_gptq_hessian *h, qt__hess_scratch *sc, const float *x, int64_t n_rows) {
+    const int64_t need = qt_gptq_hessian_scratch_floats(h);
+    if (need > sc->floats) {
+        free(sc->buf);
+        sc->floats = 0;
+        if (!(sc->buf = malloc((size_t)need * sizeof *sc->buf)))
+            return qt_error(QT_ERR_NOMEM, "gptq: out of memory for the Hessian's partial sums");
+        sc->floats = need;
+    }
+    h->scratch = sc->buf;
+    const qt_status s = qt_gptq_hessian_add(h, x, n_rows);
+    h->scratch = NULL;
+    return s;
+}
+
+void qt__hess_scratch_free(qt__hess_scratch *sc) {
+    free(sc->buf);
+    *sc = (qt__hess_scratch){0};
 }
 
 void qt__calib_note(const qt_gptq_run_opts *g, const char *fmt, ...) {
@@ -251,6 +272,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
         if (g->kv_data) qt_layerwise_set_kv_observer(lw, qt_kv_scales_observe, g->kv_data);
         double c0 = g->profile ? cpu_now() : 0;
         s = qt_layerwise_observe_layer(lw, observe, &oc);
+        qt__hess_scratch_free(&oc.scratch);
         lp.observe = g->profile ? cpu_now() - c0 - lp.hessian : 0;
         qt_layerwise_set_kv_observer(lw, NULL, NULL);
         if (s == QT_OK) s = oc.err;
