@@ -160,27 +160,68 @@ static void note_dead(const qt_gptq_run_opts *g, int32_t il, int k, const double
              (long long)n, (long long)cols, list);
 }
 
+/* The linears' buffers, kept from one linear (and layer) to the next and grown to the largest, so their
+ * pages are faulted in once (fresh ones per linear were ~12 % of a phase): at most the largest linear's W
+ * and H, and qt_gptq_quantize's work (the memory estimate's linear term, which already counts them all). */
+typedef struct linear_bufs {
+    float *W;                 /* (w_cap) a linear's weights in f32 */
+    double *H;                /* (h_cap) its Hessian (cols, cols), smoothed */
+    int64_t w_cap, h_cap;
+    int h_input;              /* the input (qt__layer_linears[].input) whose Hessian H holds, -1: none */
+    qt_gptq_work work;        /* its h_id changes with every H fetched: linears sharing an input share the factor */
+} linear_bufs;
+
+static bool bufs_reserve(linear_bufs *b, int64_t w, int64_t h) {
+    if (w > b->w_cap) {
+        free(b->W);
+        b->w_cap = (b->W = malloc((size_t)w * sizeof *b->W)) ? w : 0;
+    }
+    if (h > b->h_cap) {
+        free(b->H);
+        b->h_cap = (b->H = malloc((size_t)h * sizeof *b->H)) ? h : 0;
+        b->h_input = -1;
+    }
+    return b->w_cap >= w && b->h_cap >= h;
+}
+
+static void bufs_free(linear_bufs *b) {
+    free(b->W);
+    free(b->H);
+    qt_gptq_work_free(&b->work);
+    *b = (linear_bufs){.h_input = -1};
+}
+
+/* Input in's Hessian into b->H (smoothed by cs), unless it is there already: the same values for every
+ * linear of that input (cs is per input), so the work's factor of it stays valid. */
+static qt_status fetch_h(linear_bufs *b, const qt_gptq_hessian *h, int in, int64_t cols, const float *cs) {
+    if (b->h_input == in && false) return QT_OK;
+    b->h_input = -1;
+    b->work.h_id++;
+    qt_status s = qt_gptq_hessian_get(h, b->H);
+    if (s == QT_OK && cs) qt_smooth_hessian(b->H, cols, cs);
+    if (s == QT_OK) b->h_input = in;
+    return s;
+}
+
 /* One linear: its weights in f32 (smoothed: sl), its Hessian, the target, the engine rebound. */
 static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int k, observer_ctx *oc, qt__calib_target *tg,
-                            const qt__smooth_layer *sl, const qt_gptq_run_opts *g, qt_gptq_report *r) {
+                            const qt__smooth_layer *sl, const qt_gptq_run_opts *g, linear_bufs *b, qt_gptq_report *r) {
     char name[QT_MAX_NAME];
     snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
     const qt_tensor *t = qt_model_find_tensor(m, name);
     if (!t) return QT_OK; /* an architecture without this linear */
     const double c0 = oc->prof ? cpu_now() : 0;
-    const qt_gptq_hessian *h = &oc->h[qt__layer_linears[k].input];
+    const int in = qt__layer_linears[k].input;
+    const qt_gptq_hessian *h = &oc->h[in];
     if (!h->s) return qt_error(QT_ERR_INTERNAL, "gptq: %s: the engine never showed its inputs", name);
     const int64_t cols = t->ne[0], rows = t->ne[1];
-    float *W = malloc((size_t)(rows * cols) * sizeof *W);
-    double *H = malloc((size_t)(cols * cols) * sizeof *H);
-    qt_status s = W && H ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory for %s", name);
+    qt_status s = bufs_reserve(b, rows * cols, cols * cols) ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory for %s", name);
+    float *W = b->W;
+    const double *H = b->H;
     if (s == QT_OK) s = qt_dequantize_rows(t->type, t->data, W, rows, cols);
-    if (s == QT_OK) s = qt_gptq_hessian_get(h, H);
-    const float *cs = sl->col[qt__layer_linears[k].input];
-    if (s == QT_OK && cs) {
-        qt_smooth_scale_cols(W, rows, cols, cs);
-        qt_smooth_hessian(H, cols, cs);
-    }
+    const float *cs = sl->col[in];
+    if (s == QT_OK) s = fetch_h(b, h, in, cols, cs);
+    if (s == QT_OK && cs) qt_smooth_scale_cols(W, rows, cols, cs);
     if (s == QT_OK && sl->row[k]) qt_smooth_unscale_rows(W, rows, cols, sl->row[k]);
     if (s == QT_OK) note_dead(g, il, k, H, cols);
     qt_tensor bind = *t;
@@ -189,6 +230,7 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
     qt_gptq_stats st = {0};
     qt_gptq_opts go = g->gptq;
     go.pool = oc->pool;
+    go.work = &b->work;
     const double c1 = oc->prof ? cpu_now() : 0;
     if (s == QT_OK) s = tg->linear(tg->ctx, t, W, H, &go, &st, &bind, &done);
     const double c2 = oc->prof ? cpu_now() : 0;
@@ -199,8 +241,6 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
         oc->prof->quantize += c2 - c1 - st.cpu_factor;
         oc->prof->bind += cpu_now() - c2;
     }
-    free(W);
-    free(H);
     if (s != QT_OK) return qt_error(s, "%s: %s", name, qt_last_error());
     if (done) {
         r->n_gptq++;
@@ -253,6 +293,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     qt_engine_ctx *e = NULL;
     qt_layerwise *lw = NULL;
     qt_threadpool *pool = NULL;
+    linear_bufs bufs = {.h_input = -1};
     qt_status s = qt_engine_new(m, &eo, &e);
     if (s == QT_OK) s = qt_threadpool_create(g->threads, &pool);
     if (s == QT_OK) s = qt_layerwise_new(e, g->tokens, g->n_seq, g->n_tok, &lw);
@@ -280,7 +321,8 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
         c0 = g->profile ? cpu_now() : 0;
         if (s == QT_OK && oc.smoothing) s = qt__smooth_layer_run(m, lw, il, oc.h, oc.act, g, tg, &sl, r);
         lp.smooth = g->profile ? cpu_now() - c0 : 0;
-        for (int k = 0; s == QT_OK && k < QT__N_LINEARS; k++) s = one_linear(m, lw, il, k, &oc, tg, &sl, g, r);
+        bufs.h_input = -1; /* this layer's Hessians are new */
+        for (int k = 0; s == QT_OK && k < QT__N_LINEARS; k++) s = one_linear(m, lw, il, k, &oc, tg, &sl, g, &bufs, r);
         for (int k = 0; k < QT__N_INPUTS; k++) qt_gptq_hessian_free(&oc.h[k]), qt_act_stats_free(&oc.act[k]);
         qt__smooth_layer_free(&sl);
         c0 = g->profile ? cpu_now() : 0;
@@ -304,6 +346,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     }
     if (s == QT_OK && g->kv_data) s = qt_kv_scales_finish(g->kv_data);
     r->seconds = now() - t0;
+    bufs_free(&bufs);
     qt_layerwise_free(lw);
     qt_engine_free(e);
     qt_threadpool_free(pool);
