@@ -194,7 +194,7 @@ static void bufs_free(linear_bufs *b) {
 /* Input in's Hessian into b->H (smoothed by cs), unless it is there already: the same values for every
  * linear of that input (cs is per input), so the work's factor of it stays valid. */
 static qt_status fetch_h(linear_bufs *b, const qt_gptq_hessian *h, int in, int64_t cols, const float *cs) {
-    if (b->h_input == in && false) return QT_OK;
+    if (b->h_input == in) return QT_OK;
     b->h_input = -1;
     b->work.h_id++;
     qt_status s = qt_gptq_hessian_get(h, b->H);
