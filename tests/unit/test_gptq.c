@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "qtest.h"
+#include "core/cpu_level.h"
 #include "quant/gptq_internal.h"
 #include "quanta.h"
 
@@ -688,6 +689,47 @@ static void test_work_reuse(void) {
     free_problem(&c);
 }
 
+/* The ct int grid's column kernel (gptq_grid_avx2.c) gives its scalar reference's codes and values
+ * bit for bit: every dtype, 2/4/8 bits, symmetric and not, lengths around the 8 lanes, values past
+ * the clamp, ties, subnormal and signed-zero values, tiny and huge scales. */
+static void test_ct_int_col_kernel(void) {
+#if QT_ARCH_X86
+    if (qt__cpu_level_get() < QT__CPU_AVX2) SKIP("this CPU (or QUANTA_CPU) has no AVX2");
+    const int dts[3] = {QT_CT_BF16, QT_CT_F16, QT_CT_F32}, bits[3] = {2, 4, 8};
+    const int64_t lens[6] = {1, 7, 8, 9, 64, 70};
+    float w[70], sc[70], q0[70], q1[70];
+    int8_t zp[70], c0[70], c1[70];
+    int cases = 0;
+    for (int d = 0; d < 3; d++)
+        for (int b = 0; b < 3; b++)
+            for (int sym = 0; sym < 2; sym++)
+                for (int l = 0; l < 6; l++)
+                    for (int rep = 0; rep < 20; rep++) {
+                        const int64_t n = lens[l];
+                        const int half = 1 << (bits[b] - 1);
+                        for (int64_t r = 0; r < n; r++) {
+                            const float u = (float)unif();
+                            sc[r] = rep % 5 == 0 ? 0x1.0p-7f : rep % 5 == 1 ? 1e-30f : (float)(0.001 + unif());
+                            w[r] = (float)((unif() * 2.0 - 1.0) * 1.5 * half) * sc[r]; /* past the clamp too */
+                            if (rep % 4 == 1) w[r] = sc[r] * (float)((int)(u * 2 * half) - half) * 0.5f * 3.0f; /* ties */
+                            if (rep % 7 == 3) w[r] = r % 2 ? -0.0f : 1e-40f;
+                            if (rep % 9 == 5) w[r] = (float)(unif() - 0.5) * 1e30f;
+                            zp[r] = (int8_t)((int)(unif() * 2 * half) - half);
+                        }
+                        const int8_t *z = sym ? NULL : zp;
+                        qt__ct_int_col_ref(w, sc, z, n, bits[b], dts[d], c0, q0);
+                        qt__ct_int_col_avx2(w, sc, z, n, bits[b], dts[d], c1, q1);
+                        CHECK_MSG(!memcmp(c0, c1, (size_t)n) && !memcmp(q0, q1, (size_t)n * sizeof *q0),
+                                  "dtype %d, %d bits, symmetric %d, %lld rows: not the reference's bits", dts[d], bits[b],
+                                  sym, (long long)n);
+                        cases++;
+                    }
+    CHECK(cases == 3 * 3 * 2 * 6 * 20);
+#else
+    SKIP("not an x86 build");
+#endif
+}
+
 int main(void) {
     QT_RUN(test_hessian);
     QT_RUN(test_ct_int_identity);
@@ -701,5 +743,6 @@ int main(void) {
     QT_RUN(test_factor_tiles);
     QT_RUN(test_row_panels);
     QT_RUN(test_work_reuse);
+    QT_RUN(test_ct_int_col_kernel);
     return qt_test_finish("gptq");
 }
