@@ -152,16 +152,51 @@ typedef struct qt_gptq_hessian {
     int64_t n_rows;          /* calibration rows added */
     qt_threadpool *pool;     /* set after init, or NULL: the threads that add rows and copy H out (split the
                                 same way at any thread count, so S has the same bits) */
+    float *scratch;          /* set before an add, or NULL: qt_gptq_hessian_scratch_floats floats of the caller's
+                                for the chunks' partial sums (NULL: qt_gptq_hessian_add allocates them per call;
+                                a caller adding many batches keeps one buffer instead of faulting in 16 MiB
+                                of fresh pages per call for an 8192-wide input on 2 threads) */
 } qt_gptq_hessian;
 
 QT_API qt_status qt_gptq_hessian_init(qt_gptq_hessian *h, int64_t n);
 /* Adds rows x (n_rows, n) (float, row-major). */
 QT_API qt_status qt_gptq_hessian_add(qt_gptq_hessian *h, const float *x, int64_t n_rows);
+/* Floats of h->scratch an add needs at h->n columns on h->pool's threads. */
+QT_API int64_t qt_gptq_hessian_scratch_floats(const qt_gptq_hessian *h);
 /* H = 2 S / n_rows, full symmetric (n, n) into out. */
 QT_API qt_status qt_gptq_hessian_get(const qt_gptq_hessian *h, double *out);
 QT_API void qt_gptq_hessian_free(qt_gptq_hessian *h);
 
 /* ---- the algorithm --------------------------------------------------------------- */
+
+/* What qt_gptq_quantize keeps from one call to the next (a layer's linears,
+ * one after another): its buffers, grown to the widest linear seen and kept,
+ * so their pages are faulted in once, not per linear; and the inverse
+ * Cholesky factor of the last H. The factor depends on H (and damp_frac,
+ * act_order, max_retries) only, so linears that share an input (q/k/v,
+ * gate/up) share it: the caller changes h_id whenever H's values may have
+ * changed, and a call with the h_id, width and options of the call that
+ * factored reuses that factor (the same bits as factoring again).
+ * Zero-initialise; qt_gptq_work_free releases it. */
+typedef struct qt_gptq_work {
+    uint64_t h_id;           /* set by the caller: which H (the same id: the same values) */
+    /* the rest is qt_gptq_quantize's */
+    double *A, *diag;        /* (n_cap, n_cap) the factorization's workspace; (n_cap) */
+    float *U;                /* (n_cap, n_cap) the factor (its first n x n, row-major n wide) */
+    int64_t *perm, *pos;     /* (n_cap) the factor's processing order */
+    int *bad;                /* (n_cap / 256 + 1) */
+    float *Wp;               /* (wp_cap) with act_order: W permuted */
+    int64_t n_cap, wp_cap;
+    bool have_factor;        /* U, perm, pos, f_* hold the factor of H f_id */
+    uint64_t f_id;
+    int64_t f_n;
+    bool f_act_order;
+    double f_damp_frac, f_damp;
+    int f_max_retries, f_retries;
+} qt_gptq_work;
+
+QT_API void qt_gptq_work_free(qt_gptq_work *w);
+
 typedef struct qt_gptq_opts {
     double damp_frac;        /* 0.01 */
     int64_t block;           /* 128: columns per lazy-update block */
@@ -169,6 +204,7 @@ typedef struct qt_gptq_opts {
     int max_retries;         /* 6: damping x10 per retry */
     qt_threadpool *pool;     /* or NULL: the threads of the inverse Cholesky factor and the column loop
                                 (fixed tiles: the same bits at any thread count) */
+    qt_gptq_work *work;      /* or NULL: the buffers allocated and freed per call, H factored every call */
 } qt_gptq_opts;
 
 QT_API qt_gptq_opts qt_gptq_opts_default(void);
@@ -178,13 +214,16 @@ typedef struct qt_gptq_stats {
     int retries;             /* Cholesky failures before success */
     int64_t dead_cols;       /* columns with H_ii == 0 */
     double loss;             /* sum over rows and columns of err^2 (GPTQ's objective / 2) */
-    double cpu_factor;       /* process CPU seconds in the inverse Cholesky factorization (profiling only) */
+    double cpu_factor;       /* process CPU seconds in the inverse Cholesky factorization (profiling only;
+                                0 when the work's factor was reused) */
+    bool factor_reused;      /* the factor of the previous call's H (qt_gptq_work) */
 } qt_gptq_stats;
 
 /* W (rows, cols) in place: on return, its values on the grid (the grid holds
  * the codes; after an error W's values are unspecified). H: (cols, cols)
  * symmetric, not modified. Holds cols^2 x 12 bytes (the factorization's
- * workspace in double, U in float) and, with act_order, a permuted copy of W. */
+ * workspace in double, U in float) and, with act_order, a permuted copy of W:
+ * in o->work when given (kept, grown to the largest call's), else per call. */
 QT_API qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H, const qt_gptq_grid *grid,
                                   const qt_gptq_opts *o, qt_gptq_stats *stats);
 

@@ -88,9 +88,13 @@ static void hess_units(void *ctx, int64_t begin, int64_t end, int thread) {
     }
 }
 
+int64_t qt_gptq_hessian_scratch_floats(const qt_gptq_hessian *h) {
+    return (int64_t)qt_threadpool_size(h->pool) * HESS_PANEL * h->n;
+}
+
 qt_status qt_gptq_hessian_add(qt_gptq_hessian *h, const float *x, int64_t n_rows) {
     const int64_t n = h->n;
-    float *part = malloc((size_t)qt_threadpool_size(h->pool) * HESS_PANEL * (size_t)n * sizeof *part);
+    float *part = h->scratch ? h->scratch : malloc((size_t)qt_gptq_hessian_scratch_floats(h) * sizeof *part);
     if (!part) return qt_error(QT_ERR_NOMEM, "gptq: out of memory for the Hessian's partial sums");
     blas_pin();
     hess_job j = {.h = h, .part = part, .n_panel = (n + HESS_PANEL - 1) / HESS_PANEL};
@@ -99,7 +103,7 @@ qt_status qt_gptq_hessian_add(qt_gptq_hessian *h, const float *x, int64_t n_rows
         j.x = x + r0 * n;
         qt_parallel_for(h->pool, (j.n_panel + 1) / 2, hess_units, &j);
     }
-    free(part);
+    if (part != h->scratch) free(part);
     h->n_rows += n_rows;
     return QT_OK;
 }
@@ -515,6 +519,72 @@ static qt_status check_args(int64_t rows, int64_t cols, const qt_gptq_grid *grid
     return QT_OK;
 }
 
+void qt_gptq_work_free(qt_gptq_work *w) {
+    free(w->A);
+    free(w->diag);
+    free(w->U);
+    free(w->perm);
+    free(w->pos);
+    free(w->bad);
+    free(w->Wp);
+    *w = (qt_gptq_work){0};
+}
+
+/* The work's buffers for n columns and wp floats of permuted W: grown (freed first, so the old and the new are
+ * never resident together), never shrunk. Growing drops the factor it held. */
+static bool work_reserve(qt_gptq_work *w, int64_t n, int64_t wp) {
+    if (n > w->n_cap) {
+        free(w->A), free(w->diag), free(w->U), free(w->perm), free(w->pos), free(w->bad);
+        w->A = malloc((size_t)(n * n) * sizeof *w->A);
+        w->U = malloc((size_t)(n * n) * sizeof *w->U);
+        w->diag = malloc((size_t)n * sizeof *w->diag);
+        w->perm = malloc((size_t)n * sizeof *w->perm);
+        w->pos = malloc((size_t)n * sizeof *w->pos);
+        w->bad = malloc((size_t)((n + CHOL_NB - 1) / CHOL_NB) * sizeof *w->bad); /* the factor's units: non-finite rows */
+        w->have_factor = false;
+        w->n_cap = w->A && w->U && w->diag && w->perm && w->pos && w->bad ? n : 0;
+        if (!w->n_cap) return false;
+    }
+    if (wp > w->wp_cap) {
+        free(w->Wp);
+        w->wp_cap = (w->Wp = malloc((size_t)wp * sizeof *w->Wp)) ? wp : 0;
+        if (!w->Wp) return false;
+    }
+    return true;
+}
+
+static bool work_factor_fits(const qt_gptq_work *w, int64_t n, const qt_gptq_opts *o) {
+    return w->have_factor && w->f_id == w->h_id && w->f_n == n && w->f_act_order == o->act_order &&
+           w->f_damp_frac == o->damp_frac && w->f_max_retries == o->max_retries;
+}
+
+/* U (in w) for H: factored, damping x10 per failure, or the work's factor of the same H. */
+static qt_status factor(qt_gptq_work *w, const double *H, int64_t n, double mean, const qt_gptq_opts *o,
+                        qt_gptq_stats *st) {
+    if (work_factor_fits(w, n, o)) { /* perm, pos and U are this H's: only diag was written again, to the same values */
+        st->damp = w->f_damp;
+        st->retries = w->f_retries;
+        st->factor_reused = true;
+        return QT_OK;
+    }
+    w->have_factor = false;
+    st->damp = o->damp_frac * mean;
+    const double c0 = cpu_seconds();
+    while (!inverse_cholesky(H, w->diag, w->perm, n, st->damp, w->A, w->U, w->bad, o->pool)) {
+        if (st->retries == o->max_retries)
+            return qt_error(QT_ERR_RANGE, "gptq: the Hessian is not positive definite even with damping %g "
+                            "(%.3g x the mean diagonal) after %d retries", st->damp, st->damp / mean, st->retries);
+        st->retries++;
+        st->damp *= 10.0;
+    }
+    st->cpu_factor = cpu_seconds() - c0;
+    *w = (qt_gptq_work){.h_id = w->h_id, .A = w->A, .diag = w->diag, .U = w->U, .perm = w->perm, .pos = w->pos,
+                        .bad = w->bad, .Wp = w->Wp, .n_cap = w->n_cap, .wp_cap = w->wp_cap, .have_factor = true,
+                        .f_id = w->h_id, .f_n = n, .f_act_order = o->act_order, .f_damp_frac = o->damp_frac,
+                        .f_damp = st->damp, .f_max_retries = o->max_retries, .f_retries = st->retries};
+    return QT_OK;
+}
+
 qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H, const qt_gptq_grid *grid,
                            const qt_gptq_opts *opts, qt_gptq_stats *stats) {
     const qt_gptq_opts o = opts ? *opts : qt_gptq_opts_default();
@@ -526,13 +596,9 @@ qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H
             return qt_error(QT_ERR_RANGE, "gptq: weight[%lld][%lld] is not finite", (long long)(i / cols),
                             (long long)(i % cols));
     const int64_t n = cols, block = o.block < cols ? o.block : cols;
-    double *diag = malloc((size_t)n * sizeof *diag), *A = malloc((size_t)(n * n) * sizeof *A);
-    float *U = malloc((size_t)(n * n) * sizeof *U); /* W itself is the working copy in natural order */
-    float *Wp = o.act_order ? malloc((size_t)(rows * cols) * sizeof *Wp) : NULL;
-    int64_t *perm = malloc((size_t)n * sizeof *perm), *pos = malloc((size_t)n * sizeof *pos);
-    int *bad = malloc((size_t)((n + CHOL_NB - 1) / CHOL_NB) * sizeof *bad); /* the factor's units: non-finite rows */
+    qt_gptq_work own = {0}, *w = o.work ? o.work : &own; /* W itself is the working copy in natural order */
     gptq_run r = {.rows = rows, .cols = cols, .block = block, .grid = grid, .pool = o.pool};
-    if (!diag || !A || !U || (o.act_order && !Wp) || !perm || !pos || !bad) {
+    if (!work_reserve(w, n, o.act_order ? rows * cols : 0)) {
         s = qt_error(QT_ERR_NOMEM, "gptq: out of memory for a %lld x %lld linear", (long long)rows, (long long)cols);
         goto done;
     }
@@ -545,6 +611,7 @@ qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H
         }
     }
     double mean = 0;
+    double *diag = w->diag;
     for (int64_t i = 0; i < n; i++) {
         diag[i] = H[i * n + i];
         if (diag[i] == 0.0) {
@@ -554,38 +621,23 @@ qt_status qt_gptq_quantize(float *W, int64_t rows, int64_t cols, const double *H
         }
         mean += diag[i];
     }
-    if ((s = order(diag, n, o.act_order, perm, pos)) != QT_OK) goto done;
     mean /= (double)n;
-    st.damp = o.damp_frac * mean;
-    const double c0 = cpu_seconds();
-    while (!inverse_cholesky(H, diag, perm, n, st.damp, A, U, bad, o.pool)) {
-        if (st.retries == o.max_retries) {
-            s = qt_error(QT_ERR_RANGE, "gptq: the Hessian is not positive definite even with damping %g "
-                         "(%.3g x the mean diagonal) after %d retries", st.damp, st.damp / mean, st.retries);
-            goto done;
-        }
-        st.retries++;
-        st.damp *= 10.0;
-    }
-    st.cpu_factor = cpu_seconds() - c0;
+    if (!work_factor_fits(w, n, &o) && (s = order(diag, n, o.act_order, w->perm, w->pos)) != QT_OK) goto done;
+    if ((s = factor(w, H, n, mean, &o, &st)) != QT_OK) goto done;
+    const int64_t *perm = w->perm;
+    float *Wp = o.act_order ? w->Wp : NULL;
     for (int64_t row = 0; Wp && row < rows; row++)
         for (int64_t j = 0; j < n; j++) Wp[row * n + j] = W[row * n + perm[j]];
     r.W = Wp ? Wp : W;
-    r.U = U;
+    r.U = w->U;
     r.perm = perm;
-    r.pos = pos;
+    r.pos = w->pos;
     s = column_loop(&r, &st.loss);
     if (s == QT_OK && Wp)
         for (int64_t row = 0; row < rows; row++)
             for (int64_t j = 0; j < n; j++) W[row * n + perm[j]] = Wp[row * n + j];
 done:
-    free(diag);
-    free(A);
-    free(U);
-    free(Wp);
-    free(perm);
-    free(pos);
-    free(bad);
+    qt_gptq_work_free(&own);
     if (stats) *stats = st;
     return s;
 }

@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "blocks.h"
+#include "core/cpu_level.h"
+#include "gptq_internal.h"
 #include "quanta/ct.h"
 #include "quanta/gptq.h"
 #include "quanta/num.h"
@@ -60,21 +62,43 @@ static qt_status ct_int_begin(void *ctx, const float *wg, int64_t r0, int64_t ro
     return QT_OK;
 }
 
-/* compressed-tensors' _quantize / _dequantize for one element (ct_int.c's arithmetic). */
+/* compressed-tensors' _quantize / _dequantize for one element (ct_int.c's arithmetic), element by element. */
+void qt__ct_int_col_ref(const float *w, const float *s, const int8_t *zp, int64_t n, int bits, int dtype,
+                        int8_t *code, float *q) {
+    const qt_ct_dtype dt = (qt_ct_dtype)dtype;
+    const float qmin = -(float)(1 << (bits - 1)), qmax = (float)((1 << (bits - 1)) - 1);
+    for (int64_t r = 0; r < n; r++) {
+        const int z = zp ? zp[r] : 0;
+        float t = qt_ct_round_dtype(qt_ct_round_dtype(w[r], dt) / s[r], dt);
+        if (zp) t = qt_ct_round_dtype(t + (float)z, dt);
+        t = fminf(fmaxf(t, qmin), qmax);
+        code[r] = (int8_t)nearbyintf(t);
+        q[r] = qt_ct_round_dtype((float)(code[r] - z) * s[r], dt);
+    }
+}
+
+#define COL_CHUNK 64 /* rows per call of the column kernel: the column loop's panel (gptq.c LAZY_ROWS) */
+
+/* The column's rows in chunks: their scales, zero points and codes gathered from and scattered to
+ * the grid's (rows, groups) and (rows, cols) arrays around one kernel call. */
 static void ct_int_col(void *ctx, const float *w, int64_t r0, int64_t rows, int64_t col, float *q) {
     qt_gptq_ct_int *c = ctx;
-    const qt_ct_dtype dt = (qt_ct_dtype)c->dtype;
     const int64_t ng = c->cols / c->group, g = col / c->group;
-    const float qmin = -(float)(1 << (c->bits - 1)), qmax = (float)((1 << (c->bits - 1)) - 1);
-    for (int64_t r = 0; r < rows; r++) {
-        const float s = c->scales[(r0 + r) * ng + g];
-        const int zp = c->symmetric ? 0 : c->zero_points[(r0 + r) * ng + g];
-        float t = qt_ct_round_dtype(qt_ct_round_dtype(w[r], dt) / s, dt);
-        if (!c->symmetric) t = qt_ct_round_dtype(t + (float)zp, dt);
-        t = fminf(fmaxf(t, qmin), qmax);
-        const int8_t code = (int8_t)nearbyintf(t);
-        c->q[(r0 + r) * c->cols + col] = code;
-        q[r] = qt_ct_round_dtype((float)(code - zp) * s, dt);
+    void (*const kernel)(const float *, const float *, const int8_t *, int64_t, int, int, int8_t *, float *) =
+#if QT_ARCH_X86
+        qt__cpu_level_get() >= QT__CPU_AVX2 ? qt__ct_int_col_avx2 :
+#endif
+        qt__ct_int_col_ref;
+    float s[COL_CHUNK];
+    int8_t zp[COL_CHUNK], code[COL_CHUNK];
+    for (int64_t a = 0; a < rows; a += COL_CHUNK) {
+        const int64_t m = rows - a < COL_CHUNK ? rows - a : COL_CHUNK;
+        for (int64_t r = 0; r < m; r++) {
+            s[r] = c->scales[(r0 + a + r) * ng + g];
+            if (!c->symmetric) zp[r] = c->zero_points[(r0 + a + r) * ng + g];
+        }
+        kernel(w + a, s, c->symmetric ? NULL : zp, m, c->bits, c->dtype, code, q + a);
+        for (int64_t r = 0; r < m; r++) c->q[(r0 + a + r) * c->cols + col] = code[r];
     }
 }
 

@@ -12,4 +12,14 @@
  * False when H + damp I is not positive definite or U is not finite. */
 bool qt__gptq_inverse_factor(const double *H, int64_t n, double damp, float *U, qt_threadpool *pool);
 
+/* The compressed-tensors int grid on one column of n rows (compressed-tensors' _quantize and
+ * _dequantize per element, ct_int.c's arithmetic): w the values, s and zp (NULL: symmetric) their
+ * rows' scales and zero points; code the int codes, q their values in dtype (a qt_ct_dtype). The
+ * scalar reference (gptq_grid.c) and its AVX2 form (gptq_grid_avx2.c: the same bits; x86 only,
+ * where the CPU has AVX2). */
+void qt__ct_int_col_ref(const float *w, const float *s, const int8_t *zp, int64_t n, int bits, int dtype,
+                        int8_t *code, float *q);
+void qt__ct_int_col_avx2(const float *w, const float *s, const int8_t *zp, int64_t n, int bits, int dtype,
+                         int8_t *code, float *q);
+
 #endif

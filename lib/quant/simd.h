@@ -18,6 +18,8 @@ void qt__dequantize_q4_0_avx2(const void *src, float *dst, int64_t n);
 void qt__dequantize_q8_0_avx2(const void *src, float *dst, int64_t n);
 void qt__dequantize_q4_K_avx2(const void *src, float *dst, int64_t n);
 void qt__dequantize_q6_K_avx2(const void *src, float *dst, int64_t n);
+void qt__dequantize_f16_avx2(const void *src, float *dst, int64_t n);
+void qt__dequantize_bf16_avx2(const void *src, float *dst, int64_t n);
 void qt__ct_int4_row_avx2(const int32_t *packed, const float *scales, const int8_t *zero_points,
                           int64_t cols, int64_t group_size, float *out);
 

@@ -13,6 +13,7 @@
 #include "quanta/num.h"
 #include "simd.h"
 #include "simd_x86.h"
+#include "kernels.h"
 
 /* 8 unsigned bytes (the low half of b) minus `bias`, as floats times d. */
 static inline __m256 u8x8_to_ps(__m128i b, __m256i bias) {
@@ -97,4 +98,26 @@ void qt__ct_int4_row_avx2(const int32_t *packed, const float *scales, const int8
         for (int64_t w = g * words_per_group; w < (g + 1) * words_per_group; w++)
             qt__ct_int4_word_avx2(packed[w], offset, s, out + 8 * w);
     }
+}
+
+/* ---- F16 / BF16 rows: y = the half's value ---------------------------------
+ * Every f16 and every bf16 is exactly an f32: F16C's VCVTPH2PS gives the
+ * reference's bits (NaNs quieted as its multiply quiets them: test_simd's
+ * edge halves), and a bf16 is the high half of its f32. */
+
+void qt__dequantize_f16_avx2(const void *src, float *y, int64_t n) {
+    const uint8_t *x = src;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + 2 * i))));
+    if (i < n) qt__dequantize_f16(x + 2 * i, y + i, n - i);
+}
+
+void qt__dequantize_bf16_avx2(const void *src, float *y, int64_t n) {
+    const uint8_t *x = src;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(x + 2 * i)));
+        _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+    }
+    if (i < n) qt__dequantize_bf16(x + 2 * i, y + i, n - i);
 }

@@ -21,6 +21,8 @@ const qt__kernel_variant qt__variants[] = {
     /* AVX2 + FMA + F16C */
     {QT_TYPE_F32, QT__CPU_AVX2, .vec_dot = qt__dot_f32_avx2, .vec_dot_gemm = qt__gemm_f32_avx2},
     {QT_TYPE_F16, QT__CPU_AVX2, .vec_dot = qt__dot_f16_avx2, .vec_dot_gemm = qt__gemm_f16_avx2},
+    {QT_TYPE_F16, QT__CPU_AVX2, .to_float = qt__dequantize_f16_avx2},   /* F16C: GPTQ's and AWQ's W in f32 */
+    {QT_TYPE_BF16, QT__CPU_AVX2, .to_float = qt__dequantize_bf16_avx2},
     {QT_TYPE_Q4_0, QT__CPU_AVX2, .to_float = qt__dequantize_q4_0_avx2, .vec_dot = qt__dot_q4_0_q8_0_avx2},
     {QT_TYPE_Q8_0, QT__CPU_AVX2, .to_float = qt__dequantize_q8_0_avx2, .vec_dot = qt__dot_q8_0_q8_0_avx2},
     {QT_TYPE_Q4_K, QT__CPU_AVX2, .to_float = qt__dequantize_q4_K_avx2},

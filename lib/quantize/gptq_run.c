@@ -76,6 +76,7 @@ typedef struct observer_ctx {
     qt_act_stats act[QT__N_INPUTS]; /* smoothing only: channel statistics of each input */
     bool smoothing;
     qt_threadpool *pool;      /* the Hessians' and the column loops' threads (a fixed split: the same bits at any count) */
+    qt__hess_scratch scratch; /* the Hessians' partial sums, for the observe pass */
     layer_profile *prof;      /* or NULL */
     qt_status err;
 } observer_ctx;
@@ -92,7 +93,7 @@ static void observe(void *user, int32_t layer, const char *linear, const float *
         h->pool = c->pool;
         if (h->n != n_in) { c->err = qt_error(QT_ERR_SHAPE, "gptq: %s: %d inputs, then %lld", linear, n_in, (long long)h->n); return; }
         const double c0 = c->prof ? cpu_now() : 0;
-        c->err = qt_gptq_hessian_add(h, x, n_tokens);
+        c->err = qt__hessian_add_scratch(h, &c->scratch, x, n_tokens);
         if (c->prof) c->prof->hessian += cpu_now() - c0;
         qt_act_stats *a = &c->act[qt__layer_linears[k].input];
         if (c->err == QT_OK && c->smoothing && !a->abs_sum) c->err = qt_act_stats_init(a, n_in);
@@ -100,6 +101,26 @@ static void observe(void *user, int32_t layer, const char *linear, const float *
         return;
     }
     c->err = qt_error(QT_ERR_UNSUPPORTED, "gptq: the engine ran a linear '%s' quanta has no Hessian for", linear);
+}
+
+qt_status qt__hessian_add_scratch(qt_gptq_hessian *h, qt__hess_scratch *sc, const float *x, int64_t n_rows) {
+    const int64_t need = qt_gptq_hessian_scratch_floats(h);
+    if (need > sc->floats) {
+        free(sc->buf);
+        sc->floats = 0;
+        if (!(sc->buf = malloc((size_t)need * sizeof *sc->buf)))
+            return qt_error(QT_ERR_NOMEM, "gptq: out of memory for the Hessian's partial sums");
+        sc->floats = need;
+    }
+    h->scratch = sc->buf;
+    const qt_status s = qt_gptq_hessian_add(h, x, n_rows);
+    h->scratch = NULL;
+    return s;
+}
+
+void qt__hess_scratch_free(qt__hess_scratch *sc) {
+    free(sc->buf);
+    *sc = (qt__hess_scratch){0};
 }
 
 void qt__calib_note(const qt_gptq_run_opts *g, const char *fmt, ...) {
@@ -139,27 +160,68 @@ static void note_dead(const qt_gptq_run_opts *g, int32_t il, int k, const double
              (long long)n, (long long)cols, list);
 }
 
+/* The linears' buffers, kept from one linear (and layer) to the next and grown to the largest, so their
+ * pages are faulted in once (fresh ones per linear were ~12 % of a phase): at most the largest linear's W
+ * and H, and qt_gptq_quantize's work (the memory estimate's linear term, which already counts them all). */
+typedef struct linear_bufs {
+    float *W;                 /* (w_cap) a linear's weights in f32 */
+    double *H;                /* (h_cap) its Hessian (cols, cols), smoothed */
+    int64_t w_cap, h_cap;
+    int h_input;              /* the input (qt__layer_linears[].input) whose Hessian H holds, -1: none */
+    qt_gptq_work work;        /* its h_id changes with every H fetched: linears sharing an input share the factor */
+} linear_bufs;
+
+static bool bufs_reserve(linear_bufs *b, int64_t w, int64_t h) {
+    if (w > b->w_cap) {
+        free(b->W);
+        b->w_cap = (b->W = malloc((size_t)w * sizeof *b->W)) ? w : 0;
+    }
+    if (h > b->h_cap) {
+        free(b->H);
+        b->h_cap = (b->H = malloc((size_t)h * sizeof *b->H)) ? h : 0;
+        b->h_input = -1;
+    }
+    return b->w_cap >= w && b->h_cap >= h;
+}
+
+static void bufs_free(linear_bufs *b) {
+    free(b->W);
+    free(b->H);
+    qt_gptq_work_free(&b->work);
+    *b = (linear_bufs){.h_input = -1};
+}
+
+/* Input in's Hessian into b->H (smoothed by cs), unless it is there already: the same values for every
+ * linear of that input (cs is per input), so the work's factor of it stays valid. */
+static qt_status fetch_h(linear_bufs *b, const qt_gptq_hessian *h, int in, int64_t cols, const float *cs) {
+    if (b->h_input == in) return QT_OK;
+    b->h_input = -1;
+    b->work.h_id++;
+    qt_status s = qt_gptq_hessian_get(h, b->H);
+    if (s == QT_OK && cs) qt_smooth_hessian(b->H, cols, cs);
+    if (s == QT_OK) b->h_input = in;
+    return s;
+}
+
 /* One linear: its weights in f32 (smoothed: sl), its Hessian, the target, the engine rebound. */
 static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int k, observer_ctx *oc, qt__calib_target *tg,
-                            const qt__smooth_layer *sl, const qt_gptq_run_opts *g, qt_gptq_report *r) {
+                            const qt__smooth_layer *sl, const qt_gptq_run_opts *g, linear_bufs *b, qt_gptq_report *r) {
     char name[QT_MAX_NAME];
     snprintf(name, sizeof name, "blk.%d.%s.weight", il, qt__layer_linears[k].linear);
     const qt_tensor *t = qt_model_find_tensor(m, name);
     if (!t) return QT_OK; /* an architecture without this linear */
     const double c0 = oc->prof ? cpu_now() : 0;
-    const qt_gptq_hessian *h = &oc->h[qt__layer_linears[k].input];
+    const int in = qt__layer_linears[k].input;
+    const qt_gptq_hessian *h = &oc->h[in];
     if (!h->s) return qt_error(QT_ERR_INTERNAL, "gptq: %s: the engine never showed its inputs", name);
     const int64_t cols = t->ne[0], rows = t->ne[1];
-    float *W = malloc((size_t)(rows * cols) * sizeof *W);
-    double *H = malloc((size_t)(cols * cols) * sizeof *H);
-    qt_status s = W && H ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory for %s", name);
+    qt_status s = bufs_reserve(b, rows * cols, cols * cols) ? QT_OK : qt_error(QT_ERR_NOMEM, "gptq: out of memory for %s", name);
+    float *W = b->W;
+    const double *H = b->H;
     if (s == QT_OK) s = qt_dequantize_rows(t->type, t->data, W, rows, cols);
-    if (s == QT_OK) s = qt_gptq_hessian_get(h, H);
-    const float *cs = sl->col[qt__layer_linears[k].input];
-    if (s == QT_OK && cs) {
-        qt_smooth_scale_cols(W, rows, cols, cs);
-        qt_smooth_hessian(H, cols, cs);
-    }
+    const float *cs = sl->col[in];
+    if (s == QT_OK) s = fetch_h(b, h, in, cols, cs);
+    if (s == QT_OK && cs) qt_smooth_scale_cols(W, rows, cols, cs);
     if (s == QT_OK && sl->row[k]) qt_smooth_unscale_rows(W, rows, cols, sl->row[k]);
     if (s == QT_OK) note_dead(g, il, k, H, cols);
     qt_tensor bind = *t;
@@ -168,6 +230,7 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
     qt_gptq_stats st = {0};
     qt_gptq_opts go = g->gptq;
     go.pool = oc->pool;
+    go.work = &b->work;
     const double c1 = oc->prof ? cpu_now() : 0;
     if (s == QT_OK) s = tg->linear(tg->ctx, t, W, H, &go, &st, &bind, &done);
     const double c2 = oc->prof ? cpu_now() : 0;
@@ -178,8 +241,6 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
         oc->prof->quantize += c2 - c1 - st.cpu_factor;
         oc->prof->bind += cpu_now() - c2;
     }
-    free(W);
-    free(H);
     if (s != QT_OK) return qt_error(s, "%s: %s", name, qt_last_error());
     if (done) {
         r->n_gptq++;
@@ -232,6 +293,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     qt_engine_ctx *e = NULL;
     qt_layerwise *lw = NULL;
     qt_threadpool *pool = NULL;
+    linear_bufs bufs = {.h_input = -1};
     qt_status s = qt_engine_new(m, &eo, &e);
     if (s == QT_OK) s = qt_threadpool_create(g->threads, &pool);
     if (s == QT_OK) s = qt_layerwise_new(e, g->tokens, g->n_seq, g->n_tok, &lw);
@@ -251,6 +313,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
         if (g->kv_data) qt_layerwise_set_kv_observer(lw, qt_kv_scales_observe, g->kv_data);
         double c0 = g->profile ? cpu_now() : 0;
         s = qt_layerwise_observe_layer(lw, observe, &oc);
+        qt__hess_scratch_free(&oc.scratch);
         lp.observe = g->profile ? cpu_now() - c0 - lp.hessian : 0;
         qt_layerwise_set_kv_observer(lw, NULL, NULL);
         if (s == QT_OK) s = oc.err;
@@ -258,7 +321,8 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
         c0 = g->profile ? cpu_now() : 0;
         if (s == QT_OK && oc.smoothing) s = qt__smooth_layer_run(m, lw, il, oc.h, oc.act, g, tg, &sl, r);
         lp.smooth = g->profile ? cpu_now() - c0 : 0;
-        for (int k = 0; s == QT_OK && k < QT__N_LINEARS; k++) s = one_linear(m, lw, il, k, &oc, tg, &sl, g, r);
+        bufs.h_input = -1; /* this layer's Hessians are new */
+        for (int k = 0; s == QT_OK && k < QT__N_LINEARS; k++) s = one_linear(m, lw, il, k, &oc, tg, &sl, g, &bufs, r);
         for (int k = 0; k < QT__N_INPUTS; k++) qt_gptq_hessian_free(&oc.h[k]), qt_act_stats_free(&oc.act[k]);
         qt__smooth_layer_free(&sl);
         c0 = g->profile ? cpu_now() : 0;
@@ -282,6 +346,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     }
     if (s == QT_OK && g->kv_data) s = qt_kv_scales_finish(g->kv_data);
     r->seconds = now() - t0;
+    bufs_free(&bufs);
     qt_layerwise_free(lw);
     qt_engine_free(e);
     qt_threadpool_free(pool);

@@ -33,6 +33,7 @@ struct qt__mix_gptq {
     int32_t layer;                    /* whose Hessians are held, -1: none */
     qt_gptq_hessian h[QT__N_INPUTS];  /* of that layer */
     double *H[QT__N_INPUTS];          /* (n, n) each: 2 S / n_rows, made when first asked */
+    qt__hess_scratch scratch;         /* the Hessians' partial sums, for the observe pass */
     qt_status err;
 };
 
@@ -46,7 +47,7 @@ static void observe(void *user, int32_t layer, const char *linear, const float *
     if (!h->s && (c->err = qt_gptq_hessian_init(h, n_in)) != QT_OK) return;
     h->pool = c->pool;
     if (h->n != n_in) { c->err = qt_error(QT_ERR_SHAPE, "gptq costs: %s: %d inputs, then %lld", linear, n_in, (long long)h->n); return; }
-    c->err = qt_gptq_hessian_add(h, x, n_tokens);
+    c->err = qt__hessian_add_scratch(h, &c->scratch, x, n_tokens);
 }
 
 static void drop_layer(qt__mix_gptq *c) {
@@ -69,6 +70,7 @@ static qt_status reach_layer(qt__mix_gptq *c, int32_t il) {
     while (s == QT_OK && qt_layerwise_next_layer(c->lw) < il) s = qt_layerwise_run_layer(c->lw, NULL, NULL);
     c->err = QT_OK;
     if (s == QT_OK) s = qt_layerwise_observe_layer(c->lw, observe, c);
+    qt__hess_scratch_free(&c->scratch);
     if (s == QT_OK) s = c->err;
     if (s == QT_OK) c->layer = il;
     return s;

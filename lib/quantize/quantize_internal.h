@@ -168,6 +168,12 @@ enum { QT__N_LINEARS = 7, QT__N_INPUTS = 4 };
 extern const qt__layer_linear qt__layer_linears[QT__N_LINEARS];
 /* The index of a linear's base name in qt__layer_linears, or -1. */
 int qt__layer_linear_find(const char *linear);
+/* A calibration pass's Hessian scratch: one buffer for every qt_gptq_hessian_add of the pass, grown to the
+ * widest input (16 MiB for an 8192-wide one on 2 threads), freed once the pass is over (so it is not held while
+ * the linears are quantized, the peak the memory estimate counts). */
+typedef struct qt__hess_scratch { float *buf; int64_t floats; } qt__hess_scratch;
+qt_status qt__hessian_add_scratch(qt_gptq_hessian *h, qt__hess_scratch *sc, const float *x, int64_t n_rows);
+void qt__hess_scratch_free(qt__hess_scratch *sc);
 
 /* What the driver asks of an output format (GGUF plan, compressed-tensors scheme). */
 typedef struct qt__calib_target {

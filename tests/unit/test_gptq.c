@@ -3,12 +3,14 @@
  * codecs' own, GPTQ beats RTN on correlated inputs (held-out rows), dead
  * columns, the Cholesky retry, act order, run-to-run determinism, and the
  * inverse factor over several tiles (LAPACK's within rounding; any thread count), and the
- * column loop's row panels (the same bits as all rows at once, at any thread count). */
+ * column loop's row panels (the same bits as all rows at once, at any thread count), and a
+ * work kept across calls (the same bits, the factor reused on the same H). */
 #include <lapacke.h>
 #undef I /* <complex.h>'s, through lapacke.h: the tests name identity matrices I */
 #include <math.h>
 
 #include "qtest.h"
+#include "core/cpu_level.h"
 #include "quant/gptq_internal.h"
 #include "quanta.h"
 
@@ -592,6 +594,142 @@ static void test_row_panels(void) {
     free_problem(&p);
 }
 
+/* One linear through a work (or none): W's grid values, its stats. */
+static float *work_run(const problem *p, const float *W, bool act_order, qt_gptq_work *w, qt_gptq_stats *st) {
+    qt_gptq_ct_int g;
+    CHECK_OK(qt_gptq_ct_int_init(&g, 4, true, QT_CT_BF16, p->rows, p->cols, 32));
+    qt_gptq_grid grid = qt_gptq_ct_int_grid(&g);
+    qt_gptq_opts o = qt_gptq_opts_default();
+    o.act_order = act_order;
+    o.work = w;
+    float *q = copy(W, p->rows * p->cols);
+    CHECK_OK(qt_gptq_quantize(q, p->rows, p->cols, p->H, &grid, &o, st));
+    qt_gptq_ct_int_free(&g);
+    return q;
+}
+
+static bool same_run(const problem *p, const float *W, bool act_order, qt_gptq_work *w, bool reused) {
+    qt_gptq_stats sa, sb;
+    float *a = work_run(p, W, act_order, NULL, &sa), *b = work_run(p, W, act_order, w, &sb);
+    const bool same = !memcmp(a, b, (size_t)(p->rows * p->cols) * sizeof *a) && sa.loss == sb.loss &&
+                      sa.damp == sb.damp && sa.retries == sb.retries && sa.dead_cols == sb.dead_cols &&
+                      sb.factor_reused == reused && !sa.factor_reused;
+    free(a);
+    free(b);
+    return same;
+}
+
+/* A work kept across calls (qt_gptq_work): the same bits as a call without
+ * one, whether it factors or reuses the factor (the same h_id, width and
+ * options), grows (a wider linear after a narrower one), or is handed a new
+ * H; a second linear on the same H (q/k/v, gate/up) reuses the factor. And
+ * the Hessian's caller-owned scratch gives the same sums as its own. */
+static void test_work_reuse(void) {
+    problem a = make_problem(16, 256), b = make_problem(8, 128), c = make_problem(12, 512);
+    float *a2 = malloc(16 * 256 * sizeof *a2); /* another linear on a's input */
+    for (int64_t i = 0; i < 16 * 256; i++) a2[i] = 0.05f * gauss();
+    qt_gptq_work w = {0};
+    w.h_id = 1;
+    CHECK(same_run(&a, a.W, false, &w, false));
+    CHECK(same_run(&a, a2, false, &w, true));
+    CHECK(same_run(&a, a2, true, &w, false)); /* act order: another factor */
+    CHECK(same_run(&a, a.W, true, &w, true));
+    w.h_id = 2;
+    CHECK(same_run(&b, b.W, false, &w, false)); /* narrower */
+    CHECK(same_run(&b, b.W, false, &w, true));
+    w.h_id = 3;
+    CHECK(same_run(&c, c.W, true, &w, false)); /* wider: the buffers grow */
+    CHECK(same_run(&c, c.W, true, &w, true));
+    w.h_id = 4;
+    CHECK(same_run(&a, a2, false, &w, false));
+    qt_gptq_work_free(&w);
+    /* the retries and the damping are the factor's, reported again when it is reused */
+    double H[4] = {1.0, 3.0, 3.0, 1.0}; /* eigenvalues 4 and -2 */
+    problem r = {.rows = 2, .cols = 2, .H = H};
+    float W0[4] = {0.3f, -0.2f, 0.1f, 0.05f};
+    qt_gptq_ct_int g;
+    CHECK_OK(qt_gptq_ct_int_init(&g, 8, true, QT_CT_F32, 2, 2, 2));
+    qt_gptq_grid grid = qt_gptq_ct_int_grid(&g);
+    qt_gptq_opts o = qt_gptq_opts_default();
+    o.work = &w;
+    for (int k = 0; k < 2; k++) {
+        qt_gptq_stats st;
+        float q[4];
+        memcpy(q, W0, sizeof q);
+        CHECK_OK(qt_gptq_quantize(q, 2, 2, r.H, &grid, &o, &st));
+        CHECK_EQ_INT(st.retries, 3);
+        CHECK_NEAR(st.damp, 10.0, 1e-9);
+        CHECK(st.factor_reused == (k == 1));
+    }
+    qt_gptq_ct_int_free(&g);
+    qt_gptq_work_free(&w);
+    /* the Hessian with a scratch buffer of the caller's */
+    qt_gptq_hessian h[2];
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(qt_gptq_hessian_init(&h[k], 256));
+        float *sc = k ? malloc((size_t)qt_gptq_hessian_scratch_floats(&h[k]) * sizeof *sc) : NULL;
+        h[k].scratch = sc;
+        CHECK_OK(qt_gptq_hessian_add(&h[k], a.xc, 200));
+        CHECK_OK(qt_gptq_hessian_add(&h[k], a.xc + 200 * 256, a.n_cal - 200));
+        free(sc);
+        h[k].scratch = NULL;
+    }
+    double *H0 = malloc(256 * 256 * sizeof *H0), *H1 = malloc(256 * 256 * sizeof *H1);
+    CHECK_OK(qt_gptq_hessian_get(&h[0], H0));
+    CHECK_OK(qt_gptq_hessian_get(&h[1], H1));
+    CHECK(memcmp(H0, H1, 256 * 256 * sizeof *H0) == 0);
+    CHECK(memcmp(H0, a.H, 256 * 256 * sizeof *H0) == 0);
+    free(H0);
+    free(H1);
+    qt_gptq_hessian_free(&h[0]);
+    qt_gptq_hessian_free(&h[1]);
+    free(a2);
+    free_problem(&a);
+    free_problem(&b);
+    free_problem(&c);
+}
+
+/* The ct int grid's column kernel (gptq_grid_avx2.c) gives its scalar reference's codes and values
+ * bit for bit: every dtype, 2/4/8 bits, symmetric and not, lengths around the 8 lanes, values past
+ * the clamp, ties, subnormal and signed-zero values, tiny and huge scales. */
+static void test_ct_int_col_kernel(void) {
+#if QT_ARCH_X86
+    if (qt__cpu_level_get() < QT__CPU_AVX2) SKIP("this CPU (or QUANTA_CPU) has no AVX2");
+    const int dts[3] = {QT_CT_BF16, QT_CT_F16, QT_CT_F32}, bits[3] = {2, 4, 8};
+    const int64_t lens[6] = {1, 7, 8, 9, 64, 70};
+    float w[70], sc[70], q0[70], q1[70];
+    int8_t zp[70], c0[70], c1[70];
+    int cases = 0;
+    for (int d = 0; d < 3; d++)
+        for (int b = 0; b < 3; b++)
+            for (int sym = 0; sym < 2; sym++)
+                for (int l = 0; l < 6; l++)
+                    for (int rep = 0; rep < 20; rep++) {
+                        const int64_t n = lens[l];
+                        const int half = 1 << (bits[b] - 1);
+                        for (int64_t r = 0; r < n; r++) {
+                            const float u = (float)unif();
+                            sc[r] = rep % 5 == 0 ? 0x1.0p-7f : rep % 5 == 1 ? 1e-30f : (float)(0.001 + unif());
+                            w[r] = (float)((unif() * 2.0 - 1.0) * 1.5 * half) * sc[r]; /* past the clamp too */
+                            if (rep % 4 == 1) w[r] = sc[r] * (float)((int)(u * 2 * half) - half) * 0.5f * 3.0f; /* ties */
+                            if (rep % 7 == 3) w[r] = r % 2 ? -0.0f : 1e-40f;
+                            if (rep % 9 == 5) w[r] = (float)(unif() - 0.5) * 1e30f;
+                            zp[r] = (int8_t)((int)(unif() * 2 * half) - half);
+                        }
+                        const int8_t *z = sym ? NULL : zp;
+                        qt__ct_int_col_ref(w, sc, z, n, bits[b], dts[d], c0, q0);
+                        qt__ct_int_col_avx2(w, sc, z, n, bits[b], dts[d], c1, q1);
+                        CHECK_MSG(!memcmp(c0, c1, (size_t)n) && !memcmp(q0, q1, (size_t)n * sizeof *q0),
+                                  "dtype %d, %d bits, symmetric %d, %lld rows: not the reference's bits", dts[d], bits[b],
+                                  sym, (long long)n);
+                        cases++;
+                    }
+    CHECK(cases == 3 * 3 * 2 * 6 * 20);
+#else
+    SKIP("not an x86 build");
+#endif
+}
+
 int main(void) {
     QT_RUN(test_hessian);
     QT_RUN(test_ct_int_identity);
@@ -604,5 +742,7 @@ int main(void) {
     QT_RUN(test_deterministic);
     QT_RUN(test_factor_tiles);
     QT_RUN(test_row_panels);
+    QT_RUN(test_work_reuse);
+    QT_RUN(test_ct_int_col_kernel);
     return qt_test_finish("gptq");
 }

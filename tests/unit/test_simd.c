@@ -73,6 +73,8 @@ static const ggml_case layouts[] = {
     {QT_TYPE_Q8_0, {0, 0}, 1},
     {QT_TYPE_Q4_K, {0, 2}, 2},
     {QT_TYPE_Q6_K, {208, 0}, 1},
+    {QT_TYPE_F16, {0, 0}, 1}, /* a "block" is one half: every value an edge or random half */
+    {QT_TYPE_BF16, {0, 0}, 1},
 };
 
 static const ggml_case *layout_of(qt_type t) {
@@ -141,6 +143,27 @@ static void test_to_float_variants(void) {
         ran++;
     }
     if (!ran) SKIP("no to_float variant runs on this CPU");
+}
+
+/* The F16 and BF16 rows' variants on every one of the 65536 halves, NaNs included, bit for bit
+ * (compare_outputs lets one NaN stand for another; here even the payloads must agree). */
+static void test_half_rows_exhaustive(void) {
+    int ran = 0;
+    uint16_t *h = malloc(65536 * sizeof *h);
+    float *want = malloc(65536 * sizeof *want), *got = malloc(65536 * sizeof *got);
+    for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    for (const qt__kernel_variant *v = qt__variants; v->level != QT__CPU_LEVEL_COUNT; v++) {
+        if (!v->to_float || (v->type != QT_TYPE_F16 && v->type != QT_TYPE_BF16) || !runs_here(v)) continue;
+        qt__traits_ref(v->type)->to_float_ref(h, want, 65536);
+        v->to_float(h, got, 65536);
+        CHECK_MSG(memcmp(want, got, 65536 * sizeof *want) == 0, "%s %s: not the reference's bits",
+                  qt__traits_ref(v->type)->name, qt__cpu_level_str(v->level));
+        ran++;
+    }
+    free(h);
+    free(want);
+    free(got);
+    if (!ran) SKIP("no F16/BF16 to_float variant runs on this CPU");
 }
 
 static void test_ct_int4_group(void) {
@@ -347,6 +370,7 @@ int main(void) {
             qt__cpu_level_get() >= QT__CPU_AVX512 ? "tested" : "NOT TESTED", getenv("QUANTA_CPU") ? getenv("QUANTA_CPU") : "unset");
 #ifdef QT_ARCH_X86
     QT_RUN(test_to_float_variants);
+    QT_RUN(test_half_rows_exhaustive);
     QT_RUN(test_ct_int4_group);
     QT_RUN(test_from_float_variants);
     QT_RUN(test_dispatch_follows_cpu_level);
