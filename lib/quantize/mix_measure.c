@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "mix_delta.h"
 #include "mix_table.h"
 #include "quantize_internal.h"
 
@@ -113,24 +114,71 @@ static qt_status quantize_copy(const measure_ctx *c, const qt_tensor *t, qt_type
     return s;
 }
 
-/* logits += h (Wq - W)^T, over the sequence's rows (log-softmax is shift-invariant, so any base works). */
+/* output_delta's rows of the vocabulary per kernel call: 16 rows of W and Wq dequantized (2 x 128 KB at
+ * 2048 wide) while the kernel sweeps the tokens, 32 at a time (256 KB of H^T, kept in L2 across them). */
+enum { DELTA_ROWS = 16 };
+
+typedef struct delta_job {
+    const float *ht;          /* (ne0, n_tok) H transposed */
+    const qt_tensor *w, *q;
+    int32_t n_tok, n_vocab;
+    int64_t ne0;
+    float *logits;            /* (n_tok, n_vocab) */
+    float *scratch;           /* (threads, 2 DELTA_ROWS ne0) a, b */
+    double *d;                /* (threads, DELTA_ROWS n_tok) */
+    qt__mix_delta_fn kernel;
+    qt_status *st;            /* (threads) the first error of each */
+} delta_job;
+
+/* Vocabulary rows [v0, v1): each row's logits from its own rows only, so the split cannot change a bit. */
+static void delta_range(void *ctx, int64_t v0, int64_t v1, int th) {
+    const delta_job *j = ctx;
+    const int64_t ne0 = j->ne0;
+    float *a = j->scratch + (size_t)th * 2 * DELTA_ROWS * (size_t)ne0, *b = a + DELTA_ROWS * ne0;
+    double *d = j->d + (size_t)th * DELTA_ROWS * (size_t)j->n_tok;
+    const size_t rw = qt_row_size(j->w->type, ne0), rq = qt_row_size(j->q->type, ne0);
+    for (int64_t v = v0; v < v1 && j->st[th] == QT_OK; v += DELTA_ROWS) {
+        const int32_t nv = (int32_t)(v1 - v < DELTA_ROWS ? v1 - v : DELTA_ROWS);
+        qt_status s = qt_dequantize_rows(j->w->type, (const uint8_t *)j->w->data + (size_t)v * rw, a, nv, ne0);
+        if (s == QT_OK) s = qt_dequantize_rows(j->q->type, (const uint8_t *)j->q->data + (size_t)v * rq, b, nv, ne0);
+        if (s != QT_OK) {
+            j->st[th] = s;
+            return;
+        }
+        for (int64_t k = 0; k < nv * ne0; k++) b[k] -= a[k];
+        j->kernel(j->ht, j->n_tok, ne0, b, nv, d);
+        for (int32_t i = 0; i < nv; i++)
+            for (int32_t r = 0; r < j->n_tok; r++) {
+                float *l = j->logits + (size_t)r * j->n_vocab + (size_t)(v + i);
+                *l = (float)((double)*l + d[(size_t)i * j->n_tok + r]);
+            }
+    }
+}
+
+/* logits += h (Wq - W)^T, over the sequence's rows (log-softmax is shift-invariant, so any base works):
+ * each (row, token) dot product summed in double in the order of j (lib/quantize/mix_delta.h), on the
+ * engine's threads. */
 static qt_status output_delta(measure_ctx *c, const float *h, const qt_tensor *w, const qt_tensor *q, float *logits) {
     const int64_t ne0 = w->ne[0];
-    float *a = malloc((size_t)ne0 * sizeof *a), *b = malloc((size_t)ne0 * sizeof *b);
-    qt_status s = a && b ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
-    for (int32_t v = 0; s == QT_OK && v < c->n_vocab; v++) {
-        s = qt_dequantize_rows(w->type, (const uint8_t *)w->data + (size_t)v * qt_row_size(w->type, ne0), a, 1, ne0);
-        if (s == QT_OK) s = qt_dequantize_rows(q->type, (const uint8_t *)q->data + (size_t)v * qt_row_size(q->type, ne0), b, 1, ne0);
-        for (int64_t j = 0; s == QT_OK && j < ne0; j++) b[j] -= a[j];
-        for (int32_t r = 0; s == QT_OK && r < c->n_tok; r++) {
-            double d = 0;
-            const float *hr = h + (size_t)r * ne0;
-            for (int64_t j = 0; j < ne0; j++) d += (double)hr[j] * (double)b[j];
-            logits[(size_t)r * c->n_vocab + v] = (float)((double)logits[(size_t)r * c->n_vocab + v] + d);
-        }
+    const int nth = c->e->pool ? qt_threadpool_size(c->e->pool) : 1;
+    delta_job j = {.w = w, .q = q, .n_tok = c->n_tok, .n_vocab = c->n_vocab, .ne0 = ne0, .logits = logits,
+                   .kernel = qt__mix_delta_kernel()};
+    float *ht = malloc((size_t)ne0 * (size_t)c->n_tok * sizeof *ht);
+    j.scratch = malloc((size_t)nth * 2 * DELTA_ROWS * (size_t)ne0 * sizeof *j.scratch);
+    j.d = malloc((size_t)nth * DELTA_ROWS * (size_t)c->n_tok * sizeof *j.d);
+    j.st = calloc((size_t)nth, sizeof *j.st);
+    qt_status s = ht && j.scratch && j.d && j.st ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
+    if (s == QT_OK) {
+        for (int32_t r = 0; r < c->n_tok; r++)
+            for (int64_t k = 0; k < ne0; k++) ht[k * c->n_tok + r] = h[(size_t)r * ne0 + k];
+        j.ht = ht;
+        qt_parallel_for_balanced(c->e->pool, c->n_vocab, DELTA_ROWS * 8, delta_range, &j);
+        for (int t = 0; t < nth && s == QT_OK; t++) s = j.st[t];
     }
-    free(a);
-    free(b);
+    free(ht);
+    free(j.scratch);
+    free(j.d);
+    free(j.st);
     return s;
 }
 
