@@ -49,7 +49,8 @@ typedef struct measure_ctx {
     const qt_quantize_target *tg;
     int32_t n_layer, n_vocab, n_embd, n_tok;
     double *logp0;       /* (n_tok, n_vocab) the base model's log-probabilities of the current sequence */
-    double *scratch;     /* (n_vocab) */
+    double *scratch;     /* (threads, n_vocab) */
+    double *row_kl;      /* (n_tok) */
     float *base_logits;  /* (n_tok, n_vocab) the base model's logits of the current sequence */
     float *logits;       /* (n_tok, n_vocab) scratch */
     float *h0, *h;       /* (n_tok, n_embd) the output projection's input: base, and the run's */
@@ -76,17 +77,41 @@ static void log_softmax(const float *z, int32_t n, double *out) {
     for (int32_t v = 0; v < n; v++) out[v] = (double)z[v] - lse;
 }
 
-/* Sum over the sequence's rows of KL(base || softmax(logits)), nats. */
-static double sum_kld(measure_ctx *c, const float *logits) {
-    double total = 0;
-    for (int32_t r = 0; r < c->n_tok; r++) {
-        log_softmax(logits + (size_t)r * c->n_vocab, c->n_vocab, c->scratch);
+typedef struct kld_job {
+    measure_ctx *c;
+    const float *logits;  /* (n_tok, n_vocab) */
+    double *kl;           /* (n_tok) each row's KL, clamped at 0 */
+} kld_job;
+
+/* Rows [r0, r1): one row's KL from its own values only, so the split cannot change a bit. */
+static void kld_range(void *ctx, int64_t r0, int64_t r1, int th) {
+    const kld_job *j = ctx;
+    const measure_ctx *c = j->c;
+    double *lp = c->scratch + (size_t)th * (size_t)c->n_vocab;
+    for (int64_t r = r0; r < r1; r++) {
+        log_softmax(j->logits + (size_t)r * c->n_vocab, c->n_vocab, lp);
         const double *l0 = c->logp0 + (size_t)r * c->n_vocab;
         double kl = 0;
-        for (int32_t v = 0; v < c->n_vocab; v++) kl += exp(l0[v]) * (l0[v] - c->scratch[v]);
-        total += kl > 0 ? kl : 0;
+        for (int32_t v = 0; v < c->n_vocab; v++) kl += exp(l0[v]) * (l0[v] - lp[v]);
+        j->kl[r] = kl > 0 ? kl : 0;
     }
+}
+
+/* Sum over the sequence's rows of KL(base || softmax(logits)), nats: the rows on the engine's threads,
+ * their sum in row order. */
+static double sum_kld(measure_ctx *c, const float *logits) {
+    kld_job j = {.c = c, .logits = logits, .kl = c->row_kl};
+    qt_parallel_for_balanced(c->e->pool, c->n_tok, 4, kld_range, &j);
+    double total = 0;
+    for (int32_t r = 0; r < c->n_tok; r++) total += c->row_kl[r];
     return total;
+}
+
+static void log_softmax_range(void *ctx, int64_t r0, int64_t r1, int th) {
+    (void)th;
+    measure_ctx *c = ctx;
+    for (int64_t r = r0; r < r1; r++)
+        log_softmax(c->base_logits + (size_t)r * c->n_vocab, c->n_vocab, c->logp0 + (size_t)r * c->n_vocab);
 }
 
 /* The tensor in type ty (data malloc'd into *buf), quantized as the run would (weights w; GPTQ's copy with --algo gptq). */
@@ -222,8 +247,7 @@ static qt_status run_seq(measure_ctx *c, int32_t s, const member *mb, int32_t n,
  * (the base run's), or NULL: run it. */
 static qt_status run_base(measure_ctx *c, int32_t s, const float *final) {
     qt_status st = run_seq(c, s, NULL, 0, NULL, final, c->n_layer, c->base_logits, c->h0);
-    for (int32_t r = 0; st == QT_OK && r < c->n_tok; r++)
-        log_softmax(c->base_logits + (size_t)r * c->n_vocab, c->n_vocab, c->logp0 + (size_t)r * c->n_vocab);
+    if (st == QT_OK) qt_parallel_for_balanced(c->e->pool, c->n_tok, 4, log_softmax_range, c);
     return st;
 }
 
@@ -304,18 +328,21 @@ static qt_status ctx_open(measure_ctx *c, const qt_model *m, const qt_quantize_t
     c->n_vocab = qt_engine_n_vocab(c->e);
     const size_t lv = (size_t)c->n_tok * (size_t)c->n_vocab, le = (size_t)c->n_tok * (size_t)c->n_embd;
     c->logp0 = malloc(lv * sizeof *c->logp0);
-    c->scratch = malloc((size_t)c->n_vocab * sizeof *c->scratch);
+    const int nth = c->e->pool ? qt_threadpool_size(c->e->pool) : 1;
+    c->scratch = malloc((size_t)nth * (size_t)c->n_vocab * sizeof *c->scratch);
+    c->row_kl = malloc((size_t)c->n_tok * sizeof *c->row_kl);
     c->base_logits = malloc(lv * sizeof *c->base_logits);
     c->logits = malloc(lv * sizeof *c->logits);
     c->h0 = malloc(le * sizeof *c->h0);
     c->h = malloc(le * sizeof *c->h);
-    if (!c->logp0 || !c->scratch || !c->base_logits || !c->logits || !c->h0 || !c->h) return qt_error(QT_ERR_NOMEM, "out of memory");
+    if (!c->logp0 || !c->scratch || !c->row_kl || !c->base_logits || !c->logits || !c->h0 || !c->h) return qt_error(QT_ERR_NOMEM, "out of memory");
     return QT_OK;
 }
 
 static void ctx_close(measure_ctx *c) {
     free(c->logp0);
     free(c->scratch);
+    free(c->row_kl);
     free(c->base_logits);
     free(c->logits);
     free(c->h0);
