@@ -201,6 +201,12 @@ bool qt__mat_blas_type(qt_type t);
 /* lib/engine/layerwise.c: from now on, linears bound by qt_layerwise_set_weight with f32 values
  * (qt__mat_blas_type) take the sgemm path for batches; the model's own tensors keep their kernels. */
 qt_status qt__layerwise_set_blas(qt_layerwise *lw, bool on);
+/* Sequence s's residual stream (n_tok, n_embd), the input of layer qt_layerwise_next_layer (NULL: no such sequence). */
+float *qt__layerwise_hidden(qt_layerwise *lw, int32_t s);
+/* Sequence s's residual stream set to `hidden` (n_tok, n_embd), the input of `layer` (n_layer: of the logits),
+ * which runs next: a run resumed where another one's stream was kept (lib/quantize/mix_measure.c). With more
+ * than one sequence the others must hold that layer's input too. */
+qt_status qt__layerwise_resume(qt_layerwise *lw, int32_t s, const float *hidden, int32_t layer);
 
 /* lib/engine/matmul.c: out (B, m->n_out) = in (B, m->n_in) x W^T, threaded over rows. */
 void qt__matmul(qt_engine_ctx *e, float *out, const float *in, int32_t B, const qt__mat *m);

@@ -171,6 +171,20 @@ void qt_layerwise_set_kv_observer(qt_layerwise *lw, qt_kv_observer fn, void *use
 
 int32_t qt_layerwise_next_layer(const qt_layerwise *lw) { return lw->next; }
 
+float *qt__layerwise_hidden(qt_layerwise *lw, int32_t s) {
+    return s >= 0 && s < lw->n_seq ? lw->hidden + (size_t)s * (size_t)lw->n_tok * (size_t)lw->e->hp.n_embd : NULL;
+}
+
+qt_status qt__layerwise_resume(qt_layerwise *lw, int32_t s, const float *hidden, int32_t layer) {
+    float *h = qt__layerwise_hidden(lw, s);
+    if (!h || layer < 0 || layer > lw->e->hp.n_layer)
+        return qt_error(QT_ERR_ARG, "layerwise: cannot resume sequence %d (of %d) at layer %d (of %d)", s, lw->n_seq, layer,
+                        lw->e->hp.n_layer);
+    memcpy(h, hidden, (size_t)lw->n_tok * (size_t)lw->e->hp.n_embd * sizeof(float));
+    lw->next = layer;
+    return QT_OK;
+}
+
 qt_status qt_layerwise_logits(qt_layerwise *lw, float *logits) { return qt_layerwise_logits_observed(lw, NULL, NULL, logits); }
 
 qt_status qt_layerwise_logits_observed(qt_layerwise *lw, qt_linear_observer observer, void *user, float *logits) {

@@ -5,11 +5,18 @@
  * of the next-token distribution on the calibration sequences with only that
  * group's members in that type.
  *
- * Memory is bounded by one sequence: the base distribution is never stored
- * for all tokens. Group by group, each sequence runs once as the base (its
- * log-probabilities, n_tok x n_vocab doubles, and the output projection's
- * input rows) and then once per type with the group's copies bound; the
- * group's copies in all its types are held while it is measured. Decoder
+ * The base distribution is never stored for all tokens (n_seq x n_tok x
+ * n_vocab doubles: 4.2 GB at 8 x 512 on a 128K vocabulary). The base runs
+ * once per sequence and keeps its residual stream after the last layer; a
+ * second layer-wise walk holds every sequence's stream at the input of the
+ * layer being measured (2 x n_seq x n_tok x n_embd floats in all: 64 MiB at
+ * 8 x 512 x 2048). Layer by layer, each sequence's base log-probabilities
+ * (n_tok x n_vocab doubles) are recomputed from its final stream (one output
+ * projection) and each (group, type) run starts at its group's layer from
+ * the held stream: the layers before it see the base model, so the numbers
+ * are the reference loop's (QUANTA_MIX_MEASURE_FULL=1: every run from the
+ * tokens through every layer, kept to check that). The copies of the groups
+ * starting at one layer, in all their types, are held while it is measured. Decoder
  * linears are bound through the layer-wise seam, an untied token embedding
  * through the engine; the output projection needs no run: its logits move by
  * H (Wq - W)^T, H the final norm's output rows of that sequence. A tied token
@@ -22,6 +29,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "mix_delta.h"
 #include "mix_table.h"
 #include "quantize_internal.h"
 
@@ -41,7 +49,8 @@ typedef struct measure_ctx {
     const qt_quantize_target *tg;
     int32_t n_layer, n_vocab, n_embd, n_tok;
     double *logp0;       /* (n_tok, n_vocab) the base model's log-probabilities of the current sequence */
-    double *scratch;     /* (n_vocab) */
+    double *scratch;     /* (threads, n_vocab) */
+    double *row_kl;      /* (n_tok) */
     float *base_logits;  /* (n_tok, n_vocab) the base model's logits of the current sequence */
     float *logits;       /* (n_tok, n_vocab) scratch */
     float *h0, *h;       /* (n_tok, n_embd) the output projection's input: base, and the run's */
@@ -68,17 +77,41 @@ static void log_softmax(const float *z, int32_t n, double *out) {
     for (int32_t v = 0; v < n; v++) out[v] = (double)z[v] - lse;
 }
 
-/* Sum over the sequence's rows of KL(base || softmax(logits)), nats. */
-static double sum_kld(measure_ctx *c, const float *logits) {
-    double total = 0;
-    for (int32_t r = 0; r < c->n_tok; r++) {
-        log_softmax(logits + (size_t)r * c->n_vocab, c->n_vocab, c->scratch);
+typedef struct kld_job {
+    measure_ctx *c;
+    const float *logits;  /* (n_tok, n_vocab) */
+    double *kl;           /* (n_tok) each row's KL, clamped at 0 */
+} kld_job;
+
+/* Rows [r0, r1): one row's KL from its own values only, so the split cannot change a bit. */
+static void kld_range(void *ctx, int64_t r0, int64_t r1, int th) {
+    const kld_job *j = ctx;
+    const measure_ctx *c = j->c;
+    double *lp = c->scratch + (size_t)th * (size_t)c->n_vocab;
+    for (int64_t r = r0; r < r1; r++) {
+        log_softmax(j->logits + (size_t)r * c->n_vocab, c->n_vocab, lp);
         const double *l0 = c->logp0 + (size_t)r * c->n_vocab;
         double kl = 0;
-        for (int32_t v = 0; v < c->n_vocab; v++) kl += exp(l0[v]) * (l0[v] - c->scratch[v]);
-        total += kl > 0 ? kl : 0;
+        for (int32_t v = 0; v < c->n_vocab; v++) kl += exp(l0[v]) * (l0[v] - lp[v]);
+        j->kl[r] = kl > 0 ? kl : 0;
     }
+}
+
+/* Sum over the sequence's rows of KL(base || softmax(logits)), nats: the rows on the engine's threads,
+ * their sum in row order. */
+static double sum_kld(measure_ctx *c, const float *logits) {
+    kld_job j = {.c = c, .logits = logits, .kl = c->row_kl};
+    qt_parallel_for_balanced(c->e->pool, c->n_tok, 4, kld_range, &j);
+    double total = 0;
+    for (int32_t r = 0; r < c->n_tok; r++) total += c->row_kl[r];
     return total;
+}
+
+static void log_softmax_range(void *ctx, int64_t r0, int64_t r1, int th) {
+    (void)th;
+    measure_ctx *c = ctx;
+    for (int64_t r = r0; r < r1; r++)
+        log_softmax(c->base_logits + (size_t)r * c->n_vocab, c->n_vocab, c->logp0 + (size_t)r * c->n_vocab);
 }
 
 /* The tensor in type ty (data malloc'd into *buf), quantized as the run would (weights w; GPTQ's copy with --algo gptq). */
@@ -106,24 +139,71 @@ static qt_status quantize_copy(const measure_ctx *c, const qt_tensor *t, qt_type
     return s;
 }
 
-/* logits += h (Wq - W)^T, over the sequence's rows (log-softmax is shift-invariant, so any base works). */
+/* output_delta's rows of the vocabulary per kernel call: 16 rows of W and Wq dequantized (2 x 128 KB at
+ * 2048 wide) while the kernel sweeps the tokens, 32 at a time (256 KB of H^T, kept in L2 across them). */
+enum { DELTA_ROWS = 16 };
+
+typedef struct delta_job {
+    const float *ht;          /* (ne0, n_tok) H transposed */
+    const qt_tensor *w, *q;
+    int32_t n_tok, n_vocab;
+    int64_t ne0;
+    float *logits;            /* (n_tok, n_vocab) */
+    float *scratch;           /* (threads, 2 DELTA_ROWS ne0) a, b */
+    double *d;                /* (threads, DELTA_ROWS n_tok) */
+    qt__mix_delta_fn kernel;
+    qt_status *st;            /* (threads) the first error of each */
+} delta_job;
+
+/* Vocabulary rows [v0, v1): each row's logits from its own rows only, so the split cannot change a bit. */
+static void delta_range(void *ctx, int64_t v0, int64_t v1, int th) {
+    const delta_job *j = ctx;
+    const int64_t ne0 = j->ne0;
+    float *a = j->scratch + (size_t)th * 2 * DELTA_ROWS * (size_t)ne0, *b = a + DELTA_ROWS * ne0;
+    double *d = j->d + (size_t)th * DELTA_ROWS * (size_t)j->n_tok;
+    const size_t rw = qt_row_size(j->w->type, ne0), rq = qt_row_size(j->q->type, ne0);
+    for (int64_t v = v0; v < v1 && j->st[th] == QT_OK; v += DELTA_ROWS) {
+        const int32_t nv = (int32_t)(v1 - v < DELTA_ROWS ? v1 - v : DELTA_ROWS);
+        qt_status s = qt_dequantize_rows(j->w->type, (const uint8_t *)j->w->data + (size_t)v * rw, a, nv, ne0);
+        if (s == QT_OK) s = qt_dequantize_rows(j->q->type, (const uint8_t *)j->q->data + (size_t)v * rq, b, nv, ne0);
+        if (s != QT_OK) {
+            j->st[th] = s;
+            return;
+        }
+        for (int64_t k = 0; k < nv * ne0; k++) b[k] -= a[k];
+        j->kernel(j->ht, j->n_tok, ne0, b, nv, d);
+        for (int32_t i = 0; i < nv; i++)
+            for (int32_t r = 0; r < j->n_tok; r++) {
+                float *l = j->logits + (size_t)r * j->n_vocab + (size_t)(v + i);
+                *l = (float)((double)*l + d[(size_t)i * j->n_tok + r]);
+            }
+    }
+}
+
+/* logits += h (Wq - W)^T, over the sequence's rows (log-softmax is shift-invariant, so any base works):
+ * each (row, token) dot product summed in double in the order of j (lib/quantize/mix_delta.h), on the
+ * engine's threads. */
 static qt_status output_delta(measure_ctx *c, const float *h, const qt_tensor *w, const qt_tensor *q, float *logits) {
     const int64_t ne0 = w->ne[0];
-    float *a = malloc((size_t)ne0 * sizeof *a), *b = malloc((size_t)ne0 * sizeof *b);
-    qt_status s = a && b ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
-    for (int32_t v = 0; s == QT_OK && v < c->n_vocab; v++) {
-        s = qt_dequantize_rows(w->type, (const uint8_t *)w->data + (size_t)v * qt_row_size(w->type, ne0), a, 1, ne0);
-        if (s == QT_OK) s = qt_dequantize_rows(q->type, (const uint8_t *)q->data + (size_t)v * qt_row_size(q->type, ne0), b, 1, ne0);
-        for (int64_t j = 0; s == QT_OK && j < ne0; j++) b[j] -= a[j];
-        for (int32_t r = 0; s == QT_OK && r < c->n_tok; r++) {
-            double d = 0;
-            const float *hr = h + (size_t)r * ne0;
-            for (int64_t j = 0; j < ne0; j++) d += (double)hr[j] * (double)b[j];
-            logits[(size_t)r * c->n_vocab + v] = (float)((double)logits[(size_t)r * c->n_vocab + v] + d);
-        }
+    const int nth = c->e->pool ? qt_threadpool_size(c->e->pool) : 1;
+    delta_job j = {.w = w, .q = q, .n_tok = c->n_tok, .n_vocab = c->n_vocab, .ne0 = ne0, .logits = logits,
+                   .kernel = qt__mix_delta_kernel()};
+    float *ht = malloc((size_t)ne0 * (size_t)c->n_tok * sizeof *ht);
+    j.scratch = malloc((size_t)nth * 2 * DELTA_ROWS * (size_t)ne0 * sizeof *j.scratch);
+    j.d = malloc((size_t)nth * DELTA_ROWS * (size_t)c->n_tok * sizeof *j.d);
+    j.st = calloc((size_t)nth, sizeof *j.st);
+    qt_status s = ht && j.scratch && j.d && j.st ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
+    if (s == QT_OK) {
+        for (int32_t r = 0; r < c->n_tok; r++)
+            for (int64_t k = 0; k < ne0; k++) ht[k * c->n_tok + r] = h[(size_t)r * ne0 + k];
+        j.ht = ht;
+        qt_parallel_for_balanced(c->e->pool, c->n_vocab, DELTA_ROWS * 8, delta_range, &j);
+        for (int t = 0; t < nth && s == QT_OK; t++) s = j.st[t];
     }
-    free(a);
-    free(b);
+    free(ht);
+    free(j.scratch);
+    free(j.d);
+    free(j.st);
     return s;
 }
 
@@ -133,18 +213,21 @@ static qt_status bind(measure_ctx *c, qt_layerwise *lw, const member *mb, const 
     return QT_OK; /* the output: by its delta */
 }
 
-/* Sequence s through every layer and the output with the members bound to q[k] (NULL: as stored),
- * then bound back: logits into `logits`, the output's input rows into `h`. */
-static qt_status run_seq(measure_ctx *c, int32_t s, const member *mb, int32_t n, const qt_tensor *q, float *logits, float *h) {
+/* Sequence s through every layer from `layer` and the output with the members bound to q[k] (NULL: as
+ * stored), then bound back: logits into `logits`, the output's input rows into `h`. from: the residual
+ * stream (n_tok, n_embd) at the input of `layer`, as the base run left it (NULL: from the tokens, layer 0). */
+static qt_status run_seq(measure_ctx *c, int32_t s, const member *mb, int32_t n, const qt_tensor *q, const float *from,
+                         int32_t layer, float *logits, float *h) {
     qt_layerwise *lw = NULL;
     qt_status st = QT_OK;
     /* the embedding first: the seam looks the tokens up when it starts */
     for (int32_t k = 0; st == QT_OK && k < n; k++)
         if (q && q[k].data && mb[k].kind == K_EMBD) st = bind(c, NULL, &mb[k], &q[k]);
     if (st == QT_OK) st = qt_layerwise_new(c->e, c->tg->tokens + (size_t)s * c->n_tok, 1, c->n_tok, &lw);
+    if (st == QT_OK && from) st = qt__layerwise_resume(lw, 0, from, layer);
     for (int32_t k = 0; st == QT_OK && k < n; k++)
         if (q && q[k].data && mb[k].kind == K_LINEAR) st = bind(c, lw, &mb[k], &q[k]);
-    for (int32_t il = 0; st == QT_OK && il < c->n_layer; il++) st = qt_layerwise_run_layer(lw, NULL, NULL);
+    for (int32_t il = from ? layer : 0; st == QT_OK && il < c->n_layer; il++) st = qt_layerwise_run_layer(lw, NULL, NULL);
     c->h_at = 0;
     c->h_dst = h;
     if (st == QT_OK) st = qt_layerwise_logits_observed(lw, capture_output_input, c, logits);
@@ -160,22 +243,24 @@ static qt_status run_seq(measure_ctx *c, int32_t s, const member *mb, int32_t n,
     return st;
 }
 
-/* The base run of sequence s: base_logits, h0, logp0. */
-static qt_status run_base(measure_ctx *c, int32_t s) {
-    qt_status st = run_seq(c, s, NULL, 0, NULL, c->base_logits, c->h0);
-    for (int32_t r = 0; st == QT_OK && r < c->n_tok; r++)
-        log_softmax(c->base_logits + (size_t)r * c->n_vocab, c->n_vocab, c->logp0 + (size_t)r * c->n_vocab);
+/* The base run of sequence s: base_logits, h0, logp0; final: its residual stream after the last layer
+ * (the base run's), or NULL: run it. */
+static qt_status run_base(measure_ctx *c, int32_t s, const float *final) {
+    qt_status st = run_seq(c, s, NULL, 0, NULL, final, c->n_layer, c->base_logits, c->h0);
+    if (st == QT_OK) qt_parallel_for_balanced(c->e->pool, c->n_tok, 4, log_softmax_range, c);
     return st;
 }
 
-/* Sum of KL over sequence s's rows with the members in q (after run_base(s)). */
-static qt_status kld_with(measure_ctx *c, int32_t s, const member *mb, int32_t n, const qt_tensor *q, double *sum) {
+/* Sum of KL over sequence s's rows with the members in q (after run_base(s)), the engine run from `layer`
+ * on the stream `from` (run_seq). */
+static qt_status kld_with(measure_ctx *c, int32_t s, const member *mb, int32_t n, const qt_tensor *q, const float *from,
+                          int32_t layer, double *sum) {
     bool engine = false;
     for (int32_t k = 0; k < n; k++) engine |= q[k].data && mb[k].kind != K_OUTPUT;
     const float *h = c->h0;
     qt_status st = QT_OK;
     if (engine) {
-        st = run_seq(c, s, mb, n, q, c->logits, c->h);
+        st = run_seq(c, s, mb, n, q, from, layer, c->logits, c->h);
         h = c->h;
     } else {
         memcpy(c->logits, c->base_logits, (size_t)c->n_tok * (size_t)c->n_vocab * sizeof *c->logits);
@@ -243,18 +328,21 @@ static qt_status ctx_open(measure_ctx *c, const qt_model *m, const qt_quantize_t
     c->n_vocab = qt_engine_n_vocab(c->e);
     const size_t lv = (size_t)c->n_tok * (size_t)c->n_vocab, le = (size_t)c->n_tok * (size_t)c->n_embd;
     c->logp0 = malloc(lv * sizeof *c->logp0);
-    c->scratch = malloc((size_t)c->n_vocab * sizeof *c->scratch);
+    const int nth = c->e->pool ? qt_threadpool_size(c->e->pool) : 1;
+    c->scratch = malloc((size_t)nth * (size_t)c->n_vocab * sizeof *c->scratch);
+    c->row_kl = malloc((size_t)c->n_tok * sizeof *c->row_kl);
     c->base_logits = malloc(lv * sizeof *c->base_logits);
     c->logits = malloc(lv * sizeof *c->logits);
     c->h0 = malloc(le * sizeof *c->h0);
     c->h = malloc(le * sizeof *c->h);
-    if (!c->logp0 || !c->scratch || !c->base_logits || !c->logits || !c->h0 || !c->h) return qt_error(QT_ERR_NOMEM, "out of memory");
+    if (!c->logp0 || !c->scratch || !c->row_kl || !c->base_logits || !c->logits || !c->h0 || !c->h) return qt_error(QT_ERR_NOMEM, "out of memory");
     return QT_OK;
 }
 
 static void ctx_close(measure_ctx *c) {
     free(c->logp0);
     free(c->scratch);
+    free(c->row_kl);
     free(c->base_logits);
     free(c->logits);
     free(c->h0);
@@ -273,36 +361,126 @@ static qt_status bind_base(measure_ctx *c, const member *mb, const int32_t *grp,
     return s;
 }
 
-static qt_status measure_group(measure_ctx *c, const qt_quantize_mix *mx, float *const *weights, const member *mb,
-                               const int32_t *grp, int32_t g, qt__mix_group *G) {
+/* One group being measured: its members, their copies in each of its types, the KL summed so far. */
+typedef struct group_run {
+    int32_t n;            /* members */
+    int32_t start;        /* the layer its runs start at: -1 the token embedding (from the tokens), n_layer the output only */
+    member *gm;           /* (n) */
+    qt_tensor *q;         /* (n_types, n) type k's copies at q + k n */
+    uint8_t **buf;        /* (n_types, n) their bytes */
+    double *sum;          /* (n_types) KL summed over the sequences measured so far, nats */
+} group_run;
+
+/* Where group g's runs start: the earliest layer of its decoder linears (the layers before see the base model). */
+static int32_t group_start(const measure_ctx *c, const member *mb, const int32_t *grp, int32_t n_mix, int32_t g) {
+    int32_t start = c->n_layer;
+    for (int32_t i = 0; i < n_mix; i++) {
+        if (grp[i] != g) continue;
+        if (mb[i].kind == K_EMBD) return -1;
+        if (mb[i].kind == K_LINEAR && mb[i].layer < start) start = mb[i].layer;
+    }
+    return start;
+}
+
+static qt_status group_open(measure_ctx *c, const qt_quantize_mix *mx, float *const *weights, const member *mb,
+                            const int32_t *grp, int32_t g, const qt__mix_group *G, group_run *r) {
     int32_t n = 0;
     for (int32_t i = 0; i < mx->n; i++) n += grp[i] == g;
-    member *gm = calloc((size_t)n + 1, sizeof *gm);
-    qt_tensor *q = calloc((size_t)G->n_types * (size_t)n + 1, sizeof *q);
-    uint8_t **buf = calloc((size_t)G->n_types * (size_t)n + 1, sizeof *buf);
-    double *sum = calloc((size_t)G->n_types + 1, sizeof *sum);
-    qt_status s = gm && q && buf && sum ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
+    *r = (group_run){.n = n, .start = group_start(c, mb, grp, mx->n, g)};
+    r->gm = calloc((size_t)n + 1, sizeof *r->gm);
+    r->q = calloc((size_t)G->n_types * (size_t)n + 1, sizeof *r->q);
+    r->buf = calloc((size_t)G->n_types * (size_t)n + 1, sizeof *r->buf);
+    r->sum = calloc((size_t)G->n_types + 1, sizeof *r->sum);
+    qt_status s = r->gm && r->q && r->buf && r->sum ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
     int32_t at = 0;
     for (int32_t i = 0; s == QT_OK && i < mx->n; i++) {
         if (grp[i] != g) continue;
-        gm[at] = mb[i];
+        r->gm[at] = mb[i];
         for (int32_t k = 0; s == QT_OK && k < G->n_types; k++)
             for (int32_t o = 0; s == QT_OK && o < mx->t[i].n_options; o++)
                 if (mx->t[i].types[o] == G->types[k])
-                    s = quantize_copy(c, mb[i].t, G->types[k], weights[i], &q[k * n + at], &buf[k * n + at]);
+                    s = quantize_copy(c, mb[i].t, G->types[k], weights[i], &r->q[k * n + at], &r->buf[k * n + at]);
         at++;
     }
+    return s;
+}
+
+/* The group's costs from its sums (on success), and its copies freed. */
+static void group_close(const measure_ctx *c, group_run *r, qt__mix_group *G, qt_status s) {
+    for (int32_t k = 0; s == QT_OK && k < G->n_types; k++) G->cost[k] = r->sum[k] / ((double)c->tg->n_seq * (double)c->n_tok);
+    for (int32_t k = 0; r->buf && k < G->n_types * r->n; k++) free(r->buf[k]);
+    free(r->gm);
+    free(r->q);
+    free(r->buf);
+    free(r->sum);
+    *r = (group_run){0};
+}
+
+/* The reference loop (QUANTA_MIX_MEASURE_FULL=1): each group on its own, every sequence's base and every
+ * (group, type) run from the tokens through every layer. */
+static qt_status measure_group(measure_ctx *c, const qt_quantize_mix *mx, float *const *weights, const member *mb,
+                               const int32_t *grp, int32_t g, qt__mix_group *G) {
+    group_run r;
+    qt_status s = group_open(c, mx, weights, mb, grp, g, G, &r);
     for (int32_t sq = 0; s == QT_OK && sq < c->tg->n_seq; sq++) {
-        s = run_base(c, sq);
-        for (int32_t k = 0; s == QT_OK && k < G->n_types; k++) s = kld_with(c, sq, gm, n, &q[k * n], &sum[k]);
+        s = run_base(c, sq, NULL);
+        for (int32_t k = 0; s == QT_OK && k < G->n_types; k++) s = kld_with(c, sq, r.gm, r.n, &r.q[k * r.n], NULL, 0, &r.sum[k]);
         if (s == QT_OK && qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: interrupted", qt_model_path(c->m));
     }
-    for (int32_t k = 0; s == QT_OK && k < G->n_types; k++) G->cost[k] = sum[k] / ((double)c->tg->n_seq * (double)c->n_tok);
-    for (int32_t k = 0; buf && k < G->n_types * n; k++) free(buf[k]);
-    free(gm);
-    free(q);
-    free(buf);
-    free(sum);
+    group_close(c, &r, G, s);
+    return s;
+}
+
+/* The groups starting at layer L (group_start), measured together: per sequence the base distribution
+ * from the base run's final stream (fin), then each (group, type) run resumed from the base stream at
+ * L's input (at, which holds it for every sequence). The same numbers as measure_group: the layers
+ * before L see the base model either way, and each group's sum runs over the sequences in order. */
+static qt_status measure_at(measure_ctx *c, const qt_quantize_mix *mx, float *const *weights, const member *mb,
+                            const int32_t *grp, qt__mix_table *tb, int32_t L, qt_layerwise *fin, qt_layerwise *at) {
+    group_run *r = calloc((size_t)tb->n + 1, sizeof *r);
+    int32_t *gi = calloc((size_t)tb->n + 1, sizeof *gi), n = 0;
+    qt_status s = r && gi ? QT_OK : qt_error(QT_ERR_NOMEM, "out of memory");
+    for (int32_t g = 0; s == QT_OK && g < tb->n; g++)
+        if (group_start(c, mb, grp, mx->n, g) == L) {
+            gi[n] = g;
+            s = group_open(c, mx, weights, mb, grp, g, &tb->g[g], &r[n++]);
+        }
+    const bool resume = L > 0 && L < c->n_layer;
+    for (int32_t sq = 0; s == QT_OK && n > 0 && sq < c->tg->n_seq; sq++) {
+        s = run_base(c, sq, qt__layerwise_hidden(fin, sq));
+        const float *from = resume ? qt__layerwise_hidden(at, sq) : NULL;
+        for (int32_t j = 0; s == QT_OK && j < n; j++)
+            for (int32_t k = 0; s == QT_OK && k < tb->g[gi[j]].n_types; k++)
+                s = kld_with(c, sq, r[j].gm, r[j].n, &r[j].q[k * r[j].n], from, resume ? L : 0, &r[j].sum[k]);
+        if (s == QT_OK && qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: interrupted", qt_model_path(c->m));
+    }
+    for (int32_t j = 0; r && j < n; j++) group_close(c, &r[j], &tb->g[gi[j]], s);
+    free(r);
+    free(gi);
+    return s;
+}
+
+/* Groups in layer order (the token embedding first, the output last): the base runs once per sequence
+ * (fin: every sequence's final stream, n_seq x n_tok x n_embd floats) and a second layer-wise walk (at)
+ * holds every sequence's stream at the input of the layer being measured, so a (group, type) run
+ * computes only the layers from its group's on. */
+static qt_status measure_resumed(measure_ctx *c, const qt_quantize_mix *mx, float *const *weights, const member *mb,
+                                 const int32_t *grp, qt__mix_table *tb) {
+    qt_layerwise *fin = NULL, *at = NULL;
+    qt_status s = qt_layerwise_new(c->e, c->tg->tokens, c->tg->n_seq, c->n_tok, &fin);
+    for (int32_t il = 0; s == QT_OK && il < c->n_layer; il++) s = qt_layerwise_run_layer(fin, NULL, NULL);
+    if (s == QT_OK) s = qt_layerwise_new(c->e, c->tg->tokens, c->tg->n_seq, c->n_tok, &at);
+    int32_t last = -1; /* the latest layer a group starts at: the walk stops there */
+    for (int32_t g = 0; g < tb->n; g++) {
+        const int32_t st = group_start(c, mb, grp, mx->n, g);
+        if (st < c->n_layer && st > last) last = st;
+    }
+    for (int32_t L = -1; s == QT_OK && L <= c->n_layer; L++) {
+        s = measure_at(c, mx, weights, mb, grp, tb, L, fin, at);
+        if (s == QT_OK && L >= 0 && L < last) s = qt_layerwise_run_layer(at, NULL, NULL);
+    }
+    qt_layerwise_free(at);
+    qt_layerwise_free(fin);
     return s;
 }
 
@@ -314,7 +492,11 @@ qt_status qt__mix_measure(const qt_model *m, const qt_quantize_target *tg, int t
     qt_status s = mb && tb->g ? ctx_open(&c, m, tg, threads) : qt_error(QT_ERR_NOMEM, "out of memory");
     if (s == QT_OK) s = make_groups(&c, mx, base, tb, mb, grp);
     if (s == QT_OK) s = bind_base(&c, mb, grp, mx->n);
-    for (int32_t g = 0; s == QT_OK && g < tb->n; g++) s = measure_group(&c, mx, weights, mb, grp, g, &tb->g[g]);
+    const char *full = getenv("QUANTA_MIX_MEASURE_FULL");
+    if (full && !strcmp(full, "1"))
+        for (int32_t g = 0; s == QT_OK && g < tb->n; g++) s = measure_group(&c, mx, weights, mb, grp, g, &tb->g[g]);
+    else if (s == QT_OK)
+        s = measure_resumed(&c, mx, weights, mb, grp, tb);
     ctx_close(&c);
     free(mb);
     return s;
@@ -345,8 +527,8 @@ qt_status qt__mix_measure_final(const qt_model *m, const qt_quantize_target *tg,
     if (s == QT_OK) s = bind_base(&c, mb, grp, n);
     double sum = 0;
     for (int32_t sq = 0; s == QT_OK && sq < tg->n_seq; sq++) {
-        s = run_base(&c, sq);
-        if (s == QT_OK) s = kld_with(&c, sq, mb, n, q, &sum);
+        s = run_base(&c, sq, NULL);
+        if (s == QT_OK) s = kld_with(&c, sq, mb, n, q, NULL, 0, &sum);
         if (s == QT_OK && qt_cancelled()) s = qt_error(QT_ERR_INTERRUPTED, "%s: interrupted", qt_model_path(m));
     }
     *kld = s == QT_OK ? sum / ((double)tg->n_seq * (double)tg->n_tok) : NAN;

@@ -12,7 +12,9 @@
  *
  * Decoder linears and an untied token embedding are rebound in the engine; the
  * output projection (the token embedding where tied) is applied here to the
- * final norm's output rows the engine shows (logits = H Wq^T, in double), the
+ * final norm's output rows the engine shows (logits = H Wq^T, in double: each
+ * logit summed in the order of the width, tokens in SIMD lanes on the engine's
+ * threads, lib/quantize/mix_delta.h), the
  * base model's logits the same way from its own weights, so base and mix share
  * one arithmetic. The weights are quantized by round to nearest with the run's
  * importance weights; with --algo gptq the decoder linears by GPTQ, each on the
@@ -27,6 +29,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "mix_delta.h"
 #include "quantize_internal.h"
 
 #define MAX_TRIES 12                 /* swaps measured per round */
@@ -57,6 +60,8 @@ typedef struct refine_ctx {
     int64_t h_at;
     float *wout;                     /* (n_vocab, n_embd) the output projection, dequantized */
     double *row;                     /* (n_vocab) */
+    float *proj_ht;                  /* (n_embd, PROJ_TOK) a block of H transposed */
+    double *proj;                    /* (n_vocab, PROJ_TOK) its logits */
     qt__mix_gptq *gq;                /* --algo gptq: GPTQ's copies (lib/quantize/mix_gptq.c); NULL: round to nearest */
 } refine_ctx;
 
@@ -99,6 +104,28 @@ static qt_status tensor_in(refine_ctx *c, int32_t i, int32_t k, const qt_tensor 
     return QT_OK;
 }
 
+/* The output projection of a block of PROJ_TOK rows, PROJ_ROWS rows of the vocabulary per kernel call
+ * (lib/quantize/mix_delta.h: the sums of the loop it replaced, `d += (double)h[j] * (double)w[j]`, bit
+ * for bit), on the engine's threads: each logit from its own row and token only. */
+enum { PROJ_TOK = 64, PROJ_ROWS = 16 };
+
+typedef struct proj_job {
+    const float *ht;        /* (ne0, n_tok) the block's rows of H transposed */
+    int32_t n_tok;
+    int64_t ne0;
+    const float *w;         /* (n_vocab, ne0) */
+    double *d;              /* (n_vocab, n_tok) */
+    qt__mix_delta_fn kernel;
+} proj_job;
+
+static void proj_range(void *ctx, int64_t v0, int64_t v1, int th) {
+    (void)th;
+    const proj_job *j = ctx;
+    for (int64_t v = v0; v < v1; v += PROJ_ROWS)
+        j->kernel(j->ht, j->n_tok, j->ne0, j->w + v * j->ne0, (int32_t)(v1 - v < PROJ_ROWS ? v1 - v : PROJ_ROWS),
+                  j->d + v * j->n_tok);
+}
+
 /* Runs the model with tensor i in option choice[i] (NULL: the base model); the mean KL
  * divergence per token against the base into *kld (the base: fills logp0). */
 static qt_status run_mix(refine_ctx *c, const int32_t *choice, double *kld) {
@@ -130,13 +157,18 @@ static qt_status run_mix(refine_ctx *c, const int32_t *choice, double *kld) {
                                 : qt_error(QT_ERR_ARG, "mix refinement: the model has no output projection among the mixed tensors");
     if (s == QT_OK) s = qt_dequantize_rows(wo->type, (const uint8_t *)wo->data, c->wout, c->n_vocab, c->n_embd);
     double total = 0;
+    proj_job pj = {.ne0 = c->n_embd, .w = c->wout, .d = c->proj, .ht = c->proj_ht, .kernel = qt__mix_delta_kernel()};
     for (int64_t r = 0; s == QT_OK && r < c->rows; r++) {
-        const float *h = c->h + r * c->n_embd;
+        const int32_t rr = (int32_t)(r % PROJ_TOK);
+        if (rr == 0) { /* the next block of rows' logits, every one a dot product in double in the order of j */
+            pj.n_tok = (int32_t)(c->rows - r < PROJ_TOK ? c->rows - r : PROJ_TOK);
+            for (int32_t t = 0; t < pj.n_tok; t++)
+                for (int32_t j = 0; j < c->n_embd; j++) c->proj_ht[(size_t)j * pj.n_tok + t] = c->h[(r + t) * c->n_embd + j];
+            qt_parallel_for_balanced(c->e->pool, c->n_vocab, PROJ_ROWS * 8, proj_range, &pj);
+        }
         double mx = -INFINITY, sum = 0;
         for (int32_t v = 0; v < c->n_vocab; v++) {
-            const float *w = c->wout + (size_t)v * (size_t)c->n_embd;
-            double d = 0;
-            for (int32_t j = 0; j < c->n_embd; j++) d += (double)h[j] * (double)w[j];
+            const double d = c->proj[(size_t)v * pj.n_tok + rr];
             c->row[v] = d;
             if (d > mx) mx = d;
         }
@@ -289,7 +321,9 @@ qt_status qt__mix_refine(const qt_model *m, const qt_quantize_target *tg, int th
     c.h = malloc((size_t)c.rows * (size_t)c.n_embd * sizeof *c.h);
     c.wout = malloc((size_t)c.n_vocab * (size_t)c.n_embd * sizeof *c.wout);
     c.row = malloc((size_t)c.n_vocab * sizeof *c.row);
-    if (!c.src || !c.layer || !c.linear || !c.slots || !c.logp0 || !c.h || !c.wout || !c.row)
+    c.proj_ht = malloc((size_t)c.n_embd * PROJ_TOK * sizeof *c.proj_ht);
+    c.proj = malloc((size_t)c.n_vocab * PROJ_TOK * sizeof *c.proj);
+    if (!c.src || !c.layer || !c.linear || !c.slots || !c.logp0 || !c.h || !c.wout || !c.row || !c.proj_ht || !c.proj)
         s = qt_error(QT_ERR_NOMEM, "out of memory");
     for (int32_t i = 0; s == QT_OK && i < mx->n; i++) {
         c.src[i] = qt_model_find_tensor(m, base->tensors[mx->t[i].plan_index].name);
@@ -306,6 +340,6 @@ qt_status qt__mix_refine(const qt_model *m, const qt_quantize_target *tg, int th
     qt__mix_gptq_free(c.gq);
     for (size_t k = 0; c.slots && k < (size_t)mx->n * (QT_QUANTIZE_MIX_N_DEFAULT + 12); k++) free(c.slots[k].data);
     free(c.src); free(c.layer); free(c.linear); free(c.slots);
-    free(c.logp0); free(c.h); free(c.wout); free(c.row);
+    free(c.logp0); free(c.h); free(c.wout); free(c.row); free(c.proj_ht); free(c.proj);
     return s;
 }

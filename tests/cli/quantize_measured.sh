@@ -5,7 +5,8 @@
 # budget measures nothing and chooses what a fresh run chooses; a stale table is measured again with
 # a note, a corrupt one refused), the rank correlation of proxy and measured costs on stories260K and
 # on tiny256-random for K- and I-quant candidates, the additivity check (the whole mix measured), and
-# with --algo gptq a table of GPTQ copies keyed by its options (the same at any --threads).
+# with --algo gptq a table of GPTQ copies keyed by its options (the same at any --threads), and the
+# reference loop (QUANTA_MIX_MEASURE_FULL=1) measuring the same tables as the resumed runs.
 # (heavy under sanitizers: a dozen measured scans, over 3 minutes on a loaded 2-core release build)
 source "$(dirname "$0")/lib/harness.sh"
 stories="$shared/models/stories260K.gguf"
@@ -64,6 +65,12 @@ expect "fresh, 1 thread" 0 "" "$q" quantize "$stories" --target-size 300000B "${
     --sensitivity-cache "$tmp/t1.table"
 ok cmp -s "$tmp/t1.table" "$table"
 
+# the reference loop (QUANTA_MIX_MEASURE_FULL=1: every run from the tokens through every layer) measures
+# the table the resumed runs do (each (tensor, type) run from its layer's input, lib/quantize/mix_measure.c)
+QUANTA_MIX_MEASURE_FULL=1 expect "reference loop, 2 threads" 0 "" "$q" quantize "$stories" --target-size 300000B \
+    "${m[@]}" --threads 2 --sensitivity-cache "$tmp/full.table"
+ok cmp -s "$tmp/full.table" "$table"
+
 # stale: other calibration tokens -> measured again, with a note, and the table rewritten
 cp "$table" "$tmp/stale.table"
 expect "stale table" 0 "other calibration tokens; measuring again" "$q" quantize "$stories" --target-size 300000B \
@@ -87,6 +94,11 @@ ok has out '"sensitivity": "measured-groups"'
 ok test "$(tnum groups "$tmp/out")" = 12
 ok test "$(grep -c '^blk\.[0-4]\.\(attn\|ffn\) ' "$tmp/groups.table")" = 10
 ok test "$(tnum rank_pairs "$tmp/out")" = 84
+for t in 1 2; do # the reference loop: the same table at 1 and 2 threads
+    QUANTA_MIX_MEASURE_FULL=1 expect "groups, reference loop, $t threads" 0 "" "$q" quantize "$stories" \
+        --target-size 300000B "${m[@]/#measured/measured-groups}" --threads $t --sensitivity-cache "$tmp/gfull$t.table"
+    ok cmp -s "$tmp/gfull$t.table" "$tmp/groups.table"
+done
 rho=$(tnum rank_correlation "$tmp/out")
 ok awk -v r="$rho" 'BEGIN { exit !(r > 0.6 && r <= 1) }'
 # the per-tensor table is another table for a by-groups run: measured again, with a note
