@@ -65,7 +65,7 @@ GF_INLINE float gf_reduce(gf_vec a) { return qt__hsum8_avx(_mm256_add_ps(a.lo, a
 /* ---- F16 weights x f32 activation rows holding f16 values (qt__act_f16_f32) ----
  * The same order (lane i % 16 of one FMA chain per element, reduce16), so
  * qt__gemm_f16_ref's bits on the rows' f16 values; only the weight vectors are
- * converted, once per tile step, so a tile can be wide in activation rows
+ * converted (once per panel: gf_gemm_a32 below), so a tile can be wide in activation rows
  * (QT_GEMM_F_AR weight rows x QT_GEMM_F_AC activation rows). One activation
  * row (decode) takes tiles of QT_GEMM_F_AR x 1: that many weight rows side by
  * side, so that many independent FMA chains (one row at a time waits on one
@@ -120,6 +120,115 @@ GF_INLINE void gf_tile(int kind, int akind, int R, int C, const uint16_t *w, siz
         for (int c = 0; c < C; c++) out[c * ldo + r] = gf_reduce(acc[r][c]);
 }
 
+/* ---- the a32 kernel with its weights converted once per panel ----
+ * gf_tile above converts its R weight vectors at every 16-element step of every tile, so a
+ * weight row was converted once per activation tile (10-11 times per 64-row panel at 4 x 6);
+ * vcvtph2ps zmm is 2 uops on the FMA ports (p0 + p5), 4 of them beside the tile's 24 FMAs.
+ * Here a chunk of GF_KC elements of TR weight rows is converted to f32 once into a stack
+ * buffer (TR x GF_KC floats: 8 KB at 4 rows, L1) and read by every tile of the panel; the
+ * tiles' accumulators live in a stack array across the chunks (stored and reloaded whole, not
+ * rounded), so each element is still one FMA chain in element order, lane i % 16, reduce16:
+ * qt__gemm_f16_a32_ref's bits at any chunk, panel or tile. */
+#define GF_KC 512 /* bench_gemm --batch 512 --type f16, a32 avx512: 512 >= 1024 > 2048 on every shape (loaded AMX Xeon) */
+_Static_assert(GF_KC % 16 == 0, "a chunk is whole 16-element steps");
+#if QT_GEMM_F_512
+GF_INLINE void gf_store_f32(float *p, gf_vec v) { _mm512_storeu_ps(p, v); }
+#else
+GF_INLINE void gf_store_f32(float *p, gf_vec v) { _mm256_storeu_ps(p, v.lo); _mm256_storeu_ps(p + 8, v.hi); }
+#endif
+
+/* R rows of F16 weights, elements [0, kc) from w, as f32 into wf (rows GF_KC apart) */
+GF_INLINE void gf_convert_w(int R, const uint16_t *w, size_t ldw, int64_t kc, float *wf) {
+    for (int r = 0; r < R; r++)
+        for (int64_t i = 0; i < kc; i += 16) gf_store_f32(wf + r * GF_KC + i, gf_load(GF_F16, w + r * ldw + i));
+}
+
+/* One R x C tile over one chunk of kc elements: converted weights wf, f32 activations a (lda
+ * floats apart), accumulators sp[c][r] (zero when first; reduced into out when last); pf, when
+ * not NULL, the F16 rows (ldw apart) to convert next, fetched into cache meanwhile (the
+ * conversion alone waits on memory: perf put half of ffn_down's time on it unfetched) */
+GF_INLINE void gf_tile_w32(int R, int C, const float *wf, const float *a, size_t lda, int64_t kc, gf_vec (*sp)[GF_MR],
+                           int first, int last, float *out, int64_t ldo, const uint16_t *pf, size_t ldw) {
+    gf_vec acc[GF_MR][GF_MC];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; c++) acc[r][c] = first ? gf_zero() : sp[c][r];
+    for (int64_t i = 0; i < kc; i += 16) {
+        gf_vec x[GF_MR];
+        if (pf && i % 32 == 0)
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) _mm_prefetch((const char *)(pf + r * ldw + i), _MM_HINT_T0);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) x[r] = gf_load_f32(wf + r * GF_KC + i);
+#pragma GCC unroll 8
+        for (int c = 0; c < C; c++) {
+            const gf_vec y = gf_load_f32(a + c * lda + i);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) acc[r][c] = gf_fma(x[r], y, acc[r][c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; c++) {
+            if (last) out[c * ldo + r] = gf_reduce(acc[r][c]);
+            else sp[c][r] = acc[r][c];
+        }
+}
+
+/* The last C < TC activation rows of a panel in one tile of C (each C its own unrolled body) */
+GF_INLINE void gf_tile_w32_tail(int R, int C, const float *wf, const float *a, size_t lda, int64_t kc,
+                                gf_vec (*sp)[GF_MR], int first, int last, float *out, int64_t ldo, const uint16_t *pf,
+                                size_t ldw) {
+#define GF_TAIL(K) \
+    if (C == K) { gf_tile_w32(R, K, wf, a, lda, kc, sp, first, last, out, ldo, pf, ldw); return; }
+    GF_TAIL(1)
+    GF_TAIL(2)
+#if QT_GEMM_F_AC > 3
+    GF_TAIL(3)
+    GF_TAIL(4)
+#endif
+#if QT_GEMM_F_AC > 5
+    GF_TAIL(5)
+#endif
+#undef GF_TAIL
+    _Static_assert(QT_GEMM_F_AC == 3 || QT_GEMM_F_AC == 5 || QT_GEMM_F_AC == 6, "a tail case for every C < TC");
+}
+
+/* R weight rows (one row block) against the panel's activation rows [c0, c1), chunk by chunk;
+ * the first tile of a chunk fetches the next chunk's rows (next: the rows after these, NULL if none) */
+GF_INLINE void gf_rows_a32(int R, int TC, const uint16_t *w, size_t ldw, const float *A, size_t lda, int64_t c0,
+                           int64_t c1, int64_t n, float *out, int64_t ldo, const uint16_t *next) {
+    float wf[GF_MR * GF_KC];
+    gf_vec sp[GF_PANEL][GF_MR];
+    for (int64_t k0 = 0; k0 < n; k0 += GF_KC) {
+        const int64_t kc = n - k0 < GF_KC ? n - k0 : GF_KC;
+        const int first = k0 == 0, last = k0 + kc == n;
+        gf_convert_w(R, w + k0, ldw, kc, wf);
+        const uint16_t *pf = last ? next : w + k0 + kc;
+        int64_t c = c0;
+        for (; c + TC <= c1; c += TC, pf = NULL)
+            gf_tile_w32(R, TC, wf, A + c * lda + k0, lda, kc, sp + (c - c0), first, last, out + c * ldo, ldo, pf, ldw);
+        if (c < c1)
+            gf_tile_w32_tail(R, (int)(c1 - c), wf, A + c * lda + k0, lda, kc, sp + (c - c0), first, last,
+                             out + c * ldo, ldo, pf, ldw);
+    }
+}
+
+/* gf_gemm's a32 case (n a multiple of 16; lda in floats) */
+GF_INLINE void gf_gemm_a32(int TR, int TC, const uint16_t *W, size_t ldw, int64_t nr, const float *A, size_t lda,
+                           int64_t nc, int64_t n, float *out, int64_t ldo) {
+    const int64_t panel = gf_panel_a32(TC, n);
+    for (int64_t c0 = 0; c0 < nc; c0 += panel) {
+        const int64_t c1 = c0 + panel < nc ? c0 + panel : nc;
+        int64_t r = 0;
+        for (; r + TR <= nr; r += TR)
+            gf_rows_a32(TR, TC, W + r * ldw, ldw, A, lda, c0, c1, n, out + r, ldo, r + 2 * TR <= nr ? W + (r + TR) * ldw : NULL);
+        for (; r < nr; r++) gf_rows_a32(1, TC, W + r * ldw, ldw, A, lda, c0, c1, n, out + r, ldo, NULL);
+    }
+}
+
 /* ldw, lda in bytes (the gemm interface); tiles of TR x TC over nr x nc, panel by panel;
  * one activation row (decode) takes TR x 1 tiles like any narrow batch (above);
  * the tile order changes no element's order, so not the bits. */
@@ -134,7 +243,11 @@ GF_INLINE void gf_gemm(int kind, int akind, int TR, int TC, const void *vw, size
     const uint16_t *W = vw;
     const uint8_t *A = va;
     const size_t ldw = ldw_b / 2, lda = lda_b / (akind == GF_A32 ? 4 : 2);
-    const int64_t panel = akind == GF_A32 ? gf_panel_a32(TC, n) : GF_PANEL;
+    if (akind == GF_A32) {
+        gf_gemm_a32(TR, TC, W, ldw, nr, va, lda, nc, n, out, ldo);
+        return;
+    }
+    const int64_t panel = GF_PANEL;
     for (int64_t c0 = 0; c0 < nc; c0 += panel) {
         const int64_t c1 = c0 + panel < nc ? c0 + panel : nc;
         int64_t r = 0;

@@ -505,7 +505,7 @@ static int build(qt__iq_lattice_id id) {
     float *posf = malloc(sizeof(float) * (size_t)d->n_points * (size_t)d->dims);
     int32_t *map = malloc(sizeof(int32_t) * n_codes);
     uint16_t *d2 = malloc(sizeof(uint16_t) * d->n_points);
-    uint16_t *nb = NULL;
+    uint16_t *nb = NULL, *nbc = NULL;
     if (!pos || !posf || !map || !d2) goto fail;
     for (int j = 0; j < d->n_points; j++)
         for (int i = 0; i < d->dims; i++) {
@@ -523,7 +523,8 @@ static int build(qt__iq_lattice_id id) {
             total += 1 + (size_t)distances(d, pos, u, d2, keep, &n_keep);
     if (total > (size_t)INT32_MAX) goto fail;
     nb = malloc(sizeof(uint16_t) * (total ? total : 1));
-    if (!nb) goto fail;
+    nbc = malloc(sizeof(uint16_t) * (total ? total : 1));
+    if (!nb || !nbc) goto fail;
     size_t at = 0;
     for (uint32_t u = 0; u < n_codes; u++) {
         if (map[u] != QT_IQ_UNREACHABLE || !reachable(d, u)) continue;
@@ -535,8 +536,12 @@ static int build(qt__iq_lattice_id id) {
             for (int j = 0; j < d->n_points; j++)
                 if (d2[j] == keep[k]) nb[at++] = (uint16_t)j;
     }
+    for (size_t k = 0; k < at; k += 1 + (size_t)nb[k]) {
+        nbc[k] = nb[k];
+        for (size_t j = 1; j <= nb[k]; j++) nbc[k + j] = d->codes[nb[k + j]];
+    }
     free(d2);
-    *lat = (qt__iq_lattice){d->n_points, d->dims, d->bits, d->codes, pos, posf, map, nb};
+    *lat = (qt__iq_lattice){d->n_points, d->dims, d->bits, d->codes, pos, posf, map, nb, nbc};
     return 1;
 fail:
     free(pos);
@@ -544,6 +549,7 @@ fail:
     free(map);
     free(d2);
     free(nb);
+    free(nbc);
     return 0;
 }
 

@@ -67,6 +67,8 @@ typedef struct qt__iq_lattice {
     float *posf;             /* (n_points, dims) the same as floats (the neighbour searches' hot loop) */
     int32_t *map;            /* (1 << bits*dims) point index, or -(1 + offset into neighbours) */
     uint16_t *neighbours;    /* per off-lattice code: count, then that many point indices */
+    uint16_t *neighbour_codes; /* the same offsets: count, then each neighbour's packed code (codes[index]),
+                                * so a SIMD search loads a list's codes contiguously (q_iq_nb.h) */
 } qt__iq_lattice;
 
 /* The lattice with its map and neighbour lists, built on first call

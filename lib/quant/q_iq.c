@@ -34,6 +34,7 @@
 #include "blocks.h"
 #include "iq_grids.h"
 #include "kernels.h"
+#include "q_iq_nb.h"
 #include "quant_search.h"
 #include "quant_util.h"
 #include "quanta/num.h"
@@ -94,16 +95,9 @@ static uint8_t fold_signs8(const float *xb, const float *w, float *xval, bool ev
     return even_parity ? (uint8_t)(s & 127) : s;
 }
 
-/* ggml iq2/iq3_find_best_neighbour: the neighbour of off-lattice code u
- * closest to xval at this scale, error weighted by w (first one on ties).
- * Writes its levels to L and returns its index. ggml's error of a point p is
- * sum_i w[i]*diff*diff with diff = scale*p[i] - xval[i], summed over i in
- * order from 0; a coordinate takes one of kmaxq odd values, so the term of
- * each (i, level) is formed once here — the same two products of the same
- * operands — and a neighbour's error is the sum of its coordinates' terms in
- * the same order: the same floats as ggml's, at a few loads and adds per
- * neighbour. DIMS is a constant at each call site (4 or 8), so the
- * coordinate loops unroll; this is the quantizers' hot loop. */
+/* ggml iq2/iq3_find_best_neighbour, the scalar reference (q_iq_nb.h): a few
+ * loads and adds per neighbour. DIMS is a constant at each call site (4 or
+ * 8), so the coordinate loops unroll; this is the quantizers' hot loop. */
 static inline __attribute__((always_inline)) int best_neighbour_dims(const qt__iq_lattice *lat, uint32_t u,
                                                                      const float *xval, const float *w, float scale,
                                                                      int kmaxq, int8_t *L, const int DIMS) {
@@ -111,11 +105,7 @@ static inline __attribute__((always_inline)) int best_neighbour_dims(const qt__i
     const int bits = DIMS == 8 ? 2 : 3;
     const uint32_t mask = (1u << bits) - 1;
     float term[8][8]; /* [coordinate][level] */
-    for (int i = 0; i < DIMS; i++)
-        for (int l = 0; l < kmaxq; l++) {
-            const float diff = scale * (float)(2 * l + 1) - xval[i];
-            term[i][l] = w[i] * diff * diff;
-        }
+    qt__iq_nb_terms(term, xval, w, scale, kmaxq, DIMS);
     float best_d2 = FLT_MAX;
     int best = nb[1];
     for (int j = 1; j <= nb[0]; j++) {
@@ -127,9 +117,7 @@ static inline __attribute__((always_inline)) int best_neighbour_dims(const qt__i
             best = nb[j];
         }
     }
-    const int8_t *p = lat->pos + (size_t)best * DIMS;
-    for (int i = 0; i < DIMS; i++) L[i] = (int8_t)((p[i] - 1) / 2);
-    return best;
+    return qt__iq_nb_levels(lat, best, L, DIMS);
 }
 
 static int best_neighbour(const qt__iq_lattice *lat, uint32_t u, const float *xval, const float *w, float scale,
@@ -204,13 +192,13 @@ struct lattice_search {
     lattice_pack_fn pack;
 };
 
-/* One sub-block of p->n elements: grid indices (n/dims) into idx, sign bytes
+/* One sub-block of p->n elements (search: the neighbour search, q_iq_nb.h): grid indices (n/dims) into idx, sign bytes
  * (n/8) into signs, the scale returned. An all-zero sub-block returns 0 with
  * idx and signs unwritten (the block keeps zeros there, as ggml's does); a
  * scale can also come out 0 with points written (every weight on the
  * non-zero values 0), and those points are stored, as ggml does. */
-static float lattice_subblock(const lattice_search *p, const qt__iq_lattice *lat, const float *xb, const float *w,
-                              uint16_t *idx, uint8_t *signs) {
+static float lattice_subblock(const lattice_search *p, const qt__iq_lattice *lat, qt__iq_neighbour_fn search,
+                              const float *xb, const float *w, uint16_t *idx, uint8_t *signs) {
     const int n = p->n, dims = lat->dims, bits = lat->bits, ng = n / dims, kmaxq = p->kmaxq;
     float waux[32], xval[32];
     int8_t L[32], Laux[32];
@@ -240,7 +228,7 @@ static float lattice_subblock(const lattice_search *p, const qt__iq_lattice *lat
         for (int k = 0; k < ng; k++) {
             const uint32_t u = round_levels(xval + dims * k, id, dims, bits, kmaxq, Laux + dims * k);
             on_aux[k] = lat->map[u] >= 0;
-            if (!on_aux[k]) best_neighbour(lat, u, xval + dims * k, waux + dims * k, this_scale, kmaxq, Laux + dims * k);
+            if (!on_aux[k]) search(lat, u, xval + dims * k, waux + dims * k, this_scale, kmaxq, Laux + dims * k);
         }
         float sumqx, sumq2;
         level_sums(Laux, xval, w, n, &sumqx, &sumq2);
@@ -258,7 +246,7 @@ static float lattice_subblock(const lattice_search *p, const qt__iq_lattice *lat
         for (int k = 0; k < ng; k++) {
             if (p->refine == REFINE_OFF_GRID && on[k]) continue;
             const uint32_t u = round_levels(xval + dims * k, id, dims, bits, kmaxq, L + dims * k);
-            if (lat->map[u] < 0) best_neighbour(lat, u, xval + dims * k, waux + dims * k, scale, kmaxq, L + dims * k);
+            if (lat->map[u] < 0) search(lat, u, xval + dims * k, waux + dims * k, scale, kmaxq, L + dims * k);
         }
         float sumqx, sumq2;
         level_sums(L, xval, w, n, &sumqx, &sumq2);
@@ -278,23 +266,24 @@ static float lattice_subblock(const lattice_search *p, const qt__iq_lattice *lat
 
 /* Runs the search over the sub-blocks of one super-block: scales, indices and
  * signs per sub-block, returns max_scale. */
-static float lattice_superblock(const lattice_search *p, const qt__iq_lattice *lat, const float *xbl,
-                                const float *qw, float sigma2, float bias, float *scales, uint16_t *idx,
-                                uint8_t *signs) {
+static float lattice_superblock(const lattice_search *p, const qt__iq_lattice *lat, qt__iq_neighbour_fn nb,
+                                const float *xbl, const float *qw, float sigma2, float bias, float *scales,
+                                uint16_t *idx, uint8_t *signs) {
     float w[32];
     float max_scale = 0;
     const int nsub = QK_K / p->n, ng = p->n / lat->dims;
     for (int ib = 0; ib < nsub; ib++) {
         const float *xb = xbl + p->n * ib;
         subblock_weights(xb, qw ? qw + p->n * ib : NULL, sigma2, bias, p->n, w);
-        scales[ib] = lattice_subblock(p, lat, xb, w, idx + ng * ib, signs + (p->n / 8) * ib);
+        scales[ib] = lattice_subblock(p, lat, nb, xb, w, idx + ng * ib, signs + (p->n / 8) * ib);
         max_scale = max_scale > scales[ib] ? max_scale : scales[ib];
     }
     return max_scale;
 }
 
 /* One row of n elements: the search per super-block, then p->pack. */
-static void lattice_quantize(const lattice_search *p, const float *x, void *dst, int64_t n, const float *imatrix) {
+static void lattice_quantize(const lattice_search *p, const float *x, void *dst, int64_t n, const float *imatrix,
+                             qt__iq_neighbour_fn nb) {
     uint8_t *y = dst;
     const size_t nbl = (size_t)(n / QK_K);
     const qt__iq_lattice *lat = qt__iq_lattice_get(p->lattice);
@@ -310,7 +299,7 @@ static void lattice_quantize(const lattice_search *p, const float *x, void *dst,
         const float sigma2 = superblock_sigma2(xbl, p->sigma_factor);
         memset(idx, 0, sizeof idx);
         memset(signs, 0, sizeof signs);
-        const float max_scale = lattice_superblock(p, lat, xbl, imatrix ? imatrix + QK_K * ibl : NULL, sigma2,
+        const float max_scale = lattice_superblock(p, lat, nb, xbl, imatrix ? imatrix + QK_K * ibl : NULL, sigma2,
                                                    p->bias_sigma * sigma2, scales, idx, signs);
         uint8_t *block = y + p->block_bytes * ibl;
         memset(block, 0, p->block_bytes);
@@ -346,7 +335,7 @@ static const lattice_search SEARCH_IQ2_XXS = {QT_IQ_LATTICE_2XXS, 32, 3, 6, 0.1f
                                               1, 0, true, sizeof(block_iq2_xxs), pack_iq2_xxs};
 
 void qt__quantize_iq2_xxs(const float *x, void *dst, int64_t n, const float *imatrix) {
-    lattice_quantize(&SEARCH_IQ2_XXS, x, dst, n, imatrix);
+    lattice_quantize(&SEARCH_IQ2_XXS, x, dst, n, imatrix, best_neighbour);
 }
 
 /* One group of n values of a value grid (vals) times db; sign bit j of s
@@ -397,7 +386,7 @@ static const lattice_search SEARCH_IQ2_XS = {QT_IQ_LATTICE_2XS, 16, 3, 9, 0.1f, 
                                              1, 0, true, sizeof(block_iq2_xs), pack_iq2_xs};
 
 void qt__quantize_iq2_xs(const float *x, void *dst, int64_t n, const float *imatrix) {
-    lattice_quantize(&SEARCH_IQ2_XS, x, dst, n, imatrix);
+    lattice_quantize(&SEARCH_IQ2_XS, x, dst, n, imatrix, best_neighbour);
 }
 
 /* IQ2_XS and IQ2_S rows (is_s): same scales, groups read by qt__iq2_16_group. */
@@ -443,7 +432,7 @@ static const lattice_search SEARCH_IQ2_S = {QT_IQ_LATTICE_2S, 16, 3, 9, 0.1f, EP
                                             2, 0.25f, false, sizeof(block_iq2_s), pack_iq2_s};
 
 void qt__quantize_iq2_s(const float *x, void *dst, int64_t n, const float *imatrix) {
-    lattice_quantize(&SEARCH_IQ2_S, x, dst, n, imatrix);
+    lattice_quantize(&SEARCH_IQ2_S, x, dst, n, imatrix, best_neighbour);
 }
 
 void qt__dequantize_iq2_s(const void *src, float *y, int64_t n) { dequantize_iq2_16(src, y, n, 1); }
@@ -469,7 +458,7 @@ static const lattice_search SEARCH_IQ3_XXS = {QT_IQ_LATTICE_3XXS, 32, 8, 15, 0.2
                                               REFINE_OFF_GRID, 2, 0, false, sizeof(block_iq3_xxs), pack_iq3_xxs};
 
 void qt__quantize_iq3_xxs(const float *x, void *dst, int64_t n, const float *imatrix) {
-    lattice_quantize(&SEARCH_IQ3_XXS, x, dst, n, imatrix);
+    lattice_quantize(&SEARCH_IQ3_XXS, x, dst, n, imatrix, best_neighbour);
 }
 
 void qt__dequantize_iq3_xxs(const void *src, float *y, int64_t n) {
@@ -513,7 +502,7 @@ static const lattice_search SEARCH_IQ3_S = {QT_IQ_LATTICE_3S, 32, 8, 9, 0.2f, 0.
                                             2, 0, false, sizeof(block_iq3_s), pack_iq3_s};
 
 void qt__quantize_iq3_s(const float *x, void *dst, int64_t n, const float *imatrix) {
-    lattice_quantize(&SEARCH_IQ3_S, x, dst, n, imatrix);
+    lattice_quantize(&SEARCH_IQ3_S, x, dst, n, imatrix, best_neighbour);
 }
 
 void qt__dequantize_iq3_s(const void *src, float *y, int64_t n) {
@@ -943,4 +932,16 @@ qt_status qt__iq_prepare(qt_type t, const float *imatrix) {
     if (!qt__iq_lattice_get((qt__iq_lattice_id)id))
         return qt_error(QT_ERR_NOMEM, "out of memory building the %s code-book search tables", name);
     return QT_OK;
+}
+
+/* q_iq_nb.h: the lattice quantizers with another neighbour search (the SIMD ones) */
+void qt__quantize_iq_lattice(qt_type t, const float *x, void *dst, int64_t n, const float *imatrix,
+                             qt__iq_neighbour_fn nb) {
+    const lattice_search *p = t == QT_TYPE_IQ2_XXS  ? &SEARCH_IQ2_XXS
+                              : t == QT_TYPE_IQ2_XS ? &SEARCH_IQ2_XS
+                              : t == QT_TYPE_IQ2_S  ? &SEARCH_IQ2_S
+                              : t == QT_TYPE_IQ3_XXS ? &SEARCH_IQ3_XXS
+                              : t == QT_TYPE_IQ3_S  ? &SEARCH_IQ3_S
+                                                    : NULL;
+    if (p) lattice_quantize(p, x, dst, n, imatrix, nb);
 }

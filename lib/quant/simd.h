@@ -46,6 +46,18 @@ struct qt__fit_batch;
 QT__K_QUANTIZERS(avx2)
 QT__K_QUANTIZERS(avx512)
 #undef QT__K_QUANTIZERS
+
+/* q_iq_avx2.c / q_iq_avx512.c: the IQ2 / IQ3 quantizers with the lane-parallel neighbour
+ * search (q_iq_nb.h), bytes equal to qt__quantize_iq*'s. */
+#define QT__IQ_QUANTIZERS(isa)                                                                    \
+    void qt__quantize_iq2_xxs_##isa(const float *src, void *dst, int64_t n, const float *imatrix); \
+    void qt__quantize_iq2_xs_##isa(const float *src, void *dst, int64_t n, const float *imatrix);  \
+    void qt__quantize_iq2_s_##isa(const float *src, void *dst, int64_t n, const float *imatrix);   \
+    void qt__quantize_iq3_xxs_##isa(const float *src, void *dst, int64_t n, const float *imatrix); \
+    void qt__quantize_iq3_s_##isa(const float *src, void *dst, int64_t n, const float *imatrix);
+QT__IQ_QUANTIZERS(avx2)
+QT__IQ_QUANTIZERS(avx512)
+#undef QT__IQ_QUANTIZERS
 #endif
 
 #endif

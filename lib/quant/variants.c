@@ -64,6 +64,12 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_Q4_K, QT__CPU_AVX2, .from_float = qt__quantize_q4_K_avx2},
     {QT_TYPE_Q5_K, QT__CPU_AVX2, .from_float = qt__quantize_q5_K_avx2},
     {QT_TYPE_Q6_K, QT__CPU_AVX2, .from_float = qt__quantize_q6_K_avx2},
+    /* IQ2 / IQ3 quantizers, neighbour searches 8 neighbours at a time (q_iq_avx2.c, q_iq_nb.h) */
+    {QT_TYPE_IQ2_XXS, QT__CPU_AVX2, .from_float = qt__quantize_iq2_xxs_avx2},
+    {QT_TYPE_IQ2_XS, QT__CPU_AVX2, .from_float = qt__quantize_iq2_xs_avx2},
+    {QT_TYPE_IQ2_S, QT__CPU_AVX2, .from_float = qt__quantize_iq2_s_avx2},
+    {QT_TYPE_IQ3_XXS, QT__CPU_AVX2, .from_float = qt__quantize_iq3_xxs_avx2},
+    {QT_TYPE_IQ3_S, QT__CPU_AVX2, .from_float = qt__quantize_iq3_s_avx2},
     {QT_TYPE_Q8_K, QT__CPU_AVX2, .from_float = qt__quantize_q8_K_avx2}, /* activations of the K-quant dots and k16 kernels */
     /* AVX-512 F + BW + VL + VNNI */
     {QT_TYPE_CT_I8, QT__CPU_AVX512, .vec_dot = qt__dot_ct_i8_avx512},
@@ -75,6 +81,12 @@ const qt__kernel_variant qt__variants[] = {
     {QT_TYPE_Q4_K, QT__CPU_AVX512, .from_float = qt__quantize_q4_K_avx512},
     {QT_TYPE_Q5_K, QT__CPU_AVX512, .from_float = qt__quantize_q5_K_avx512},
     {QT_TYPE_Q6_K, QT__CPU_AVX512, .from_float = qt__quantize_q6_K_avx512},
+    /* IQ2 / IQ3 quantizers, neighbour searches 16 neighbours at a time (q_iq_avx512.c, q_iq_nb.h) */
+    {QT_TYPE_IQ2_XXS, QT__CPU_AVX512, .from_float = qt__quantize_iq2_xxs_avx512},
+    {QT_TYPE_IQ2_XS, QT__CPU_AVX512, .from_float = qt__quantize_iq2_xs_avx512},
+    {QT_TYPE_IQ2_S, QT__CPU_AVX512, .from_float = qt__quantize_iq2_s_avx512},
+    {QT_TYPE_IQ3_XXS, QT__CPU_AVX512, .from_float = qt__quantize_iq3_xxs_avx512},
+    {QT_TYPE_IQ3_S, QT__CPU_AVX512, .from_float = qt__quantize_iq3_s_avx512},
     {QT_TYPE_Q8_K, QT__CPU_AVX512, .from_float = qt__quantize_q8_K_avx512},
     {QT_TYPE_Q8_0, QT__CPU_AVX512, .gemm = qt__gemm_q8_0_avx512},
     {QT_TYPE_Q4_0, QT__CPU_AVX512, .gemm = qt__gemm_q4_0_avx512},

@@ -716,7 +716,8 @@ static void test_act_f16_variants_equal_reference(void) {
  * rows, and its own reference; awkward shapes as check_gemm's, plus lengths that are not a
  * multiple of 16 or 32 (the prefetch step), or of 64 (784), rows past two 16-row work units
  * (33) and batches beside the tile widths and the 64-row panel; 8192 (ffn_down's rows) takes the
- * narrower panel of 512 KB of activations (gf_panel_a32: 12 rows at AVX-512, 15 at AVX2). */
+ * narrower panel of 512 KB of activations (gf_panel_a32: 12 rows at AVX-512, 15 at AVX2); 784 is
+ * one 512-element chunk of converted weights (GF_KC) and a partial one, 2048 and 8192 whole chunks. */
 static void test_gemm_fast_a32_variants_equal_reference(void) {
     const int64_t rows[] = {1, 2, 3, 4, 5, 7, 8, 9, 17, 33}, batch[] = {1, 2, 3, 5, 6, 7, 12, 13, 31, 33, 63, 64, 65, 129};
     const int64_t lens[] = {16, 48, 40, 784, 2048, 8192};
