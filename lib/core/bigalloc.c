@@ -11,6 +11,7 @@
  * before it saying how it was made, so qt__weights_free needs no size. */
 #define _DEFAULT_SOURCE /* madvise, mmap, posix_memalign */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -85,4 +86,23 @@ void qt__weights_free(void *p) {
     }
 #endif
     free(t.base);
+}
+
+int qt__weights_copy_fits(size_t bytes) {
+#if defined(__linux__)
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[128];
+    unsigned long long kib = 0;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) found = sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    fclose(f);
+    const long pages = sysconf(_SC_PHYS_PAGES), pg = sysconf(_SC_PAGESIZE);
+    if (!found || pages <= 0 || pg <= 0) return 0;
+    const unsigned long long avail = kib * 1024ull, floor = (unsigned long long)pages * (unsigned long long)pg / 8;
+    return avail >= floor && avail - floor >= bytes;
+#else
+    (void)bytes;
+    return 0;
+#endif
 }

@@ -22,4 +22,11 @@
 void *qt__weights_alloc(size_t bytes);
 void qt__weights_free(void *p);
 
+/* Whether `bytes` more of anonymous memory still leave an eighth of physical memory
+ * available (/proc/meminfo MemAvailable: free memory plus what the page cache could give
+ * back). A copy of a file mapping's pages that this refuses stays on the mapping: the
+ * kernel can evict those pages and read them again, anonymous ones (no swap) end in the OOM
+ * killer. False where the figure is unknown (not Linux). */
+int qt__weights_copy_fits(size_t bytes);
+
 #endif

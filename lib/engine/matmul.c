@@ -137,7 +137,8 @@ static qt_status mat_pack(qt__mat *m, qt_threadpool *pool, const qt_model *drop_
  * (lib/core/bigalloc.h), the file's pages dropped slice by slice as they are copied, so
  * decode streams 2 MiB pages, not the file mapping's 4 KiB ones (docs/performance.md,
  * "F16 rows in huge pages"). Only for tensors in a file mapping of drop_from (peak RSS stays
- * the weights' plus one slice); QUANTA_WEIGHTS_COPY=0 keeps the mapping. */
+ * the weights' plus one slice) and while memory allows (qt__weights_copy_fits: a model larger
+ * than memory stays mapped); QUANTA_WEIGHTS_COPY=0 keeps the mapping. */
 static qt_status mat_copy_rows(qt__mat *m, const qt_model *drop_from) {
     const size_t n = (size_t)m->n_out * m->row_bytes;
     const qt_type t = m->t->type;
@@ -146,6 +147,7 @@ static qt_status mat_copy_rows(qt__mat *m, const qt_model *drop_from) {
         return QT_OK;
     const char *env = getenv("QUANTA_WEIGHTS_COPY");
     if (env && strcmp(env, "0") == 0) return QT_OK;
+    if (!qt__weights_copy_fits(n)) return QT_OK; /* tight memory: the mapping's pages can be evicted */
     m->own_data = qt__weights_alloc(n);
     if (!m->own_data) return qt_error(QT_ERR_NOMEM, "tensor '%s': out of memory copying %zu bytes of rows", m->t->name, n);
     for (size_t o = 0; o < n; o += COPY_SLICE_BYTES) {
