@@ -18,10 +18,15 @@ static inline __attribute__((always_inline)) int nb_dims(const qt__iq_lattice *l
     const int64_t off = -(int64_t)lat->map[u] - 1;
     const uint16_t *nb = lat->neighbours + off, *codes = lat->neighbour_codes + off + 1;
     const int bits = DIMS == 8 ? 2 : 3, n = nb[0];
-    float term[8][8] = {{0}}; /* levels >= kmaxq are never looked up */
-    qt__iq_nb_terms(term, xval, w, scale, kmaxq, DIMS);
+    /* qt__iq_nb_terms' term[i][l] in lane l (the same two products of the same operands; lanes
+     * l >= kmaxq are never looked up) */
+    (void)kmaxq;
+    const __m256 odd = _mm256_setr_ps(1, 3, 5, 7, 9, 11, 13, 15), sv = _mm256_mul_ps(_mm256_set1_ps(scale), odd);
     __m256 tv[8];
-    for (int i = 0; i < DIMS; i++) tv[i] = _mm256_loadu_ps(term[i]);
+    for (int i = 0; i < DIMS; i++) {
+        const __m256 diff = _mm256_sub_ps(sv, _mm256_set1_ps(xval[i]));
+        tv[i] = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(w[i]), diff), diff);
+    }
     const __m256i mask = _mm256_set1_epi32((1 << bits) - 1), lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256 best = _mm256_set1_ps(FLT_MAX);
     __m256i best_j = _mm256_setzero_si256();
