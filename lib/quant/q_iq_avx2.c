@@ -63,12 +63,5 @@ int qt__iq_best_neighbour_avx2(const qt__iq_lattice *lat, uint32_t u, const floa
     return lat->dims == 8 ? nb_dims(lat, u, xval, w, scale, kmaxq, L, 8) : nb_dims(lat, u, xval, w, scale, kmaxq, L, 4);
 }
 
-#define QT_IQ_AVX2(name, T)                                                                                       \
-    void qt__quantize_##name##_avx2(const float *src, void *dst, int64_t n, const float *imatrix) {               \
-        qt__quantize_iq_lattice(T, src, dst, n, imatrix, qt__iq_best_neighbour_avx2);                             \
-    }
-QT_IQ_AVX2(iq2_xxs, QT_TYPE_IQ2_XXS)
-QT_IQ_AVX2(iq2_xs, QT_TYPE_IQ2_XS)
-QT_IQ_AVX2(iq2_s, QT_TYPE_IQ2_S)
-QT_IQ_AVX2(iq3_xxs, QT_TYPE_IQ3_XXS)
-QT_IQ_AVX2(iq3_s, QT_TYPE_IQ3_S)
+#define QT_IQ_AVX2(name, T) QT__IQ_LATTICE_QUANTIZER(avx2, name, T)
+QT__IQ_LATTICE_TYPES(QT_IQ_AVX2)

@@ -48,6 +48,15 @@ static inline int qt__iq_nb_levels(const qt__iq_lattice *lat, int best, int8_t *
 void qt__quantize_iq_lattice(qt_type t, const float *src, void *dst, int64_t n, const float *imatrix,
                              qt__iq_neighbour_fn nb);
 
+/* The lattice types once, as X(name, qt_type), and a SIMD file's quantizer of one of them:
+ * qt__quantize_<name>_<isa>, which is qt__quantize_iq_lattice with qt__iq_best_neighbour_<isa>. */
+#define QT__IQ_LATTICE_TYPES(X) \
+    X(iq2_xxs, QT_TYPE_IQ2_XXS) X(iq2_xs, QT_TYPE_IQ2_XS) X(iq2_s, QT_TYPE_IQ2_S) X(iq3_xxs, QT_TYPE_IQ3_XXS) X(iq3_s, QT_TYPE_IQ3_S)
+#define QT__IQ_LATTICE_QUANTIZER(isa, name, T)                                                   \
+    void qt__quantize_##name##_##isa(const float *src, void *dst, int64_t n, const float *imatrix) { \
+        qt__quantize_iq_lattice(T, src, dst, n, imatrix, qt__iq_best_neighbour_##isa);            \
+    }
+
 #ifdef QT_ARCH_X86
 int qt__iq_best_neighbour_avx2(const qt__iq_lattice *lat, uint32_t u, const float *xval, const float *w, float scale,
                                int kmaxq, int8_t *L);
