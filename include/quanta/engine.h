@@ -97,6 +97,11 @@ typedef struct qt_engine_opts {
                                  vec_dot_type and dot in that domain, as llama.cpp does;
                                  true: dequantize weight rows to f32 and dot in f32 */
     qt_numerics numerics;     /* QT_NUMERICS_FAST by default */
+    bool keep_mapped;         /* false (default): F16/BF16 matrices in a file mapping are copied at load
+                                 into huge-page buffers (lib/engine/matmul.c); true: they stay in the
+                                 mapping and every looked-up embedding row's pages are dropped again,
+                                 for a caller that reads each layer once and drops its pages (GPTQ's
+                                 layer-by-layer run: peak RSS one layer's weights, not the model's) */
 } qt_engine_opts;
 
 QT_API void qt_engine_opts_default(qt_engine_opts *o);

@@ -217,9 +217,11 @@ void qt__matmul_shared(qt_engine_ctx *e, const float *in, int32_t B, int n, floa
 qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics);
 /* The same, packing (x16 / k16) on pool's threads (NULL: this thread); the same bytes either way.
  * drop_from (may be NULL): the model whose file pages of t are dropped slice by slice as they are
- * packed (qt__model_drop_pages), so the copy replaces them rather than sitting beside them. */
+ * packed (qt__model_drop_pages), so the copy replaces them rather than sitting beside them.
+ * copy_f16: F16/BF16 rows in drop_from's mapping copied into huge pages (false: kept mapped,
+ * qt_engine_opts.keep_mapped). */
 qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics, qt_threadpool *pool,
-                            const qt_model *drop_from);
+                            const qt_model *drop_from, bool copy_f16);
 /* Free what qt__mat_init allocated (the packed copy); the mat is then empty. */
 void qt__mat_free(qt__mat *m);
 /* After packing: drop the source tensor's whole pages from memory (for a read-only

@@ -372,8 +372,9 @@ void qt__engine_embed(qt_engine_ctx *e, const int32_t *tokens, int32_t B) {
      * tied output runs on a packed copy (qt__mat_drop_source dropped them at
      * load): each looked-up row's pages are dropped again, so a prompt's
      * lookups do not fault the table back into RSS. A tied output that reads
-     * the file's rows keeps them resident. */
-    const bool drop = e->model && (e->output.data != emb->data || e->output.x16_data);
+     * the file's rows keeps them resident, unless the caller keeps the weights
+     * mapped (keep_mapped: a calibration, which computes no logits, or few). */
+    const bool drop = e->model && (e->output.data != emb->data || e->output.x16_data || e->opts.keep_mapped);
     const size_t table = (size_t)emb->n_out * emb->row_bytes;
     for (int32_t b = 0; b < B; b++) {
         const uint8_t *row = emb->data + (size_t)tokens[b] * emb->row_bytes;

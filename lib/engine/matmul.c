@@ -138,7 +138,9 @@ static qt_status mat_pack(qt__mat *m, qt_threadpool *pool, const qt_model *drop_
  * decode streams 2 MiB pages, not the file mapping's 4 KiB ones (docs/performance.md,
  * "F16 rows in huge pages"). Only for tensors in a file mapping of drop_from (peak RSS stays
  * the weights' plus one slice) and while memory allows (qt__weights_copy_fits: a model larger
- * than memory stays mapped); QUANTA_WEIGHTS_COPY=0 keeps the mapping. */
+ * than memory stays mapped); QUANTA_WEIGHTS_COPY=0 keeps the mapping, and so does an engine
+ * made with keep_mapped (GPTQ's layer-by-layer run, which drops each layer's pages once done:
+ * a copy would hold every layer at once). */
 static qt_status mat_copy_rows(qt__mat *m, const qt_model *drop_from) {
     const size_t n = (size_t)m->n_out * m->row_bytes;
     const qt_type t = m->t->type;
@@ -160,11 +162,11 @@ static qt_status mat_copy_rows(qt__mat *m, const qt_model *drop_from) {
 }
 
 qt_status qt__mat_init(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics) {
-    return qt__mat_init_pool(m, t, act_quant, numerics, NULL, NULL);
+    return qt__mat_init_pool(m, t, act_quant, numerics, NULL, NULL, false);
 }
 
 qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_numerics numerics, qt_threadpool *pool,
-                            const qt_model *drop_from) {
+                            const qt_model *drop_from, bool copy_f16) {
     memset(m, 0, sizeof *m);
     m->t = t;
     m->tr = qt_type_get(t->type);
@@ -185,7 +187,7 @@ qt_status qt__mat_init_pool(qt__mat *m, const qt_tensor *t, bool act_quant, qt_n
     if (m->tr->engine_only && m->n_in > QT_CT_ROW_MAX_N)
         return qt_error(QT_ERR_SHAPE, "tensor '%s': rows of %lld elements; W8A8 rows are exact up to %d", t->name,
                         (long long)m->n_in, QT_CT_ROW_MAX_N);
-    qt_status cs = mat_copy_rows(m, drop_from);
+    qt_status cs = copy_f16 ? mat_copy_rows(m, drop_from) : QT_OK;
     if (cs != QT_OK) return cs;
     /* fp8-static: every row of a CT_F8 weight carries the checkpoint's input_scale (0: dynamic) */
     if (t->type == QT_TYPE_CT_F8 && m->n_out > 0) m->act_static_scale = qt__ct_hdr(m->data, 1);

@@ -88,7 +88,7 @@ static qt_status with_path(const qt_engine_ctx *e, qt_status s) {
 static qt_status bind_matrix(const qt_engine_ctx *e, const qt_tensor *t, int64_t ne0, int64_t ne1, qt__mat *m) {
     qt_status s = check_shape(e, t, ne0, ne1);
     if (s != QT_OK) return s;
-    s = qt__mat_init_pool(m, t, !e->opts.act_quant_off, e->opts.numerics, e->pool, e->model);
+    s = qt__mat_init_pool(m, t, !e->opts.act_quant_off, e->opts.numerics, e->pool, e->model, !e->opts.keep_mapped);
     if (s != QT_OK) return with_path(e, s);
     /* a packed copy replaces the pages of a tensor in a read-only file mapping */
     qt__mat_drop_source(m, e->model);

@@ -39,6 +39,7 @@
 #include "core/blas.h"
 #include "engine/engine_internal.h"
 #include "model/arch.h"
+#include "model/model_internal.h"
 #include "quant/ct4.h"
 #include "quant/ct_rows.h"
 #include "quantize_internal.h"
@@ -160,9 +161,10 @@ static void note_dead(const qt_gptq_run_opts *g, int32_t il, int k, const double
              (long long)n, (long long)cols, list);
 }
 
-/* The linears' buffers, kept from one linear (and layer) to the next and grown to the largest, so their
- * pages are faulted in once (fresh ones per linear were ~12 % of a phase): at most the largest linear's W
- * and H, and qt_gptq_quantize's work (the memory estimate's linear term, which already counts them all). */
+/* The linears' buffers, kept from one linear to the next within a layer and grown to the largest, so
+ * their pages are faulted in once per layer (fresh ones per linear were ~12 % of a phase), and freed at
+ * the layer's end: at most the largest linear's W and H, and qt_gptq_quantize's work (the memory
+ * estimate's linear term). */
 typedef struct linear_bufs {
     float *W;                 /* (w_cap) a linear's weights in f32 */
     double *H;                /* (h_cap) its Hessian (cols, cols), smoothed */
@@ -203,6 +205,13 @@ static qt_status fetch_h(linear_bufs *b, const qt_gptq_hessian *h, int in, int64
     return s;
 }
 
+/* Whether linear k is the last of the layer's linears reading its input (q/k/v, gate/up share one). */
+static bool last_of_input(int k) {
+    for (int j = k + 1; j < QT__N_LINEARS; j++)
+        if (qt__layer_linears[j].input == qt__layer_linears[k].input) return false;
+    return true;
+}
+
 /* One linear: its weights in f32 (smoothed: sl), its Hessian, the target, the engine rebound. */
 static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int k, observer_ctx *oc, qt__calib_target *tg,
                             const qt__smooth_layer *sl, const qt_gptq_run_opts *g, linear_bufs *b, qt_gptq_report *r) {
@@ -219,8 +228,14 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
     float *W = b->W;
     const double *H = b->H;
     if (s == QT_OK) s = qt_dequantize_rows(t->type, t->data, W, rows, cols);
+    /* W holds the source now: its file pages leave memory before the core's buffers arrive (read back
+     * from the file if the engine still runs on them: a linear kept as stored) */
+    if (s == QT_OK) qt__model_drop_pages(m, t->data, t->nbytes);
     const float *cs = sl->col[in];
     if (s == QT_OK) s = fetch_h(b, h, in, cols, cs);
+    /* b->H holds the input's Hessian now and no later linear fetches it: its accumulator (ffn_down's
+     * 8192² doubles, half of them written) leaves memory before the core's buffers arrive */
+    if (s == QT_OK && last_of_input(k)) qt_gptq_hessian_free(&oc->h[in]);
     if (s == QT_OK && cs) qt_smooth_scale_cols(W, rows, cols, cs);
     if (s == QT_OK && sl->row[k]) qt_smooth_unscale_rows(W, rows, cols, sl->row[k]);
     if (s == QT_OK) note_dead(g, il, k, H, cols);
@@ -254,6 +269,20 @@ static qt_status one_linear(const qt_model *m, qt_layerwise *lw, int32_t il, int
     return QT_OK;
 }
 
+/* Layer il's matrices leave memory once no later pass reads them (the engine keeps them mapped:
+ * keep_mapped): their whole file pages dropped, page-aligned inward so neighbours stay; a read-only
+ * mapping reads them back if touched. The norms are the engine's f32 copies; the embedding's looked-up
+ * pages are dropped as they are read (lib/engine/forward.c). So the source weights resident at once
+ * are one layer's, whatever the depth. */
+static void drop_layer_source(const qt_model *m, int32_t il) {
+    char pre[24];
+    const int n = snprintf(pre, sizeof pre, "blk.%d.", il);
+    for (int32_t i = 0; i < qt_model_n_tensors(m); i++) {
+        const qt_tensor *t = qt_model_tensor(m, i);
+        if (t->n_dims >= 2 && !strncmp(t->name, pre, (size_t)n)) qt__model_drop_pages(m, t->data, t->nbytes);
+    }
+}
+
 /* The finished layers of an earlier run: bound and run forward, so the next layer sees their outputs. */
 static qt_status replay(const qt_model *m, const qt_gptq_run_opts *g, qt__calib_target *tg, qt_layerwise *lw,
                         const resume_point *rp) {
@@ -261,6 +290,7 @@ static qt_status replay(const qt_model *m, const qt_gptq_run_opts *g, qt__calib_
     for (int32_t il = 0; s == QT_OK && il < rp->start; il++) {
         s = tg->restore_layer(tg->ctx, m, lw, il);
         if (s == QT_OK) s = qt_layerwise_run_layer(lw, NULL, NULL);
+        drop_layer_source(m, il);
     }
     if (s == QT_OK && rp->start) qt__calib_note(g, "resumed: layers 1-%d from the interrupted run", rp->start);
     if (s == QT_OK && g->kv_data) {
@@ -290,6 +320,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
     eo.n_ctx = eo.n_batch = g->n_tok;
     eo.n_threads = g->threads;
     eo.kv_type = QT_KV_TYPE_F32;
+    eo.keep_mapped = true; /* one layer's source resident at a time (drop_layer_source), not a copy of all */
     qt_engine_ctx *e = NULL;
     qt_layerwise *lw = NULL;
     qt_threadpool *pool = NULL;
@@ -323,6 +354,10 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
         lp.smooth = g->profile ? cpu_now() - c0 : 0;
         bufs.h_input = -1; /* this layer's Hessians are new */
         for (int k = 0; s == QT_OK && k < QT__N_LINEARS; k++) s = one_linear(m, lw, il, k, &oc, tg, &sl, g, &bufs, r);
+        /* the largest linear's W, H and factor buffers would otherwise sit beside the next layer's
+         * source pages and Hessian accumulators through its observe forward; faulting them in again
+         * costs well under 1 % of a layer (docs/gptq.md "Memory") */
+        bufs_free(&bufs);
         for (int k = 0; k < QT__N_INPUTS; k++) qt_gptq_hessian_free(&oc.h[k]), qt_act_stats_free(&oc.act[k]);
         qt__smooth_layer_free(&sl);
         c0 = g->profile ? cpu_now() : 0;
@@ -336,6 +371,7 @@ static qt_status run_layers(const qt_model *m, const qt_gptq_run_opts *g, qt__ca
                            lp.quantize, lp.bind, lp.run);
         if (s == QT_OK && tg->layer_done) s = tg->layer_done(tg->ctx, m, lw, il);
         if (s == QT_OK && tg->save_layer) s = tg->save_layer(tg->ctx, m, lw, il, r);
+        drop_layer_source(m, il);
         if (s != QT_OK) break;
         const double el = now() - t0;
         qt__calib_note(g, "layer %d/%d quantized: %.1f s elapsed, ETA %.1f s", il + 1, n_layer, el,
@@ -401,8 +437,10 @@ static uint64_t ct_bound_bytes(uint64_t R, uint64_t C, int64_t group) {
 static uint64_t linear_bytes(uint64_t R, uint64_t C, bool gguf, size_t row_bytes, int64_t group) {
     const uint64_t block = 128, G = gguf ? 256 : (uint64_t)(group > 0 ? group : (int64_t)C);
     uint64_t b = R * C * 4 + C * C * 8                      /* W (f32, also the loop's working copy), H */
-               + C * C * 8 + C * C * 4                      /* A (the factorization's workspace), U; --act-order
-                                                               adds W permuted, R * C * 4 */
+               + hessian_resident(C) + C * C * 4            /* A (the factorization's workspace: only its
+                                                               lower triangle is written, fresh pages for the
+                                                               layer's widest), U; --act-order adds W
+                                                               permuted, R * C * 4 */
                + R * (2 * block + G + 2) * 4 + 24 * C;      /* err, the block's copy, wg, col, q; perm, pos, diag */
     b += gguf ? R * C * 14 + R * row_bytes : R * C + R * (C / G) * 5; /* grid (CT's bound rows: ct_bound_bytes) */
     return b;
@@ -416,52 +454,94 @@ void qt_gptq_memory_estimate(const qt_model *m, const qt_quantize_plan *p, int64
     out->engine = engine_bytes(hp, n_tok, threads);
     out->hidden = (uint64_t)n_seq * n_tok * hp->n_embd * 4;
     uint64_t biggest = 0;
+    /* the source weights resident at once: the largest layer's matrices (run_layers drops each layer's
+     * pages once done, drop_layer_source; the engine keeps them mapped), and the vectors (the engine's
+     * f32 copies of the norms, at most their file pages). The embedding's looked-up pages are dropped
+     * as they are read (keep_mapped), so the calibration tokens add none: `tokens` is not needed. */
+    (void)tokens;
+    uint64_t *layer_bytes = calloc((size_t)hp->n_layer + 1, sizeof *layer_bytes), vectors = 0;
     for (int32_t i = 0; i < qt_model_n_tensors(m); i++) {
         const qt_tensor *t = qt_model_tensor(m, i);
-        if (!strncmp(t->name, "blk.", 4) || !strcmp(t->name, "output_norm.weight")) out->model += t->nbytes;
-        if (!strcmp(t->name, "token_embd.weight") && tokens) { /* the rows the calibration reads, 4 KiB pages */
-            const uint64_t row = t->nbytes / (uint64_t)(t->ne[1] > 0 ? t->ne[1] : 1);
-            const uint64_t n_pages = (t->nbytes + 4095) / 4096;
-            uint8_t *seen = calloc((size_t)n_pages + 1, 1);
-            uint64_t touched = 0;
-            for (int64_t k = 0; seen && k < (int64_t)n_seq * n_tok; k++) {
-                const uint64_t first = (uint64_t)tokens[k] * row / 4096, last = ((uint64_t)tokens[k] * row + row - 1) / 4096;
-                for (uint64_t pg = first; pg <= last && pg < n_pages; pg++) touched += !seen[pg], seen[pg] = 1;
-            }
-            free(seen);
-            out->model += touched * 4096;
-        }
+        int il = -1;
+        if (t->n_dims < 2 && (!strncmp(t->name, "blk.", 4) || !strcmp(t->name, "output_norm.weight"))) vectors += t->nbytes;
+        else if (layer_bytes && sscanf(t->name, "blk.%d.", &il) == 1 && il >= 0 && il < hp->n_layer) layer_bytes[il] += t->nbytes;
     }
+    /* pages outside the model's own file mappings (an HF checkpoint's: qt__model_drop_pages does not
+     * reach them yet) stay once read: every layer */
+    bool droppable = true;
+    for (int32_t i = 0; i < qt_model_n_tensors(m); i++) {
+        const qt_tensor *t = qt_model_tensor(m, i);
+        if (t->n_dims >= 2 && !strncmp(t->name, "blk.", 4) && !qt__model_in_map(m, t->data, t->nbytes)) droppable = false;
+    }
+    uint64_t max_layer = 0;
+    for (int32_t il = 0; layer_bytes && il < hp->n_layer; il++) {
+        if (!droppable) out->model += layer_bytes[il];
+        if (layer_bytes[il] > max_layer) max_layer = layer_bytes[il];
+    }
+    if (droppable) out->model = max_layer;
+    const uint64_t other_layers = out->model - max_layer; /* resident beside the phase's own layer */
+    free(layer_bytes);
+    out->model += vectors;
+    /* Two phases per layer (run_layers): the observe forward, with the layer's source pages, every
+     * Hessian accumulator and their partial sums; then each linear's core, with its own buffers, the
+     * accumulators still to be fetched (each is freed once its last linear has its copy: last_of_input),
+     * the layer's quantized linears so far and the source pages of the linears still to come (each
+     * linear's are dropped once it is in W). The linears' buffers are freed at the layer's end. */
     static const char *const lin[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+    int64_t max_in = 1;
+    uint64_t observe = 0, core = 0;
     for (int32_t il = 0; il < hp->n_layer; il++) {
-        uint64_t hess = 0, layer_out = 0;
+        uint64_t hess = 0, layer_out = 0, acc[QT__N_INPUTS] = {0}, src[QT__N_LINEARS] = {0}, lbk[QT__N_LINEARS] = {0},
+                 outk[QT__N_LINEARS] = {0}, layer_src = 0;
         for (int k = 0; k < QT__N_LINEARS; k++) {
             char name[QT_MAX_NAME];
             snprintf(name, sizeof name, "blk.%d.%s.weight", il, lin[k]);
             const qt_tensor *t = qt_model_find_tensor(m, name);
             if (!t) continue;
             const uint64_t C = (uint64_t)t->ne[0], R = (uint64_t)t->ne[1];
-            if (!(k > 0 && qt__layer_linears[k - 1].input == qt__layer_linears[k].input)) hess += hessian_resident(C);
+            if ((int64_t)C > max_in) max_in = (int64_t)C;
+            src[k] = t->nbytes;
+            layer_src += t->nbytes;
+            const int in = qt__layer_linears[k].input;
+            if (!acc[in]) hess += acc[in] = hessian_resident(C);
+            lbk[k] = R * C * 4 + C * C * 8; /* W and H, whether or not the target quantizes it */
             const int32_t pi = p ? plan_find(p, name) : -1;
             const bool quantized = p ? pi >= 0 && p->tensors[pi].type != t->type : true;
             if (!quantized) continue;
             const qt_type ty = p ? p->tensors[pi].type : QT_TYPE_COUNT;
             const size_t rb = p ? qt_row_size(ty, (int64_t)C) : 0;
-            const uint64_t lb = linear_bytes(R, C, p != NULL, rb, ct_group);
-            if (lb > out->linear) out->linear = lb;
+            lbk[k] = linear_bytes(R, C, p != NULL, rb, ct_group);
+            if (lbk[k] > out->linear) out->linear = lbk[k];
             const uint64_t G = (uint64_t)(ct_group > 0 ? ct_group : (int64_t)C);
-            layer_out += p ? p->tensors[pi].bytes : R * C + R * (C / G) * 5 + ct_bound_bytes(R, C, ct_group);
+            layer_out += outk[k] = p ? p->tensors[pi].bytes : R * C + R * (C / G) * 5 + ct_bound_bytes(R, C, ct_group);
             const uint64_t io = (uint64_t)t->nbytes + (p ? p->tensors[pi].bytes : R * C);
             if (io > biggest) biggest = io;
         }
         if (hess > out->hessians) out->hessians = hess;
         /* one layer's output at a time: each finished layer goes to disk */
         if (layer_out > out->output) out->output = layer_out;
+        const uint64_t partial = (uint64_t)(threads > 0 ? threads : 1) * 256 * (uint64_t)max_in * 4; /* HESS_PANEL rows */
+        if (layer_src + hess + partial > observe) observe = layer_src + hess + partial;
+        uint64_t out_before = 0, src_done = 0;
+        for (int k = 0; k < QT__N_LINEARS; k++) {
+            src_done += src[k];
+            uint64_t alive = 0;
+            for (int in = 0; in < QT__N_INPUTS; in++) {
+                int last = -1;
+                for (int j = 0; j < QT__N_LINEARS; j++)
+                    if (qt__layer_linears[j].input == in) last = j;
+                if (last > k) alive += acc[in];
+            }
+            const uint64_t c = lbk[k] + alive + out_before + (layer_src - src_done);
+            if (src[k] && c > core) core = c;
+            out_before += outk[k];
+        }
     }
     for (int32_t i = 0; p && i < p->n_tensors; i++)
         if (p->tensors[i].src_bytes + p->tensors[i].bytes > biggest) biggest = p->tensors[i].src_bytes + p->tensors[i].bytes;
     out->write = biggest + ((uint64_t)1 << 20);
-    const uint64_t loop = out->model + out->engine + out->hidden + out->hessians + out->linear + out->output + out->blas;
+    const uint64_t phase = observe > core ? observe : core;
+    const uint64_t loop = vectors + other_layers + out->engine + out->hidden + phase + out->blas;
     const uint64_t write = out->model + out->write + out->blas;
     out->total = base + (loop > write ? loop : write);
     if (peak_before > out->total) out->total = peak_before;
