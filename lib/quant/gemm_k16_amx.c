@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "amx_tiles.h"
 #include "blocks.h"
 #include "gemm_k16.h"
 
@@ -52,20 +53,12 @@
 #define K16_AMX_L2 (1 << 19) /* bytes of a panel's activation rows, which stay in L2 while the weights stream */
 #define PLANE_BYTES 4096    /* one plane of one super-block: 4 K steps x 16 B-tile rows x 64 bytes */
 
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_tilecfg;
-_Static_assert(sizeof(amx_tilecfg) == 64, "LDTILECFG reads 64 bytes");
 _Static_assert(offsetof(block_q8_K, qs) == 4, "the A tile's row offsets");
 
 static void amx_configure(void) {
-    alignas(64) amx_tilecfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++) cfg.rows[t] = AMX_M, cfg.colsb[t] = 64; /* C, A, B: 16 x 64 bytes */
-    _tile_loadconfig(&cfg);
+    qt__amx_shape shape[8];
+    for (int t = 0; t < 8; t++) shape[t] = (qt__amx_shape){AMX_M, 64}; /* C, A, B: 16 x 64 bytes */
+    qt__amx_configure(shape, 8);
 }
 
 static inline int k16_planes(int kind) { return k16_has_min(kind) ? 3 : 2; }

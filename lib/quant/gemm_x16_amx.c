@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "amx_tiles.h"
 #include "blocks.h"
 #include "gemm.h"
 #include "gemm_x16.h"
@@ -45,22 +46,14 @@
 #define AMX_PANEL 128     /* batch rows whose activations stay in L2 while the weights stream */
 #define QT_X16_AMX_MIN 16 /* bench_gemm: below one full tile the VNNI kernel is faster */
 
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_tilecfg;
-_Static_assert(sizeof(amx_tilecfg) == 64, "LDTILECFG reads 64 bytes");
 _Static_assert(offsetof(qt__block_q8s, qs) == 12 && sizeof(qt__block_q8s) == 44, "the A tile's row offsets");
 
 static void amx_configure(void) {
-    alignas(64) amx_tilecfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 4; t++) cfg.rows[t] = AMX_M, cfg.colsb[t] = 64; /* C: 16 batch rows x 16 int32 */
-    for (int t = 4; t < 6; t++) cfg.rows[t] = AMX_M, cfg.colsb[t] = 32; /* A: 16 batch rows x one block's 32 codes */
-    for (int t = 6; t < 8; t++) cfg.rows[t] = 8, cfg.colsb[t] = 64;     /* B: 8 x (16 weight rows x 4 values) */
-    _tile_loadconfig(&cfg);
+    qt__amx_shape shape[8];
+    for (int t = 0; t < 4; t++) shape[t] = (qt__amx_shape){AMX_M, 64}; /* C: 16 batch rows x 16 int32 */
+    for (int t = 4; t < 6; t++) shape[t] = (qt__amx_shape){AMX_M, 32}; /* A: 16 batch rows x one block's 32 codes */
+    for (int t = 6; t < 8; t++) shape[t] = (qt__amx_shape){8, 64};     /* B: 8 x (16 weight rows x 4 values) */
+    qt__amx_configure(shape, 8);
 }
 
 /* The 8 B-tile rows of one packed tile t into dst (512 bytes) as signed
